@@ -1,0 +1,73 @@
+"""Plain-text generators in the style of the built-in tasks.
+
+Used twice, with the same code so the two can never drift apart:
+- by ``scripts/train_toy_model.py`` to write the embedded model's training data
+  (complete IOI sentences, documented functions, and *ordinary* text that uses the
+  same names and parameter words without the task structure);
+- by the general-damage reference batch, whose task-style ordinary text makes heads
+  that merely read the synthetic vocabulary cost general loss too.
+"""
+
+from __future__ import annotations
+
+import random
+
+from circuit_gym.tasks import fillers as F
+
+PLACES = ("store", "park", "office", "house", "cafe", "garden", "school", "market", "river")
+THINGS = ("drink", "ball", "letter", "key", "book", "snack", "ring", "cup", "bag", "hat")
+ADJECTIVES = ("happy", "tired", "late", "early", "busy", "quiet", "glad", "ready")
+
+
+def ioi_sentence(rng: random.Random, split: str = "train") -> str:
+    """A complete IOI sentence, answer included."""
+    template = rng.choice(F.IOI_TEMPLATES[split])
+    io, s = rng.choice(F.ioi_name_pairs(split))
+    a, b = (io, s) if rng.random() < 0.5 else (s, io)
+    return template.format(A=a, B=b, S=s) + f" {io}."
+
+
+def documented_function(rng: random.Random, split: str = "train") -> str:
+    """A function whose docstring documents all three parameters in order."""
+    a, b, c = rng.choice(F.docstring_param_triples(split))
+    sig = rng.choice(F.DOCSTRING_SIGNATURES[split]).format(F=rng.choice(F.FUNCTION_NAMES), A=a, B=b, C=c)
+    d1, d2, d3 = (rng.choice(F.DOCSTRING_DESCRIPTIONS[split]) for _ in range(3))
+    summary = rng.choice(F.DOCSTRING_SUMMARIES[split])
+    return (
+        f'{sig}\n    """{summary}\n\n    :param {a}: {d1}\n    :param {b}: {d2}\n'
+        f'    :param {c}: {d3}\n    """\n    return {rng.choice((a, b, c))}\n'
+    )
+
+
+def ordinary_name_text(rng: random.Random) -> str:
+    """Sentences with the task's names but no indirect-object structure."""
+    n1, n2 = rng.sample(F.NAMES, 2)
+    forms = (
+        f"Then, {n1} was {rng.choice(ADJECTIVES)} at the {rng.choice(PLACES)}.",
+        f"Today {n1} and {n2} went home.",
+        f"The {rng.choice(THINGS)} belongs to {n1}.",
+        f"Later, {n1} said that the {rng.choice(THINGS)} was {rng.choice(ADJECTIVES)}.",
+        f"When {n1} went to the {rng.choice(PLACES)}, {n1} found a {rng.choice(THINGS)}.",
+        f"Then, {n1} and {n2} were {rng.choice(ADJECTIVES)}.",
+    )
+    return rng.choice(forms)
+
+
+def ordinary_code(rng: random.Random) -> str:
+    """Code with the task's parameter words but no parameter-listing docstring."""
+    p, q, r = rng.sample(F.PARAM_WORDS, 3)
+    fn = rng.choice(F.FUNCTION_NAMES)
+    forms = (
+        f"def {fn}({p}, {q}):\n    return {p} + {q}\n",
+        f"for {p} in {q}:\n    print({p})\n",
+        f"{p} = {q}.get({r})\n",
+        f"def {fn}(self, {p}):\n    self.{p} = {p}\n",
+        f'def {fn}({p}):\n    """Return the {q}."""\n    return {p}.{q}\n',
+        f"if {p} is None:\n    {p} = {r}\n",
+    )
+    return rng.choice(forms)
+
+
+def task_style_reference_text(rng: random.Random, n_items: int) -> list[str]:
+    """Ordinary text in the tasks' style, for the general-damage reference batch."""
+    return [ordinary_name_text(rng) if i % 2 == 0 else ordinary_code(rng) for i in range(n_items)]

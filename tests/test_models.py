@@ -1,0 +1,88 @@
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from circuit_gym.models import GPT2_ENV_VAR, ModelNotAvailableError, load_model, set_threads, weights_hash
+
+
+def test_toy_model_loads_offline_with_hooks(toy_model):
+    info = toy_model.circuit_gym_info
+    assert info.name == "toy" and info.source == "embedded"
+    assert info.n_heads_total == toy_model.cfg.n_layers * toy_model.cfg.n_heads
+    tokens = toy_model.to_tokens(" Mary and John went to the store")
+    assert tokens[0, 0] == toy_model.tokenizer.bos_token_id
+    logits, cache = toy_model.run_with_cache(tokens)
+    z = cache["blocks.0.attn.hook_z"]
+    assert z.shape == (1, tokens.shape[1], info.n_heads, toy_model.cfg.d_head)
+    assert "blocks.0.attn.hook_pattern" in cache
+
+
+def test_start_at_layer_reproduces_the_full_forward(toy_model):
+    tokens = toy_model.to_tokens("def load(self, file, mode):")
+    logits, cache = toy_model.run_with_cache(tokens)
+    for layer in range(toy_model.cfg.n_layers):
+        resumed = toy_model(cache[f"blocks.{layer}.hook_resid_pre"], start_at_layer=layer)
+        torch.testing.assert_close(resumed, logits)
+
+
+def test_random_gpt2_checkpoint_loads_through_the_gpt2_path(random_gpt2_dir, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv(GPT2_ENV_VAR, str(random_gpt2_dir))
+    model = load_model("gpt2")
+    info = model.circuit_gym_info
+    assert (info.n_layers, info.n_heads, info.n_heads_total) == (12, 12, 144)
+    assert info.source == str(random_gpt2_dir)
+    _, cache = model.run_with_cache(model.to_tokens(" Mary and John"))
+    assert cache["blocks.11.attn.hook_z"].shape[2] == 12
+    # explicit path= gives the same weights as the environment variable
+    monkeypatch.delenv(GPT2_ENV_VAR)
+    assert load_model("gpt2", path=random_gpt2_dir).circuit_gym_info.weights_hash == info.weights_hash
+
+
+def test_missing_gpt2_weights_fail_fast_with_instructions(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty_hf_home"))
+    monkeypatch.delenv(GPT2_ENV_VAR, raising=False)
+    start = time.monotonic()
+    with pytest.raises(ModelNotAvailableError) as err:
+        load_model("gpt2")
+    assert time.monotonic() - start < 10
+    message = str(err.value)
+    assert GPT2_ENV_VAR in message and "path=" in message and "'toy'" in message
+
+
+def test_bad_local_path_is_a_clear_error(tmp_path):
+    with pytest.raises(ModelNotAvailableError, match="model.safetensors"):
+        load_model("gpt2", path=tmp_path)
+
+
+def test_cli_reports_missing_weights_without_a_traceback(tmp_path):
+    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "circuit_gym.cli", "info", "--model", "gpt2"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and GPT2_ENV_VAR in proc.stderr
+
+
+def test_weights_hash_changes_with_weights(toy_model):
+    before = weights_hash(toy_model)
+    assert before == toy_model.circuit_gym_info.weights_hash
+    param = next(toy_model.parameters())
+    with torch.no_grad():
+        param.add_(1.0)
+        try:
+            assert weights_hash(toy_model) != before
+        finally:
+            param.sub_(1.0)
+
+
+def test_threads_setting(monkeypatch):
+    monkeypatch.setenv("CIRCUIT_GYM_THREADS", "1")
+    assert set_threads() == 1 and torch.get_num_threads() == 1
+    with pytest.raises(ValueError):
+        set_threads(0)
