@@ -25,6 +25,42 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return _cmd_info(args)
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from circuit_gym.ablation.cache import SweepCache
+    from circuit_gym.ablation.tables import sweep_table
+    from circuit_gym.models import load_model
+    from circuit_gym.plots import head_heatmap
+    from circuit_gym.tasks import get_task
+    from circuit_gym.tasks.reference import reference_batch
+
+    model = load_model(args.model, path=args.model_path)
+    task = get_task(args.task)
+    batch = task.batch(model, args.split, args.batch_size, args.seed)
+    reference = reference_batch(model, args.reference)
+    table = sweep_table(model, task, batch, reference, ablation=args.ablation, lam=args.lam,
+                        cache=None if args.no_cache else SweepCache())  # fmt: skip
+    print(f"{args.model} / {task.name} ({args.split}, seed {args.seed}, {args.batch_size} prompts), "
+          f"{args.ablation} ablation, lam {args.lam}, reference {reference.name}")  # fmt: skip
+    print(f"clean task metric {table.clean_metric:.3f}, clean reference loss {table.clean_general_loss:.3f}")
+    print(f"{'head':>6} {'reward':>9} {'task dmg':>9} {'gen dmg':>9}")
+    for h in table.reward.argsort()[::-1][: args.top]:
+        print(f"{h // table.n_heads:>3}.{h % table.n_heads:<2} {table.reward[h]:9.3f} "
+              f"{table.task_damage[h]:9.3f} {table.general_damage[h]:9.3f}")  # fmt: skip
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"sweep_{args.model}_{task.name}_{args.split}_s{args.seed}_{args.ablation}"
+    (out / f"{stem}.json").write_text(json.dumps(table.to_dict(), indent=1))
+    (out / f"{stem}.csv").write_text(table.to_csv())
+    head_heatmap(table.reward, table.n_layers, table.n_heads,
+                 f"{args.model} {task.name}: contrastive reward ({args.ablation}, lam {args.lam})",
+                 out / f"{stem}.png", mark=table.oracle_head)  # fmt: skip
+    print(f"wrote {out / stem}.json/.csv/.png")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="circuit-gym", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -39,6 +75,23 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_args(p)
     p.set_defaults(func=_cmd_info)
 
+    from circuit_gym.ablation import ABLATIONS
+    from circuit_gym.tasks.reference import REFERENCE_CHOICES
+
+    p = sub.add_parser("sweep", help="exhaustive single-head sweep of one prompt batch")
+    add_model_args(p)
+    p.add_argument("--task", required=True, help="induction, ioi, docstring or a registered task")
+    p.add_argument("--split", default="train", choices=["train", "eval", "test"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--ablation", default="zero", choices=ABLATIONS)
+    p.add_argument("--lam", type=float, default=1.0)
+    p.add_argument("--reference", default=None, choices=REFERENCE_CHOICES, help="general-damage text")
+    p.add_argument("--top", type=int, default=5)
+    p.add_argument("--out", default="results/sweeps")
+    p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the disk cache")
+    p.set_defaults(func=_cmd_sweep)
+
     p = sub.add_parser("run", help="the main job: train and evaluate the reference solvers")
     add_model_args(p)
     p.add_argument("--out", default="results", help="output directory")
@@ -52,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(args.func(args) or 0)
-    except ModelNotAvailableError as err:
+    except (ModelNotAvailableError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 

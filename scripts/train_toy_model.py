@@ -23,12 +23,10 @@ same class ``circuit_gym.load_model("toy")`` boots into a ``TransformerBridge``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import random
 import sys
-import sysconfig
 import time
 from pathlib import Path
 
@@ -45,23 +43,6 @@ BOS = "<|endoftext|>"
 
 
 # ----------------------------------------------------------------------------- data
-def stdlib_files() -> tuple[list[str], list[str]]:
-    """(train texts, held-out texts) of the standard library, deterministic order."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    train, held = [], []
-    for path in sorted(root.rglob("*.py")):
-        if "site-packages" in path.parts:
-            continue
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue
-        rel = str(path.relative_to(root))
-        bucket = int(hashlib.blake2b(rel.encode(), digest_size=4).hexdigest(), 16) % 10
-        (held if bucket == 0 else train).append(text)
-    return train, held
-
-
 def generated_text(rng: random.Random, n: int) -> list[str]:
     makers = (
         corpus.ioi_sentence,
@@ -300,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     t0 = time.time()
-    stdlib_train, stdlib_held = stdlib_files()
+    stdlib_train, stdlib_held = corpus.stdlib_files()
     if args.smoke:
         stdlib_train, stdlib_held = stdlib_train[:40], stdlib_held[:10]
     tok, added = train_tokenizer(stdlib_train, rng, args.vocab)

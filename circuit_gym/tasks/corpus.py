@@ -10,7 +10,10 @@ Used twice, with the same code so the two can never drift apart:
 
 from __future__ import annotations
 
+import hashlib
 import random
+import sysconfig
+from pathlib import Path
 
 from circuit_gym.tasks import fillers as F
 
@@ -71,3 +74,23 @@ def ordinary_code(rng: random.Random) -> str:
 def task_style_reference_text(rng: random.Random, n_items: int) -> list[str]:
     """Ordinary text in the tasks' style, for the general-damage reference batch."""
     return [ordinary_name_text(rng) if i % 2 == 0 else ordinary_code(rng) for i in range(n_items)]
+
+
+def stdlib_files() -> tuple[list[str], list[str]]:
+    """(train texts, held-out texts) of this Python's standard library, in a fixed order.
+
+    Files that are not UTF-8 are skipped; a hash of the relative path holds out ~10%.
+    """
+    root = Path(sysconfig.get_paths()["stdlib"])
+    train, held = [], []
+    for path in sorted(root.rglob("*.py")):
+        if "site-packages" in path.parts:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        rel = str(path.relative_to(root))
+        bucket = int(hashlib.blake2b(rel.encode(), digest_size=4).hexdigest(), 16) % 10
+        (held if bucket == 0 else train).append(text)
+    return train, held

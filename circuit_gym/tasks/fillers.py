@@ -68,11 +68,9 @@ PARAM_WORDS: tuple[str, ...] = (
 
 # A docstring template fixes everything but the fillers, so one template has one
 # token length and a prompt batch needs no padding.
-DOCSTRING_SIGNATURES: dict[str, tuple[str, ...]] = {
-    "train": ("def {F}(self, {A}, {B}, {C}):", "def {F}({A}, {B}, {C}):"),
-    "eval": ("def {F}(self, {A}, {B}, {C}):", "def {F}({A}, {B}, {C}):"),
-    "test": ("def {F}(self, {A}, {B}, {C}):", "def {F}({A}, {B}, {C}):"),
-}
+# Every parameter follows a space, so " word" is its single token everywhere.
+_SIGNATURES = ("def {F}(self, {A}, {B}, {C}):", "def {F}(cls, {A}, {B}, {C}):")
+DOCSTRING_SIGNATURES: dict[str, tuple[str, ...]] = {split: _SIGNATURES for split in SPLITS}
 DOCSTRING_SUMMARIES: dict[str, tuple[str, ...]] = {
     "train": (
         "Do the main work.", "Handle the request.", "Compute the result.",

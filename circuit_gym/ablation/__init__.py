@@ -1,0 +1,9 @@
+"""The ablation engine: exact head ablations, fast single-head sweeps, contrastive rewards."""
+
+from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable, head_name
+from circuit_gym.ablation.engine import ABLATIONS, AblationEngine, Evaluation, check_ablation
+
+__all__ = [
+    "ABLATIONS", "AblationEngine", "ContrastiveScorer", "Evaluation", "SweepTable",
+    "check_ablation", "head_name",
+]  # fmt: skip

@@ -1,0 +1,196 @@
+"""Head ablation on one fixed input batch: exact scores for any head set, and fast sweeps.
+
+An :class:`Evaluation` is an input batch plus a score where higher is better: the task
+metric on a prompt batch, or minus the next-token loss on the reference batch. An
+:class:`AblationEngine` runs the clean pass once, caching every layer's residual stream
+and head outputs, and then answers "what is the score with these heads ablated?":
+
+- ``score(heads)`` for any set: restarts from the cached residual stream at the lowest
+  ablated layer, with a ``hook_z`` hook that replaces the chosen heads;
+- ``sweep()`` for every single head: per layer, the cached residual stream is repeated
+  once per head of that layer along the batch dimension, so one forward pass from that
+  layer on covers the whole layer; only the positions the score reads are unembedded.
+
+Ablation kinds (replacement of a head's ``hook_z`` output):
+- ``zero``: zeros (the reference paper's choice);
+- ``mean``: its mean over the batch, per position (keeps what is common to the template);
+- ``resample``: its value on the counterfactual input (task prompts with other fillers;
+  for the reference batch, the next row of the batch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from circuit_gym.tasks.base import PromptBatch, Task
+from circuit_gym.tasks.reference import ReferenceBatch
+
+ABLATIONS = ("zero", "mean", "resample")
+# Rows x positions x vocab floats per stacked forward pass; bounds memory on GPT-2.
+LOGIT_BUDGET = 50_000_000
+
+
+def check_ablation(kind: str) -> str:
+    if kind not in ABLATIONS:
+        raise ValueError(f"ablation must be one of {ABLATIONS}, got {kind!r}")
+    return kind
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Inputs and a per-row score (higher = better) on the logits at ``positions``."""
+
+    tokens: torch.Tensor  # [batch, seq]
+    positions: torch.Tensor  # [P]
+    score_rows: Callable[[torch.Tensor], torch.Tensor]  # logits [batch, P, vocab] -> [batch]
+    counterfactual: torch.Tensor | None = None
+
+    @classmethod
+    def for_task(cls, task: Task, batch: PromptBatch) -> Evaluation:
+        return cls(batch.tokens, batch.positions, lambda lg: task.metric(lg, batch), batch.counterfactual)
+
+    @classmethod
+    def for_reference(cls, ref: ReferenceBatch) -> Evaluation:
+        tokens = ref.tokens
+        targets = tokens[:, 1:]
+
+        def neg_loss(logits: torch.Tensor) -> torch.Tensor:
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            return logp.gather(-1, targets[..., None])[..., 0].mean(-1)
+
+        # Resample source for ordinary text: another row of the same batch.
+        return cls(tokens, torch.arange(tokens.shape[1] - 1), neg_loss, tokens.roll(1, dims=0))
+
+
+class AblationEngine:
+    """Exact ablation scores for one model, one :class:`Evaluation` and one ablation kind."""
+
+    def __init__(self, model, evaluation: Evaluation, kind: str = "zero") -> None:
+        self.model = model
+        self.ev = evaluation
+        self.kind = check_ablation(kind)
+        self.n_layers = int(model.cfg.n_layers)
+        self.n_heads = int(model.cfg.n_heads)
+        if kind == "resample" and evaluation.counterfactual is None:
+            raise ValueError("resample ablation needs counterfactual prompts; this task has none")
+        names = [f"blocks.{layer}.hook_resid_pre" for layer in range(self.n_layers)]
+        names += [self._z(layer) for layer in range(self.n_layers)]
+        with torch.no_grad():
+            logits, cache = model.run_with_cache(evaluation.tokens, names_filter=lambda n: n in names)
+            self.resid_pre = [cache[f"blocks.{layer}.hook_resid_pre"] for layer in range(self.n_layers)]
+            self.clean_z = [cache[self._z(layer)] for layer in range(self.n_layers)]
+            self.clean_rows = evaluation.score_rows(logits[:, evaluation.positions])
+            self.replacement = self._replacements()
+        self.clean_score = float(self.clean_rows.mean())
+
+    @staticmethod
+    def _z(layer: int) -> str:
+        return f"blocks.{layer}.attn.hook_z"
+
+    def _replacements(self) -> list[torch.Tensor]:
+        """Per layer, the [batch, seq, head, d_head] values ablated heads take."""
+        if self.kind == "zero":
+            return [torch.zeros_like(z) for z in self.clean_z]
+        if self.kind == "mean":
+            return [z.mean(0, keepdim=True).expand_as(z).clone() for z in self.clean_z]
+        names = [self._z(layer) for layer in range(self.n_layers)]
+        _, cache = self.model.run_with_cache(self.ev.counterfactual, names_filter=lambda n: n in names)
+        return [cache[n] for n in names]
+
+    # ------------------------------------------------------------------ any head set
+    def head_layer(self, head: int) -> tuple[int, int]:
+        if not 0 <= head < self.n_layers * self.n_heads:
+            raise ValueError(f"head id must be in [0, {self.n_layers * self.n_heads}), got {head}")
+        return divmod(int(head), self.n_heads)
+
+    @torch.no_grad()
+    def score(self, heads: Iterable[int]) -> float:
+        """Mean score with all ``heads`` (flat ids) ablated at once."""
+        by_layer: dict[int, list[int]] = {}
+        for h in set(int(h) for h in heads):
+            layer, head = self.head_layer(h)
+            by_layer.setdefault(layer, []).append(head)
+        if not by_layer:
+            return self.clean_score
+        hooks = []
+        for layer, hs in by_layer.items():
+            idx = torch.tensor(sorted(hs))
+            repl = self.replacement[layer]
+
+            def hook(z: torch.Tensor, hook=None, idx=idx, repl=repl) -> torch.Tensor:
+                z = z.clone()
+                z[:, :, idx] = repl[:, :, idx]
+                return z
+
+            hooks.append((self._z(layer), hook))
+        start = min(by_layer)
+        logits = self._run_from(start, self.resid_pre[start], hooks)
+        return float(self.ev.score_rows(logits).mean())
+
+    def _run_from(self, layer: int, resid: torch.Tensor, hooks: list) -> torch.Tensor:
+        """Logits at the evaluation's positions, running blocks ``layer..`` on ``resid``."""
+        positions = self.ev.positions
+
+        def keep_positions(x: torch.Tensor, hook=None) -> torch.Tensor:
+            return x[:, positions]
+
+        with self.model.hooks(fwd_hooks=[*hooks, ("unembed.hook_in", keep_positions)]):
+            return self.model(resid, start_at_layer=layer)
+
+    # ---------------------------------------------------------------- single heads
+    @torch.no_grad()
+    def sweep(self, progress: bool = False) -> np.ndarray:
+        """Mean score with each single head ablated, shape ``[n_layers * n_heads]``."""
+        batch = self.ev.tokens.shape[0]
+        vocab = int(self.model.cfg.d_vocab)
+        per_pass = max(1, LOGIT_BUDGET // (batch * len(self.ev.positions) * vocab))
+        scores = np.empty(self.n_layers * self.n_heads, dtype=np.float64)
+        layers = range(self.n_layers)
+        if progress:
+            from tqdm.auto import tqdm
+
+            layers = tqdm(layers, desc="sweep (layers)", leave=False)
+        for layer in layers:
+            for first in range(0, self.n_heads, per_pass):
+                heads = list(range(first, min(self.n_heads, first + per_pass)))
+                scores[layer * self.n_heads + first : layer * self.n_heads + first + len(heads)] = (
+                    self._sweep_layer_chunk(layer, heads)
+                )
+        return scores
+
+    def _sweep_layer_chunk(self, layer: int, heads: list[int]) -> np.ndarray:
+        k, batch = len(heads), self.ev.tokens.shape[0]
+        resid = self.resid_pre[layer].repeat(k, 1, 1)  # copy i ablates heads[i]
+        repl = self.replacement[layer]
+        rows = torch.arange(k * batch)
+        head_of_row = torch.tensor(heads).repeat_interleave(batch)
+
+        def hook(z: torch.Tensor, hook=None) -> torch.Tensor:
+            z = z.clone()
+            z[rows, :, head_of_row] = repl.repeat(k, 1, 1, 1)[rows, :, head_of_row]
+            return z
+
+        logits = self._run_from(layer, resid, [(self._z(layer), hook)])
+        logits = logits.view(k, batch, *logits.shape[1:])
+        return np.array([float(self.ev.score_rows(logits[i]).mean()) for i in range(k)])
+
+    @torch.no_grad()
+    def naive_sweep(self) -> np.ndarray:
+        """The plain loop: one full forward pass with one hook per head. For tests and benchmarks."""
+        out = np.empty(self.n_layers * self.n_heads, dtype=np.float64)
+        for h in range(self.n_layers * self.n_heads):
+            layer, head = self.head_layer(h)
+            repl = self.replacement[layer]
+
+            def hook(z: torch.Tensor, hook=None, head=head, repl=repl) -> torch.Tensor:
+                z = z.clone()
+                z[:, :, head] = repl[:, :, head]
+                return z
+
+            logits = self.model.run_with_hooks(self.ev.tokens, fwd_hooks=[(self._z(layer), hook)])
+            out[h] = float(self.ev.score_rows(logits[:, self.ev.positions]).mean())
+        return out

@@ -1,0 +1,44 @@
+"""Figures people would rather look at than read: layer x head heatmaps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never needs a display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def head_heatmap(values: np.ndarray, n_layers: int, n_heads: int, title: str, path: str | Path,
+                 *, label: str = "reward", mark: int | None = None) -> Path:  # fmt: skip
+    """Save a layer x head heatmap of per-head ``values``; ``mark`` outlines one head id."""
+    plt = _pyplot()
+    grid = np.asarray(values, dtype=float).reshape(n_layers, n_heads)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.55 * n_heads, 1.0 + 0.45 * n_layers))
+    bound = float(np.nanmax(np.abs(grid))) or 1.0
+    im = ax.imshow(grid, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto")
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.set_xticks(range(n_heads))
+    ax.set_yticks(range(n_layers))
+    if mark is not None:
+        layer, head = divmod(int(mark), n_heads)
+        ax.add_patch(plt.Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, lw=2.5, ec="black"))
+    if n_layers * n_heads <= 64:
+        for (i, j), v in np.ndenumerate(grid):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
+    fig.colorbar(im, ax=ax, label=label)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

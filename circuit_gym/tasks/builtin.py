@@ -1,0 +1,139 @@
+"""The three built-in tasks: induction, IOI and docstring completion.
+
+Each works with any tokenizer in which its fillers are single tokens (the embedded
+model's, by construction; GPT-2's for the name and parameter lists used here). Splits
+use disjoint fillers and templates (``circuit_gym.tasks.fillers``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import torch
+
+from circuit_gym.tasks import fillers as F
+from circuit_gym.tasks.base import (
+    PromptBatch,
+    Task,
+    answer_logprob,
+    encode_prompts,
+    logit_diff,
+    register_task,
+    single_token_ids,
+)
+
+INDUCTION_LENGTH = 16  # random tokens before the repeat; prompt = BOS + 2 * 16 tokens
+
+
+def _pick(rng: np.random.Generator, items, what: str, split: str):
+    if len(items) == 0:
+        raise ValueError(f"the {split!r} split has no {what}")
+    return items[int(rng.integers(len(items)))]
+
+
+# ------------------------------------------------------------------------------ IOI
+def make_ioi_batch(tokenizer, split: str, batch_size: int, rng: np.random.Generator) -> PromptBatch:
+    """'When Mary and John went to the store, John gave a drink to' -> ' Mary' (not ' John').
+
+    Half the prompts name the indirect object first (ABBA), half second (BABA). The
+    counterfactual replaces all three names by three other names (the IOI paper's "ABC"
+    distribution), so it carries the template but no answer.
+    """
+    ids = single_token_ids(tokenizer, F.NAMES)
+    template = _pick(rng, F.IOI_TEMPLATES[split], "templates", split)
+    pairs = F.ioi_name_pairs(split)
+    texts, cf_texts, answers, distractors = [], [], [], []
+    for _ in range(batch_size):
+        io, s = _pick(rng, pairs, "name pairs", split)
+        a, b = (io, s) if rng.random() < 0.5 else (s, io)
+        texts.append(template.format(A=a, B=b, S=s))
+        others = [n for n in F.NAMES if n not in (io, s)]
+        x, y, z = rng.choice(others, size=3, replace=False)
+        cf_texts.append(template.format(A=x, B=y, S=z))
+        answers.append([ids[io]])
+        distractors.append([[ids[s]]])
+    tokens = encode_prompts(tokenizer, texts, "ioi")
+    return PromptBatch(
+        task="ioi", split=split, seed=0, template=template, tokens=tokens,
+        positions=torch.tensor([tokens.shape[1] - 1]),
+        answers=torch.tensor(answers), distractors=torch.tensor(distractors),
+        counterfactual=encode_prompts(tokenizer, cf_texts, "ioi"),
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------ docstring
+def make_docstring_batch(tokenizer, split: str, batch_size: int, rng: np.random.Generator) -> PromptBatch:
+    """A signature with three parameters, a docstring documenting two, then ':param'.
+
+    The answer is the third parameter; the distractors are the two already documented.
+    The counterfactual uses three other parameter words throughout.
+    """
+    ids = single_token_ids(tokenizer, F.PARAM_WORDS)
+    single_token_ids(tokenizer, F.FUNCTION_NAMES)
+    template = _pick(rng, F.docstring_templates(split), "templates", split)
+    triples = F.docstring_param_triples(split)
+    texts, cf_texts, answers, distractors = [], [], [], []
+    for _ in range(batch_size):
+        a, b, c = _pick(rng, triples, "parameter triples", split)
+        fn = F.FUNCTION_NAMES[int(rng.integers(len(F.FUNCTION_NAMES)))]
+        texts.append(template.format(F=fn, A=a, B=b, C=c))
+        others = [w for w in F.PARAM_WORDS if w not in (a, b, c)]
+        x, y, z = rng.choice(others, size=3, replace=False)
+        cf_texts.append(template.format(F=fn, A=x, B=y, C=z))
+        answers.append([ids[c]])
+        distractors.append([[ids[a], ids[b]]])
+    tokens = encode_prompts(tokenizer, texts, "docstring")
+    return PromptBatch(
+        task="docstring", split=split, seed=0, template=template, tokens=tokens,
+        positions=torch.tensor([tokens.shape[1] - 1]),
+        answers=torch.tensor(answers), distractors=torch.tensor(distractors),
+        counterfactual=encode_prompts(tokenizer, cf_texts, "docstring"),
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------ induction
+def induction_token_pool(tokenizer, split: str) -> np.ndarray:
+    """Ordinary (non-special) token ids of a split: disjoint thirds of the vocabulary."""
+    special = set(tokenizer.all_special_ids)
+    ids = [i for i in range(len(tokenizer)) if i not in special and _token_split(i) == split]
+    return np.array(ids, dtype=np.int64)
+
+
+def _token_split(token_id: int) -> str:
+    h = int.from_bytes(hashlib.blake2b(str(token_id).encode(), digest_size=2).digest(), "little")
+    return F.SPLITS[h % 3]
+
+
+def make_induction_batch(tokenizer, split: str, batch_size: int, rng: np.random.Generator) -> PromptBatch:
+    """BOS + random tokens + the same tokens again; score the repeated half.
+
+    Metric positions are those whose next token is predictable by copying (the second
+    token of the repeat onward). The counterfactual has a second half that does not
+    repeat the first.
+    """
+    pool = induction_token_pool(tokenizer, split)
+    if len(pool) < 2 * INDUCTION_LENGTH:
+        raise ValueError(f"the {split!r} split has only {len(pool)} tokens for induction")
+    L = INDUCTION_LENGTH
+    first = np.stack([rng.choice(pool, size=L, replace=False) for _ in range(batch_size)])
+    other = np.stack([rng.choice(pool, size=L, replace=False) for _ in range(batch_size)])
+    bos = np.full((batch_size, 1), tokenizer.bos_token_id)
+    tokens = torch.from_numpy(np.concatenate([bos, first, first], axis=1))
+    counterfactual = torch.from_numpy(np.concatenate([bos, first, other], axis=1))
+    positions = torch.arange(L + 1, 2 * L)
+    return PromptBatch(
+        task="induction", split=split, seed=0, template=f"<bos> x[{L}] x[{L}]", tokens=tokens,
+        positions=positions, answers=tokens[:, positions + 1],
+        distractors=torch.zeros((batch_size, len(positions), 0), dtype=torch.long),
+        counterfactual=counterfactual,
+    )  # fmt: skip
+
+
+INDUCTION = register_task(
+    Task("induction", make_induction_batch, answer_logprob, "repeated random tokens: copy what came next")
+)
+IOI = register_task(Task("ioi", make_ioi_batch, logit_diff, "indirect object: IO logit minus S logit"))
+DOCSTRING = register_task(
+    Task("docstring", make_docstring_batch, logit_diff, "next :param name vs documented ones")
+)
