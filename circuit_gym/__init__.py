@@ -5,8 +5,11 @@ much the ablation damages a target task minus how much it damages ordinary next-
 prediction. Importing the package registers the Gymnasium IDs (``list_envs()``).
 """
 
-from circuit_gym.models import ModelInfo, ModelNotAvailableError, load_model, set_threads
-
 __version__ = "0.1.0"
 
-__all__ = ["ModelInfo", "ModelNotAvailableError", "__version__", "load_model", "set_threads"]
+from circuit_gym.envs.registration import list_envs, register_envs  # noqa: E402
+from circuit_gym.models import ModelInfo, ModelNotAvailableError, load_model, set_threads  # noqa: E402
+
+register_envs()
+
+__all__ = ["ModelInfo", "ModelNotAvailableError", "__version__", "list_envs", "load_model", "set_threads"]

@@ -1,0 +1,86 @@
+"""Per-head observation features: what each head does on the episode's prompts.
+
+Computed from one clean forward pass over the prompt batch, with no task identity and
+no answer labels, so a policy trained on some tasks can be run on any other. Each
+feature is a mean over the batch (and over query positions where it says so):
+
+====  ==================  ===============================================================
+ idx  name                meaning
+====  ==================  ===============================================================
+  0   bos_attn            attention to the first token (BOS), mean over query positions
+  1   prev_attn           attention to the previous token
+  2   duplicate_attn      attention to earlier occurrences of the current token
+  3   induction_attn      attention to tokens that *follow* an earlier occurrence of the
+                          current token (the induction stripe)
+  4   entropy             attention entropy, divided by its maximum log(q + 1)
+  5   last_bos_attn       at the final position: attention to BOS
+  6   last_entropy        at the final position: normalised attention entropy
+  7   last_copy           at the final position: how much the head's direct effect on the
+                          logits raises the tokens it attends to (attention-weighted
+                          z-score of those tokens' direct logits; copying heads score high)
+  8   output_norm         mean norm of the head's output (z @ W_O), divided by the largest
+                          head's in this episode
+  9   depth               layer / (n_layers - 1)
+ 10   ablated             1 if the head is already ablated in this episode (set by the env)
+ 11   step_fraction       steps taken / episode length (same for every head; set by the env)
+====  ==================  ===============================================================
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+FEATURE_NAMES = (
+    "bos_attn", "prev_attn", "duplicate_attn", "induction_attn", "entropy", "last_bos_attn",
+    "last_entropy", "last_copy", "output_norm", "depth", "ablated", "step_fraction",
+)  # fmt: skip
+N_FEATURES = len(FEATURE_NAMES)
+N_STATIC = N_FEATURES - 2  # the last two change within an episode
+FEATURE_BOUND = 10.0
+
+
+@torch.no_grad()
+def head_features(model, tokens: torch.Tensor) -> np.ndarray:
+    """Static features, shape ``[n_layers * n_heads, N_STATIC]``, float32."""
+    n_layers, n_heads = int(model.cfg.n_layers), int(model.cfg.n_heads)
+    names = {f"blocks.{layer}.attn.{k}" for layer in range(n_layers) for k in ("hook_pattern", "hook_z")}
+    _, cache = model.run_with_cache(tokens, names_filter=lambda n: n in names)
+    batch, seq = tokens.shape
+    q = torch.arange(seq)
+    same = tokens[:, :, None] == tokens[:, None, :]  # [b, q, k] token(q) == token(k)
+    earlier = q[None, :] < q[:, None]
+    duplicate = same & earlier  # k < q with the same token
+    # induction: k such that token(k - 1) == token(q) and k - 1 < q
+    induction = torch.zeros_like(same)
+    induction[:, :, 1:] = same[:, :, :-1] & (q[None, :-1] < q[:, None])
+    prev = torch.zeros(seq, seq, dtype=torch.bool)
+    prev[q[1:], q[1:] - 1] = True
+    queries = slice(1, seq)  # position 0 can only attend to itself
+    log_norm = torch.log(q[queries].float() + 1)
+
+    W_O = model.W_O  # [layer, head, d_head, d_model]
+    W_U = model.W_U  # [d_model, vocab]
+    feats = np.zeros((n_layers, n_heads, N_STATIC), dtype=np.float32)
+    norms = np.zeros((n_layers, n_heads), dtype=np.float32)
+    for layer in range(n_layers):
+        pat = cache[f"blocks.{layer}.attn.hook_pattern"].float()  # [b, h, q, k]
+        z = cache[f"blocks.{layer}.attn.hook_z"].float()  # [b, pos, h, d_head]
+        p = pat[:, :, queries]
+        ent = -(p * torch.log(p.clamp_min(1e-12))).sum(-1) / log_norm  # [b, h, q]
+        feats[layer, :, 0] = p[..., 0].mean((0, 2)).numpy()
+        feats[layer, :, 1] = (pat * prev).sum(-1)[:, :, queries].mean((0, 2)).numpy()
+        feats[layer, :, 2] = (pat * duplicate[:, None]).sum(-1)[:, :, queries].mean((0, 2)).numpy()
+        feats[layer, :, 3] = (pat * induction[:, None]).sum(-1)[:, :, queries].mean((0, 2)).numpy()
+        feats[layer, :, 4] = ent.mean((0, 2)).numpy()
+        feats[layer, :, 5] = pat[:, :, -1, 0].mean(0).numpy()
+        feats[layer, :, 6] = ent[:, :, -1].mean(0).numpy()
+        out = torch.einsum("bphd,hdm->bphm", z, W_O[layer].float())  # per-head outputs
+        norms[layer] = out.norm(dim=-1).mean((0, 1)).numpy()
+        dla = out[:, -1] @ W_U.float()  # [b, h, vocab] direct logits at the final position
+        dla = (dla - dla.mean(-1, keepdim=True)) / (dla.std(-1, keepdim=True) + 1e-6)
+        attended = dla.gather(-1, tokens[:, None, :].expand(-1, n_heads, -1))  # [b, h, k]
+        feats[layer, :, 7] = (pat[:, :, -1] * attended).sum(-1).mean(0).numpy()
+        feats[layer, :, 9] = layer / max(1, n_layers - 1)
+    feats[:, :, 8] = norms / max(float(norms.max()), 1e-12)
+    return np.clip(feats.reshape(n_layers * n_heads, N_STATIC), -FEATURE_BOUND, FEATURE_BOUND)

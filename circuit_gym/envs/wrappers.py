@@ -1,0 +1,29 @@
+"""Wrappers for evaluation on held-out tasks."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from circuit_gym.envs.circuit_env import ORACLE_INFO_KEYS
+
+HIDDEN_KEYS = (*ORACLE_INFO_KEYS, "batch_index")
+
+
+class HideOracleInfo(gym.Wrapper):
+    """Remove the task name, oracle fields and batch index from ``info``.
+
+    What a policy sees under evaluation on a held-out task: observations, rewards and the
+    action mask. The observation itself never carries task identity.
+    """
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return obs, self._strip(info)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, self._strip(info)
+
+    @staticmethod
+    def _strip(info: dict) -> dict:
+        return {k: v for k, v in info.items() if k not in HIDDEN_KEYS}
