@@ -20,9 +20,18 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    # Placeholder until the baselines exist (issue: reference solvers and the main job).
-    print("circuit-gym run: the PPO/greedy/random pipeline is not built yet; loading the model only.")
-    return _cmd_info(args)
+    from dataclasses import replace
+    from pathlib import Path
+
+    from baselines.ppo import PPOConfig
+    from baselines.run_all import run
+
+    config = PPOConfig()
+    if args.quick:  # a smoke run of the whole pipeline, for tests
+        config = replace(config, epochs=1, steps_per_epoch=256, pool_size=8, n_envs=2, batch_size_prompts=4)
+    run(Path(args.out), model=args.model, model_path=args.model_path,
+        eval_episodes=4 if args.quick else args.eval_episodes, ppo=config, seed=args.seed)  # fmt: skip
+    return 0
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -95,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="the main job: train and evaluate the reference solvers")
     add_model_args(p)
     p.add_argument("--out", default="results", help="output directory")
+    p.add_argument("--eval-episodes", type=int, default=48, help="evaluation episodes per task")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="tiny settings: checks the wiring in a minute")
     p.set_defaults(func=_cmd_run)
     return parser
 

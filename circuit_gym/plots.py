@@ -42,3 +42,30 @@ def head_heatmap(values: np.ndarray, n_layers: int, n_heads: int, title: str, pa
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def head_heatmap_pair(left: np.ndarray, right: np.ndarray, n_layers: int, n_heads: int,
+                      titles: tuple[str, str], suptitle: str, path: str | Path) -> Path:  # fmt: skip
+    """Two layer x head heatmaps side by side (e.g. oracle reward beside a policy's preference)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(2.0 + 1.1 * n_heads, 1.2 + 0.45 * n_layers))
+    for ax, values, title, cmap in zip(axes, (left, right), titles, ("RdBu_r", "viridis"), strict=True):
+        grid = np.asarray(values, dtype=float).reshape(n_layers, n_heads)
+        if cmap == "RdBu_r":
+            bound = float(np.nanmax(np.abs(grid))) or 1.0
+            im = ax.imshow(grid, cmap=cmap, vmin=-bound, vmax=bound, aspect="auto")
+        else:
+            im = ax.imshow(grid, cmap=cmap, vmin=0, aspect="auto")
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+        ax.set_xticks(range(n_heads))
+        ax.set_yticks(range(n_layers))
+        ax.set_title(title, fontsize=9)
+        fig.colorbar(im, ax=ax)
+    fig.suptitle(suptitle, fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -127,6 +127,13 @@ class CircuitDiscoveryEnv(gym.Env):
         obs[:, N_STATIC + 1] = self._steps / self.episode_length
         return obs
 
+    @property
+    def episode(self) -> Episode:
+        """The current prompt batch with its task, oracle table and scorer (evaluator access)."""
+        if self._episode is None:
+            raise RuntimeError("call reset() first")
+        return self._episode
+
     def action_mask(self) -> np.ndarray:
         mask = np.ones(self.n_total, dtype=np.int8)
         mask[list(self._ablated)] = 0

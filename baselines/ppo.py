@@ -1,0 +1,237 @@
+"""PPO (Tianshou 2.x) on CircuitDiscovery-Toy-Multi-v0: one policy for induction + IOI.
+
+The policy network scores every head from its own feature row with shared weights, so it
+applies to any number of heads and to tasks it never saw; the critic pools the same
+per-head embeddings. Ablated heads are masked out of the action distribution using the
+observation's ``ablated`` column.
+
+    python -m baselines.ppo --out runs/ppo --epochs 8            # train, log, checkpoint
+    tensorboard --logdir runs/ppo                                  # learning curves
+
+``PPOPolicy.load(path)`` gives a :class:`~circuit_gym.policy.HeadRanker` for evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+import circuit_gym  # noqa: F401  (registers the environment IDs)
+from circuit_gym.envs.features import N_FEATURES, N_STATIC
+
+ABLATED_COLUMN = N_STATIC
+
+
+@dataclass
+class PPOConfig:
+    env_id: str = "CircuitDiscovery-Toy-Multi-v0"
+    model_path: str | None = None
+    split: str = "train"
+    pool_size: int = 64
+    batch_size_prompts: int = 8
+    episode_length: int = 1
+    n_envs: int = 8
+    epochs: int = 8
+    steps_per_epoch: int = 2048
+    steps_per_collect: int = 256
+    minibatch: int = 64
+    repeat: int = 4
+    lr: float = 3e-3
+    ent_coef: float = 0.003
+    hidden: int = 64
+    seed: int = 0
+
+
+class HeadScorer(nn.Module):
+    """Per-head MLP embedding with shared weights; a logit per head, a value per state."""
+
+    def __init__(self, n_features: int = N_FEATURES, hidden: int = 64) -> None:
+        super().__init__()
+        self.embed = nn.Sequential(
+            nn.Linear(n_features, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh()
+        )
+        self.logit = nn.Linear(hidden, 1)
+        self.value = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+
+    def logits(self, obs: torch.Tensor) -> torch.Tensor:
+        x = self.embed(obs)
+        out = self.logit(x).squeeze(-1)
+        return out.masked_fill(obs[..., ABLATED_COLUMN] > 0.5, -1e9)
+
+    def state_value(self, obs: torch.Tensor) -> torch.Tensor:
+        x = self.embed(obs)
+        pooled = torch.cat([x.mean(-2), x.max(-2).values], dim=-1)
+        return self.value(pooled)
+
+
+def _as_tensor(obs) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(obs), dtype=torch.float32)
+
+
+def build_algorithm(config: PPOConfig, action_space: gym.Space, net: HeadScorer):
+    from tianshou.algorithm import PPO
+    from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.utils.net.common import AbstractDiscreteActor, ModuleWithVectorOutput
+    from tianshou.utils.net.discrete import dist_fn_categorical_from_logits
+
+    n_heads = int(action_space.n)
+
+    class Actor(AbstractDiscreteActor):
+        def __init__(self) -> None:
+            super().__init__(n_heads)
+            self.net = net
+
+        def get_preprocess_net(self) -> nn.Module:
+            return nn.Identity()
+
+        def forward(self, obs, state=None, info=None):
+            return self.net.logits(_as_tensor(obs)), state
+
+    class Critic(ModuleWithVectorOutput):
+        def __init__(self) -> None:
+            super().__init__(1)
+            self.net = net
+
+        def forward(self, obs, state=None, info=None):
+            return self.net.state_value(_as_tensor(obs))
+
+    policy = ProbabilisticActorPolicy(
+        actor=Actor(), dist_fn=dist_fn_categorical_from_logits, action_space=action_space,
+        deterministic_eval=True, action_scaling=False,
+    )  # fmt: skip
+    return PPO(
+        policy=policy, critic=Critic(), optim=AdamOptimizerFactory(lr=config.lr), ent_coef=config.ent_coef,
+        gamma=0.0 if config.episode_length == 1 else 0.99, max_grad_norm=0.5,
+    )  # fmt: skip
+
+
+def make_env_fn(config: PPOConfig, seed: int):
+    def make() -> gym.Env:
+        kwargs = dict(split=config.split, pool_size=config.pool_size, batch_size=config.batch_size_prompts,
+                      episode_length=config.episode_length)  # fmt: skip
+        if config.model_path:
+            kwargs["model_path"] = config.model_path
+        env = gym.make(config.env_id, **kwargs)
+        env.reset(seed=seed)
+        return env
+
+    return make
+
+
+def warm_up(config: PPOConfig) -> float:
+    """Compute every pool entry's features and oracle table once (then cached on disk)."""
+    from tqdm.auto import tqdm
+
+    start = time.time()
+    env = make_env_fn(config, config.seed)()
+    base = env.unwrapped
+    for task in base.tasks:
+        pool = base.pool(task)
+        for i in tqdm(range(config.pool_size), desc=f"oracle tables ({task})", leave=False):
+            episode = pool.episode(i)
+            _ = episode.features, episode.table
+    return time.time() - start
+
+
+def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
+    """Train PPO; writes TensorBoard logs, ``policy.pt``, ``config.json`` and ``curve.json`` to ``out``."""
+    from tianshou.data import Collector, CollectStats, VectorReplayBuffer
+    from tianshou.env import DummyVectorEnv
+    from tianshou.trainer import OnPolicyTrainerParams
+    from tianshou.utils import TensorboardLogger
+    from torch.utils.tensorboard import SummaryWriter
+
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(config.seed)
+    np.random.seed(config.seed)
+    warm_seconds = warm_up(config)
+
+    train_envs = DummyVectorEnv([make_env_fn(config, config.seed + i) for i in range(config.n_envs)])
+    test_envs = DummyVectorEnv([make_env_fn(config, config.seed + 1000 + i) for i in range(config.n_envs)])
+    train_envs.seed(config.seed)
+    test_envs.seed(config.seed + 1000)
+    probe = make_env_fn(config, 0)()
+    net = HeadScorer(hidden=config.hidden)
+    algorithm = build_algorithm(config, probe.action_space, net)
+
+    curve: list[dict] = []
+    progress_state = {"env_step": 0}
+
+    def on_training_step(epoch: int, env_step: int) -> None:
+        progress_state["env_step"] = env_step
+
+    def on_test(stats: CollectStats) -> float:
+        """Records the learning curve (the trainer calls this with every test step's stats)."""
+        mean = float(stats.returns_stat.mean) if stats.returns_stat is not None else float("nan")
+        curve.append({"env_steps": progress_state["env_step"], "test_return": mean})
+        return mean
+
+    collector = Collector(algorithm, train_envs, VectorReplayBuffer(config.steps_per_collect, config.n_envs))
+    test_collector = Collector(algorithm, test_envs)
+    writer = SummaryWriter(str(out / "tensorboard"))
+    params = OnPolicyTrainerParams(
+        training_collector=collector, test_collector=test_collector, max_epochs=config.epochs,
+        epoch_num_steps=config.steps_per_epoch, collection_step_num_env_steps=config.steps_per_collect,
+        batch_size=config.minibatch, update_step_num_repetitions=config.repeat, test_step_num_episodes=64,
+        logger=TensorboardLogger(writer, training_interval=64, update_interval=64), show_progress=progress,
+        verbose=False, training_fn=on_training_step, compute_score_fn=on_test,
+    )  # fmt: skip
+    start = time.time()
+    result = algorithm.run_training(params)
+    train_seconds = time.time() - start
+    torch.save(net.state_dict(), out / "policy.pt")
+    (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
+    (out / "curve.json").write_text(json.dumps(curve, indent=1))
+    summary = {
+        "warm_up_seconds": warm_seconds,
+        "train_seconds": train_seconds,
+        "best_test_return": result.best_score,
+    }
+    (out / "train_summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+class PPOPolicy:
+    """A trained PPO head scorer behind the policy protocol."""
+
+    def __init__(self, net: HeadScorer) -> None:
+        self.net = net.eval()
+
+    @classmethod
+    def load(cls, directory: str | Path) -> PPOPolicy:
+        directory = Path(directory)
+        config = PPOConfig(**json.loads((directory / "config.json").read_text()))
+        net = HeadScorer(hidden=config.hidden)
+        net.load_state_dict(torch.load(directory / "policy.pt", weights_only=True))
+        return cls(net)
+
+    @torch.no_grad()
+    def rank_heads(self, observation: np.ndarray) -> np.ndarray:
+        logits = self.net.logits(_as_tensor(observation)[None])[0]
+        return logits.clamp_min(-1e6).numpy().astype(np.float64)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=Path("runs/ppo"))
+    for name, value in asdict(PPOConfig()).items():
+        kind = type(value) if value is not None else str
+        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=value)
+    args = vars(parser.parse_args(argv))
+    out = args.pop("out")
+    print(train(PPOConfig(**args), out))
+
+
+if __name__ == "__main__":
+    main()

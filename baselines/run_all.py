@@ -1,0 +1,135 @@
+"""The main job (``circuit-gym run``): train PPO, evaluate every solver, write results/.
+
+1. Train PPO (``baselines.ppo``) on the Multi environment (induction + IOI, train split).
+2. Fit the fixed baseline on the same training pools.
+3. Evaluate random, fixed, greedy (attribution patching) and PPO, best-of-1 and best-of-5:
+   on the training tasks with the eval split (unseen templates and filler combinations),
+   and on the held-out docstring task with the test split, through ``HideOracleInfo``.
+4. Write ``results.json`` (every number), ``results.md`` (the table), ``learning_curve.png``
+   and per-task heatmaps of the mean oracle reward beside PPO's mean preference.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+import circuit_gym
+from baselines.fixed_policy import FixedPolicy
+from baselines.greedy import attribution_scores, compare_with_sweep
+from baselines.ppo import PPOConfig, PPOPolicy, train
+from baselines.random_policy import RandomPolicy
+from circuit_gym.envs import HideOracleInfo
+from circuit_gym.evaluation import evaluate, mean_ci95, results_as_dicts, summarize
+from circuit_gym.plots import head_heatmap_pair
+from circuit_gym.reporting import learning_curve, markdown_table
+
+TRAIN_TASKS = ("induction", "ioi")
+HELD_OUT_TASKS = ("docstring",)
+
+
+def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episodes: int = 48,
+        ppo: PPOConfig | None = None, seed: int = 0) -> dict:  # fmt: skip
+    start = time.time()
+    out.mkdir(parents=True, exist_ok=True)
+    env_id = f"CircuitDiscovery-{'Toy' if model == 'toy' else 'GPT2'}-Multi-v0"
+    config = replace(ppo or PPOConfig(), env_id=env_id, model_path=model_path, seed=seed)
+    print(
+        f"[1/4] training PPO on {env_id} ({config.epochs} epochs x {config.steps_per_epoch} steps)",
+        flush=True,
+    )
+    ppo_summary = train(config, out / "ppo")
+    ppo_policy = PPOPolicy.load(out / "ppo")
+
+    kwargs = dict(batch_size=config.batch_size_prompts)
+    if model_path:
+        kwargs["model_path"] = model_path
+    train_env = gym.make(env_id, split="train", pool_size=config.pool_size, **kwargs)
+    print("[2/4] fitting the fixed baseline", flush=True)
+    fixed = FixedPolicy.fit(train_env, TRAIN_TASKS, episodes=config.pool_size)
+    fixed.save(out / "fixed_policy.json")
+    random_policy = RandomPolicy(seed)
+    solvers = {
+        "random": lambda obs, env: random_policy.rank_heads(obs),
+        "fixed": lambda obs, env: fixed.rank_heads(obs),
+        "greedy": lambda obs, env: attribution_scores(env),
+        "ppo": lambda obs, env: ppo_policy.rank_heads(obs),
+    }
+
+    print(f"[3/4] evaluating {list(solvers)} on {eval_episodes} episodes per task", flush=True)
+    eval_env = gym.make(env_id, split="eval", pool_size=eval_episodes, **kwargs)
+    test_env = HideOracleInfo(gym.make(env_id, split="test", pool_size=eval_episodes, **kwargs))
+    episodes = range(eval_episodes)
+    results = []
+    for name, rank in solvers.items():
+        results += evaluate(eval_env, rank, name, TRAIN_TASKS, episodes, progress=True)
+        results += evaluate(test_env, rank, name, HELD_OUT_TASKS, episodes, progress=True)
+    rows = summarize(results)
+
+    print("[4/4] writing results", flush=True)
+    greedy_agreement = _greedy_agreement(eval_env, test_env, episodes)
+    heatmaps = _heatmaps(out, eval_env, test_env, ppo_policy, episodes)
+    curve = json.loads((out / "ppo" / "curve.json").read_text())
+    oracle_mean = float(np.mean([r.oracle_reward for r in results if r.split == "eval"]))
+    learning_curve(curve, oracle_mean, out / "learning_curve.png")
+    info = eval_env.unwrapped.model.circuit_gym_info
+    report = {
+        "model": info.name, "weights_hash": info.weights_hash, "n_heads_total": info.n_heads_total,
+        "version": circuit_gym.__version__, "command": f"circuit-gym run --model {model} --out {out}",
+        "rows": rows, "greedy_vs_sweep": greedy_agreement, "ppo": {"config": asdict(config), **ppo_summary},
+        "learning_curve": curve, "heatmaps": heatmaps, "episodes": results_as_dicts(results),
+        "eval_batch_indices": list(episodes), "wall_seconds": time.time() - start,
+        "machine": {"python": platform.python_version(), "torch": torch.__version__,
+                    "threads": torch.get_num_threads()},
+    }  # fmt: skip
+    (out / "results.json").write_text(json.dumps(report, indent=1))
+    table = markdown_table(rows)
+    (out / "results.md").write_text(
+        f"# circuit_gym results ({info.name}, weights {info.weights_hash})\n\n{table}\n\n"
+        f"Greedy (attribution patching) vs exact sweep: {json.dumps(greedy_agreement)}\n\n"
+        f"Wall time {report['wall_seconds']:.0f} s. Produced by `{report['command']}`.\n"
+    )
+    print(table)
+    print(f"done in {report['wall_seconds']:.0f} s -> {out}")
+    return report
+
+
+def _greedy_agreement(eval_env, test_env, episodes) -> dict:
+    out = {}
+    for env, tasks in ((eval_env, TRAIN_TASKS), (test_env, HELD_OUT_TASKS)):
+        for task in tasks:
+            stats = []
+            for i in episodes:
+                env.reset(options={"task": task, "batch_index": i})
+                stats.append(compare_with_sweep(env))
+            rho, ci = mean_ci95([s["spearman"] for s in stats])
+            out[task] = {"spearman_mean": rho, "spearman_ci95": ci,
+                         "top1_agreement": float(np.mean([s["top1_agree"] for s in stats]))}  # fmt: skip
+    return out
+
+
+def _heatmaps(out: Path, eval_env, test_env, policy: PPOPolicy, episodes) -> dict:
+    files = {}
+    base = eval_env.unwrapped
+    for env, tasks in ((eval_env, TRAIN_TASKS), (test_env, HELD_OUT_TASKS)):
+        for task in tasks:
+            rewards, prefs = [], []
+            for i in episodes:
+                obs, _ = env.reset(options={"task": task, "batch_index": i})
+                rewards.append(env.unwrapped.episode.table.reward)
+                logits = policy.rank_heads(obs)
+                prefs.append(np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum())
+            path = head_heatmap_pair(
+                np.mean(rewards, 0), np.mean(prefs, 0), base.n_layers, base.n_heads,
+                ("mean oracle table (contrastive reward)", "PPO preference (mean probability)"),
+                f"{task} ({env.unwrapped.split} split, {len(episodes)} episodes)", out / f"heatmap_{task}.png",
+            )  # fmt: skip
+            files[task] = path.name
+    return files
