@@ -1,0 +1,95 @@
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from baselines.fixed_policy import FixedPolicy
+from baselines.greedy import _gradient_estimate, attribution_scores
+from baselines.ppo import PPOConfig, PPOPolicy, train
+from baselines.random_policy import RandomPolicy
+
+
+def test_attribution_patching_is_the_first_order_effect():
+    """Scaling the ablation by eps: the exact change / eps tends to the gradient estimate."""
+    env = gym.make("CircuitDiscovery-Toy-IOI-v0", pool_size=2, batch_size=4)
+    env.reset(seed=0)
+    engine = env.unwrapped.episode.scorer.task_engine
+    estimate = _gradient_estimate(engine)
+    eps = 1e-2
+    full = engine.replacement
+    try:
+        engine.replacement = [z + eps * (r - z) for z, r in zip(engine.clean_z, full, strict=True)]
+        finite_difference = (engine.sweep() - engine.clean_score) / eps
+    finally:
+        engine.replacement = full
+    np.testing.assert_allclose(estimate, finite_difference, rtol=0.1, atol=0.05 * np.abs(estimate).max())
+    scores = attribution_scores(env)
+    assert scores.shape == (16,) and np.isfinite(scores).all()
+
+
+def test_random_and_fixed_policies():
+    obs = np.zeros((16, 12), dtype=np.float32)
+    a, b = RandomPolicy(3).rank_heads(obs), RandomPolicy(3).rank_heads(obs)
+    np.testing.assert_array_equal(a, b)
+    env = gym.make("CircuitDiscovery-Toy-Multi-v0", pool_size=4, batch_size=4)
+    fixed = FixedPolicy.fit(env, episodes=4)
+    counts = np.zeros(16)
+    for task in ("induction", "ioi"):
+        for i in range(4):
+            counts[env.unwrapped.pool(task).episode(i).table.oracle_head] += 1
+    assert int(np.argmax(fixed.rank_heads(obs))) == int(np.argmax(counts + 1e-9 * fixed.scores))
+    assert counts[int(np.argmax(fixed.rank_heads(obs)))] == counts.max()
+    with pytest.raises(ValueError):
+        fixed.rank_heads(np.zeros((144, 12), dtype=np.float32))
+
+
+def test_ppo_trains_saves_and_loads(tmp_path):
+    config = PPOConfig(epochs=1, steps_per_epoch=128, steps_per_collect=64, pool_size=4, n_envs=2,
+                       batch_size_prompts=4)  # fmt: skip
+    summary = train(config, tmp_path, progress=False)
+    assert (tmp_path / "policy.pt").exists() and json.loads((tmp_path / "config.json").read_text())[
+        "epochs"
+    ] == 1
+    assert list((tmp_path / "tensorboard").iterdir()), "TensorBoard logs written"
+    assert len(json.loads((tmp_path / "curve.json").read_text())) >= 1
+    assert summary["train_seconds"] > 0
+    policy = PPOPolicy.load(tmp_path)
+    obs = np.random.default_rng(0).random((16, 12)).astype(np.float32)
+    obs[:, 10] = 0
+    obs[3, 10] = 1  # an ablated head is never preferred
+    scores = policy.rank_heads(obs)
+    assert scores.shape == (16,) and np.isfinite(scores).all() and int(np.argmin(scores)) == 3
+    # the network is shared over heads: it ranks 144 heads as well
+    assert PPOPolicy.load(tmp_path).rank_heads(np.zeros((144, 12), dtype=np.float32)).shape == (144,)
+    torch.testing.assert_close(
+        torch.as_tensor(scores), torch.as_tensor(PPOPolicy.load(tmp_path).rank_heads(obs))
+    )
+
+
+def test_main_job_quick_writes_every_artifact(tmp_path, monkeypatch):
+    from circuit_gym.cli import main
+
+    monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))
+    assert main(["run", "--quick", "--out", str(tmp_path / "res")]) == 0
+    res = tmp_path / "res"
+    report = json.loads((res / "results.json").read_text())
+    assert report["model"] == "toy"
+    solvers = {r["solver"] for r in report["rows"]}
+    assert solvers == {"random", "fixed", "greedy", "ppo"}
+    for row in report["rows"]:
+        assert {
+            "solver",
+            "task",
+            "split",
+            "k",
+            "recovery_mean",
+            "recovery_ci95",
+            "top1_rate",
+            "episodes",
+        } <= set(row)
+    assert {(r["task"], r["split"]) for r in report["rows"]} == {("induction", "eval"), ("ioi", "eval"),
+                                                                   ("docstring", "test")}  # fmt: skip
+    for name in ("results.md", "learning_curve.png", "heatmap_ioi.png", "heatmap_docstring.png"):
+        assert (res / name).stat().st_size > 100
