@@ -233,5 +233,10 @@ def main(argv: list[str] | None = None) -> None:
     print(train(PPOConfig(**args), out))
 
 
+def load_policy(checkpoint: str) -> PPOPolicy:
+    """Factory for ``circuit-gym leaderboard score --policy baselines.ppo:load_policy --checkpoint DIR``."""
+    return PPOPolicy.load(checkpoint)
+
+
 if __name__ == "__main__":
     main()

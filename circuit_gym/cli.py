@@ -70,6 +70,37 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_lb_score(args: argparse.Namespace) -> int:
+    from leaderboard.scorer import score, write_result
+
+    result = score(args.name, policy_spec=args.policy, checkpoint=args.checkpoint, builtin=args.builtin,
+                   model=args.model, model_path=args.model_path)  # fmt: skip
+    path = write_result(result, args.out)
+    if result["status"] == "failed":
+        print(f"policy failed: {result['failure']['type']}: {result['failure']['reason']}", file=sys.stderr)
+        print(f"failure record written to {path}", file=sys.stderr)
+        return 1
+    k5 = result["scores"]["overall"]["k5"]
+    k1 = result["scores"]["overall"]["k1"]
+    print(f"{args.name}: held-out best-of-5 recovery {k5['recovery_mean']:.3f} {k5['recovery_ci95']}, "
+          f"best-of-1 {k1['recovery_mean']:.3f}, top-1 {k1['top1_rate']:.2f} ({k5['episodes']} episodes) -> {path}")  # fmt: skip
+    return 0
+
+
+def _cmd_lb_render(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from leaderboard.board import render
+
+    paths = [Path(p) for p in args.results] if args.results else None
+    summary = render(paths, Path(args.out) if args.out else None, model=args.model, model_path=args.model_path,
+                     rescore=args.rescore)  # fmt: skip
+    for message in summary["refused"]:
+        print(f"refused: {message}", file=sys.stderr)
+    print(f"board: {len(summary['rows'])} entries, {len(summary['refused'])} refused")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="circuit-gym", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -100,6 +131,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/sweeps")
     p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the disk cache")
     p.set_defaults(func=_cmd_sweep)
+
+    lb = sub.add_parser("leaderboard", help="score a policy on held-out tasks, or render the board")
+    lb_sub = lb.add_subparsers(dest="lb_command", required=True)
+    p = lb_sub.add_parser("score", help="score a policy (sandboxed) and write a verifiable result file")
+    add_model_args(p)
+    p.add_argument("--name", required=True)
+    p.add_argument("--policy", help="package.module:factory returning an object with rank_heads(observation)")
+    p.add_argument("--checkpoint", help="passed to the factory (e.g. a PPO checkpoint directory)")
+    p.add_argument("--builtin", choices=["greedy"], help="a white-box reference solver run in-process")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_cmd_lb_score)
+    p = lb_sub.add_parser("render", help="verify result files and build the board")
+    add_model_args(p)
+    p.add_argument("--results", nargs="*", help="result files (default: leaderboard/results/*.json)")
+    p.add_argument("--out", help="output directory (default: leaderboard/)")
+    p.add_argument(
+        "--rescore", action="store_true", help="re-run the scorer on every entry and refuse mismatches"
+    )
+    p.set_defaults(func=_cmd_lb_render)
 
     p = sub.add_parser("run", help="the main job: train and evaluate the reference solvers")
     add_model_args(p)

@@ -1,0 +1,1 @@
+"""The circuit_gym leaderboard: sandboxed scoring on held-out tasks and a verified board."""
