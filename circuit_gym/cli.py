@@ -50,7 +50,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     batch = task.batch(model, args.split, args.batch_size, args.seed)
     reference = reference_batch(model, args.reference)
     table = sweep_table(model, task, batch, reference, ablation=args.ablation, lam=args.lam,
-                        cache=None if args.no_cache else SweepCache())  # fmt: skip
+                        cache=None if args.no_cache else SweepCache(), progress=True)  # fmt: skip
     print(f"{args.model} / {task.name} ({args.split}, seed {args.seed}, {args.batch_size} prompts), "
           f"{args.ablation} ablation, lam {args.lam}, reference {reference.name}")  # fmt: skip
     print(f"clean task metric {table.clean_metric:.3f}, clean reference loss {table.clean_general_loss:.3f}")

@@ -116,11 +116,11 @@ class ContrastiveScorer:
         task, general = self.damages(heads)
         return task - self.lam * general
 
-    def sweep(self, general_damage: np.ndarray | None = None) -> SweepTable:
+    def sweep(self, general_damage: np.ndarray | None = None, progress: bool = False) -> SweepTable:
         """The single-head table; pass a cached ``general_damage`` to skip that sweep."""
-        task_damage = self.task_engine.clean_score - self.task_engine.sweep()
+        task_damage = self.task_engine.clean_score - self.task_engine.sweep(progress)
         if general_damage is None:
-            general_damage = self.general_engine.clean_score - self.general_engine.sweep()
+            general_damage = self.general_engine.clean_score - self.general_engine.sweep(progress)
         info = self.model.circuit_gym_info
         return SweepTable(
             model=info.name, weights_hash=info.weights_hash, task=self.task.name,

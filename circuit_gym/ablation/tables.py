@@ -37,7 +37,8 @@ def general_engine(model, reference: ReferenceBatch, ablation: str) -> AblationE
     return _GENERAL[key][0]
 
 
-def general_damage(model, reference: ReferenceBatch, ablation: str, cache: SweepCache | None) -> np.ndarray:
+def general_damage(model, reference: ReferenceBatch, ablation: str, cache: SweepCache | None,
+                   progress: bool = False) -> np.ndarray:  # fmt: skip
     """Per-head rise in reference loss; computed once per model, reference and ablation."""
     key = (id(model), reference.fingerprint, ablation)
     engine = general_engine(model, reference, ablation)
@@ -48,7 +49,7 @@ def general_damage(model, reference: ReferenceBatch, ablation: str, cache: Sweep
         }  # fmt: skip
 
         def compute() -> dict:
-            return {"general_damage": (engine.clean_score - engine.sweep()).tolist()}
+            return {"general_damage": (engine.clean_score - engine.sweep(progress)).tolist()}
 
         payload = cache.get_or_compute(disk_key, compute) if cache else compute()
         _GENERAL[key] = (engine, np.asarray(payload["general_damage"], dtype=np.float64))
@@ -56,7 +57,7 @@ def general_damage(model, reference: ReferenceBatch, ablation: str, cache: Sweep
 
 
 def sweep_table(model, task: Task, batch: PromptBatch, reference: ReferenceBatch, *, ablation: str = "zero",
-                lam: float = 1.0, cache: SweepCache | None = None) -> SweepTable:  # fmt: skip
+                lam: float = 1.0, cache: SweepCache | None = None, progress: bool = False) -> SweepTable:  # fmt: skip
     """The single-head oracle table for ``batch``; read from ``cache`` when it holds it."""
     check_ablation(ablation)
     key = {
@@ -76,7 +77,7 @@ def sweep_table(model, task: Task, batch: PromptBatch, reference: ReferenceBatch
             lam,
             general_engine=general_engine(model, reference, ablation),
         )
-        return scorer.sweep(general_damage(model, reference, ablation, cache)).to_dict()
+        return scorer.sweep(general_damage(model, reference, ablation, cache, progress), progress).to_dict()
 
     payload = cache.get_or_compute(key, compute) if cache else compute()
     return SweepTable.from_dict(payload)

@@ -61,7 +61,8 @@ class CircuitDiscoveryEnv(gym.Env):
     (one or more registered task names; the reset picks uniformly), ``split``
     ("train"/"eval"/"test"), ``episode_length``, ``lam``, ``ablation``
     ("zero"/"mean"/"resample"), ``batch_size``, ``pool_size``, ``reference``, ``cache``.
-    ``reset(options={"task": name})`` forces a task (any registered one).
+    ``reset(options={"task": name})`` forces a task (any registered one) and
+    ``reset(options={"batch_index": i})`` a batch of the pool (evaluation uses both).
     """
 
     metadata = {"render_modes": ["ansi"]}
