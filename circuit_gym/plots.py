@@ -16,6 +16,23 @@ def _pyplot():
     return plt
 
 
+def _layer_head_axes(ax, n_layers: int, n_heads: int) -> None:
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.set_xticks(range(n_heads))
+    ax.set_yticks(range(n_layers))
+
+
+def _save(fig, path: str | Path) -> Path:
+    plt = _pyplot()
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def head_heatmap(values: np.ndarray, n_layers: int, n_heads: int, title: str, path: str | Path,
                  *, label: str = "reward", mark: int | None = None) -> Path:  # fmt: skip
     """Save a layer x head heatmap of per-head ``values``; ``mark`` outlines one head id."""
@@ -24,10 +41,7 @@ def head_heatmap(values: np.ndarray, n_layers: int, n_heads: int, title: str, pa
     fig, ax = plt.subplots(figsize=(1.0 + 0.55 * n_heads, 1.0 + 0.45 * n_layers))
     bound = float(np.nanmax(np.abs(grid))) or 1.0
     im = ax.imshow(grid, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto")
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
-    ax.set_xticks(range(n_heads))
-    ax.set_yticks(range(n_layers))
+    _layer_head_axes(ax, n_layers, n_heads)
     if mark is not None:
         layer, head = divmod(int(mark), n_heads)
         ax.add_patch(plt.Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, lw=2.5, ec="black"))
@@ -36,12 +50,7 @@ def head_heatmap(values: np.ndarray, n_layers: int, n_heads: int, title: str, pa
             ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
     fig.colorbar(im, ax=ax, label=label)
     ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def head_heatmap_pair(left: np.ndarray, right: np.ndarray, n_layers: int, n_heads: int,
@@ -56,16 +65,8 @@ def head_heatmap_pair(left: np.ndarray, right: np.ndarray, n_layers: int, n_head
             im = ax.imshow(grid, cmap=cmap, vmin=-bound, vmax=bound, aspect="auto")
         else:
             im = ax.imshow(grid, cmap=cmap, vmin=0, aspect="auto")
-        ax.set_xlabel("head")
-        ax.set_ylabel("layer")
-        ax.set_xticks(range(n_heads))
-        ax.set_yticks(range(n_layers))
+        _layer_head_axes(ax, n_layers, n_heads)
         ax.set_title(title, fontsize=9)
         fig.colorbar(im, ax=ax)
     fig.suptitle(suptitle, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

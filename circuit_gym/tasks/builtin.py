@@ -32,6 +32,18 @@ def _pick(rng: np.random.Generator, items, what: str, split: str):
     return items[int(rng.integers(len(items)))]
 
 
+def _next_token_batch(tokenizer, task: str, split: str, template: str, texts: list[str], cf_texts: list[str],
+                      answers: list, distractors: list) -> PromptBatch:  # fmt: skip
+    """A batch whose metric reads the logits at the last position only."""
+    tokens = encode_prompts(tokenizer, texts, task)
+    return PromptBatch(
+        task=task, split=split, seed=0, template=template, tokens=tokens,
+        positions=torch.tensor([tokens.shape[1] - 1]),
+        answers=torch.tensor(answers), distractors=torch.tensor(distractors),
+        counterfactual=encode_prompts(tokenizer, cf_texts, task),
+    )  # fmt: skip
+
+
 # ------------------------------------------------------------------------------ IOI
 def make_ioi_batch(tokenizer, split: str, batch_size: int, rng: np.random.Generator) -> PromptBatch:
     """'When Mary and John went to the store, John gave a drink to' -> ' Mary' (not ' John').
@@ -53,13 +65,7 @@ def make_ioi_batch(tokenizer, split: str, batch_size: int, rng: np.random.Genera
         cf_texts.append(template.format(A=x, B=y, S=z))
         answers.append([ids[io]])
         distractors.append([[ids[s]]])
-    tokens = encode_prompts(tokenizer, texts, "ioi")
-    return PromptBatch(
-        task="ioi", split=split, seed=0, template=template, tokens=tokens,
-        positions=torch.tensor([tokens.shape[1] - 1]),
-        answers=torch.tensor(answers), distractors=torch.tensor(distractors),
-        counterfactual=encode_prompts(tokenizer, cf_texts, "ioi"),
-    )  # fmt: skip
+    return _next_token_batch(tokenizer, "ioi", split, template, texts, cf_texts, answers, distractors)
 
 
 # ------------------------------------------------------------------------ docstring
@@ -83,13 +89,7 @@ def make_docstring_batch(tokenizer, split: str, batch_size: int, rng: np.random.
         cf_texts.append(template.format(F=fn, A=x, B=y, C=z))
         answers.append([ids[c]])
         distractors.append([[ids[a], ids[b]]])
-    tokens = encode_prompts(tokenizer, texts, "docstring")
-    return PromptBatch(
-        task="docstring", split=split, seed=0, template=template, tokens=tokens,
-        positions=torch.tensor([tokens.shape[1] - 1]),
-        answers=torch.tensor(answers), distractors=torch.tensor(distractors),
-        counterfactual=encode_prompts(tokenizer, cf_texts, "docstring"),
-    )  # fmt: skip
+    return _next_token_batch(tokenizer, "docstring", split, template, texts, cf_texts, answers, distractors)
 
 
 # ------------------------------------------------------------------------ induction
