@@ -275,6 +275,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--save-every", type=int, default=1000)
     p.add_argument("--smoke", action="store_true", help="tiny stdlib subset, for CI")
+    p.add_argument("--init-from", type=Path, default=None, help="continue from this checkpoint (phase 2)")
+    p.add_argument(
+        "--phase2-mix", default=None, help="e.g. stdlib=0.3,ioi=0.3,docstring=0.2,repeat=0.1,ordinary=0.1"
+    )
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -284,7 +288,13 @@ def main(argv: list[str] | None = None) -> None:
     stdlib_train, stdlib_held = corpus.stdlib_files()
     if args.smoke:
         stdlib_train, stdlib_held = stdlib_train[:40], stdlib_held[:10]
-    tok, added = train_tokenizer(stdlib_train, rng, args.vocab)
+    if args.init_from is not None:  # continue a previous run: its tokenizer and weights
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(args.init_from / "tokenizer.json"))
+        added = json.loads((args.init_from / "training_log.json").read_text())["fillers_added_by_hand"]
+    else:
+        tok, added = train_tokenizer(stdlib_train, rng, args.vocab)
     print(
         f"tokenizer: {tok.get_vocab_size()} tokens ({len(added)} fillers added by hand) in {time.time() - t0:.0f}s",
         flush=True,
@@ -292,6 +302,14 @@ def main(argv: list[str] | None = None) -> None:
     stream = Stream(tok, stdlib_train, args.n_ctx, args.seed)
     held_ids = np.array([i for d in tok.encode_batch(stdlib_held) for i in d.ids], dtype=np.int64)
     model, cfg_dict = build_model(tok.get_vocab_size(), args)
+    phase2 = dict(PHASE2)
+    if args.phase2_mix:
+        phase2 = {k: float(v) for k, v in (item.split("=") for item in args.phase2_mix.split(","))}
+    if args.init_from is not None:
+        from safetensors.torch import load_file
+
+        state = load_file(str(args.init_from / "model.safetensors"))
+        model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
     print(
         f"model: {sum(p.numel() for p in model.parameters()):,} parameters; stdlib {len(stream.stdlib):,} tokens",
         flush=True,
@@ -305,9 +323,9 @@ def main(argv: list[str] | None = None) -> None:
             * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / args.steps))))
         ),
     )
-    phase, switched_at, log = 1, None, []
+    phase, switched_at, log = (2, 0, []) if args.init_from is not None else (1, None, [])
     for step in range(1, args.steps + 1):
-        x = stream.batch(PHASE1 if phase == 1 else PHASE2, args.batch_size)
+        x = stream.batch(PHASE1 if phase == 1 else phase2, args.batch_size)
         loss = F.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
         loss.backward()
