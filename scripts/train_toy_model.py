@@ -119,6 +119,10 @@ class Stream:
             return self.repeat_row(self.small_subset)
         if kind == "repeat":
             return self.repeat_row(self.normal)
+        if kind in ("ioi1", "docstring1"):  # one example right after BOS, as in evaluation
+            maker = corpus.ioi_sentence if kind == "ioi1" else corpus.documented_function
+            row = [self.bos] + self.tok.encode(maker(self.rng)).ids + self.sep
+            return (row + self.stdlib_row()[1:])[: self.n_ctx]
         maker = {
             "ioi": corpus.ioi_sentence,
             "docstring": corpus.documented_function,
@@ -302,6 +306,10 @@ def main(argv: list[str] | None = None) -> None:
     stream = Stream(tok, stdlib_train, args.n_ctx, args.seed)
     held_ids = np.array([i for d in tok.encode_batch(stdlib_held) for i in d.ids], dtype=np.int64)
     model, cfg_dict = build_model(tok.get_vocab_size(), args)
+    history: list[dict] = []  # the runs this one continues, oldest first
+    if args.init_from is not None:
+        previous = json.loads((args.init_from / "training_log.json").read_text())
+        history = previous.pop("history", []) + [previous]
     phase2 = dict(PHASE2)
     if args.phase2_mix:
         phase2 = {k: float(v) for k, v in (item.split("=") for item in args.phase2_mix.split(","))}
@@ -352,7 +360,7 @@ def main(argv: list[str] | None = None) -> None:
             )
         if step % args.save_every == 0 or step == args.steps:
             card = dict(args={k: str(v) for k, v in vars(args).items()}, phase_switch_step=switched_at,
-                        fillers_added_by_hand=added, log=log, torch=torch.__version__)  # fmt: skip
+                        fillers_added_by_hand=added, log=log, torch=torch.__version__, history=history)  # fmt: skip
             export(model, cfg_dict, tok, args.out, card)
     print(f"done in {(time.time() - t0) / 60:.1f} min -> {args.out}", flush=True)
 
