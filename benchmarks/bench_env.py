@@ -11,6 +11,8 @@ import time
 
 import gymnasium as gym
 
+import circuit_gym  # noqa: F401  (registers the IDs)
+
 
 def episodes_per_second(env, seconds: float) -> float:
     n, start = 0, time.perf_counter()
