@@ -211,8 +211,8 @@ def evaluate(model, stream: Stream, held_ids: np.ndarray, args) -> dict:
     ]
     # IOI on eval templates and eval name pairs
     correct, diffs = 0, []
-    for template in FL.IOI_TEMPLATES["eval"]:
-        for _ in range(32):
+    for template in rng.sample(FL.ioi_templates("eval"), 16):
+        for _ in range(8):
             io, s = rng.choice(FL.ioi_name_pairs("eval"))
             a, b = (io, s) if rng.random() < 0.5 else (s, io)
             ids = [stream.bos] + tok.encode(template.format(A=a, B=b, S=s)).ids
@@ -224,8 +224,8 @@ def evaluate(model, stream: Stream, held_ids: np.ndarray, args) -> dict:
     out["ioi_logit_diff"] = float(np.mean(diffs))
     # docstring on eval templates and eval parameter triples
     top1, three_way, n = 0, 0, 0
-    for template in FL.docstring_templates("eval"):
-        for _ in range(8):
+    for template in rng.sample(FL.docstring_templates("eval"), 16):
+        for _ in range(4):
             a, b, c = rng.choice(FL.docstring_param_triples("eval"))
             text = template.format(F=rng.choice(FL.FUNCTION_NAMES), A=a, B=b, C=c)
             lg = model(torch.tensor([[stream.bos] + tok.encode(text).ids]))[0, -1]

@@ -51,12 +51,16 @@ def test_splits_use_disjoint_fillers_and_templates(toy_model):
     for s1, s2 in [("train", "eval"), ("train", "test"), ("eval", "test")]:
         assert not pairs[s1] & pairs[s2]
         assert not triples[s1] & triples[s2]
-        assert not set(F.IOI_TEMPLATES[s1]) & set(F.IOI_TEMPLATES[s2])
+        assert not set(F.ioi_templates(s1)) & set(F.ioi_templates(s2))
         assert not set(F.docstring_templates(s1)) & set(F.docstring_templates(s2))
         pool1, pool2 = (set(induction_token_pool(toy_model.tokenizer, s)) for s in (s1, s2))
         assert not pool1 & pool2
-    # every single name still occurs in training pairs
+    # every single name, and every template part, still occurs in training
     assert {n for p in F.ioi_name_pairs("train") for n in p} == set(F.NAMES)
+    train_ioi = " ".join(F.ioi_templates("train"))
+    assert all(part in train_ioi for part in F.IOI_PLACES + F.IOI_THINGS)
+    train_doc = " ".join(F.docstring_templates("train"))
+    assert all(part in train_doc for part in F.DOCSTRING_DESCRIPTIONS + F.DOCSTRING_SUMMARIES)
 
 
 def test_bad_inputs_give_clear_errors(toy_model):

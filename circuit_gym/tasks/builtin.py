@@ -53,7 +53,7 @@ def make_ioi_batch(tokenizer, split: str, batch_size: int, rng: np.random.Genera
     distribution), so it carries the template but no answer.
     """
     ids = single_token_ids(tokenizer, F.NAMES)
-    template = _pick(rng, F.IOI_TEMPLATES[split], "templates", split)
+    template = _pick(rng, F.ioi_templates(split), "templates", split)
     pairs = F.ioi_name_pairs(split)
     texts, cf_texts, answers, distractors = [], [], [], []
     for _ in range(batch_size):

@@ -24,7 +24,7 @@ ADJECTIVES = ("happy", "tired", "late", "early", "busy", "quiet", "glad", "ready
 
 def ioi_sentence(rng: random.Random, split: str = "train") -> str:
     """A complete IOI sentence, answer included."""
-    template = rng.choice(F.IOI_TEMPLATES[split])
+    template = rng.choice(F.ioi_templates(split))
     io, s = rng.choice(F.ioi_name_pairs(split))
     a, b = (io, s) if rng.random() < 0.5 else (s, io)
     return template.format(A=a, B=b, S=s) + f" {io}."
@@ -33,13 +33,9 @@ def ioi_sentence(rng: random.Random, split: str = "train") -> str:
 def documented_function(rng: random.Random, split: str = "train") -> str:
     """A function whose docstring documents all three parameters in order."""
     a, b, c = rng.choice(F.docstring_param_triples(split))
-    sig = rng.choice(F.DOCSTRING_SIGNATURES[split]).format(F=rng.choice(F.FUNCTION_NAMES), A=a, B=b, C=c)
-    d1, d2, d3 = (rng.choice(F.DOCSTRING_DESCRIPTIONS[split]) for _ in range(3))
-    summary = rng.choice(F.DOCSTRING_SUMMARIES[split])
-    return (
-        f'{sig}\n    """{summary}\n\n    :param {a}: {d1}\n    :param {b}: {d2}\n'
-        f'    :param {c}: {d3}\n    """\n    return {rng.choice((a, b, c))}\n'
-    )
+    prompt = rng.choice(F.docstring_templates(split)).format(F=rng.choice(F.FUNCTION_NAMES), A=a, B=b, C=c)
+    d3 = rng.choice(F.DOCSTRING_DESCRIPTIONS)
+    return f'{prompt} {c}: {d3}\n    """\n    return {rng.choice((a, b, c))}\n'
 
 
 def ordinary_name_text(rng: random.Random) -> str:

@@ -6,9 +6,10 @@ model (``scripts/train_toy_model.py``), so the held-out templates and filler
 combinations the benchmark evaluates on are exactly the ones the model never saw.
 
 Splits differ in *fillers and templates*, not only in seeds:
-- IOI: templates are split by list; ordered name pairs are split by a hash of the
-  unordered pair. Every single name occurs in training pairs.
-- docstring: templates are split by list; parameter triples by a hash of the triple.
+- IOI: templates (combinations of parts) and ordered name pairs (by the unordered pair)
+  are split by a hash. Every single name and every template part occurs in training.
+- docstring: templates (signature x summary x descriptions) and parameter triples are
+  split by a hash; every part occurs in training.
 - induction: random-token sequences drawn from disjoint token subsets per split.
 """
 
@@ -29,27 +30,23 @@ NAMES: tuple[str, ...] = (
     "Ruth", "Sam", "Tim", "Nancy", "Helen", "Adam", "Brian", "Carl", "Diana", "Eric",
 )  # fmt: skip
 
-# {A} and {B} are introduced; {S} repeats one of them; the answer is the other (IO).
-IOI_TEMPLATES: dict[str, tuple[str, ...]] = {
-    "train": (
-        "Then, {A} and {B} went to the store. {S} gave a drink to",
-        "When {A} and {B} went to the park, {S} gave a ball to",
-        "After {A} and {B} went to the office, {S} gave a letter to",
-        "While {A} and {B} were at the house, {S} gave a key to",
-        "Then, {A} and {B} had a long talk. Afterwards {S} said hello to",
-        "When {A} and {B} got a snack at the cafe, {S} gave it to",
-        "Then, {A} and {B} found a bone at the garden. {S} gave it to",
-        "Then, {A} and {B} went to the school. {S} gave a book to",
-    ),
-    "eval": (
-        "When {A} and {B} arrived at the station, {S} handed a ticket to",
-        "After lunch, {A} and {B} went to the beach. {S} threw a ball to",
-    ),
-    "test": (
-        "While {A} and {B} were cooking in the kitchen, {S} passed a spoon to",
-        "Later, {A} and {B} sat in the library. {S} showed a map to",
-    ),
-}
+# IOI templates are combinations of parts: an opening clause that introduces {A} and
+# {B} at a place, and an action in which {S} (one of them) gives something to the other.
+# Splits hold out *combinations*; every part occurs in training, so a held-out template
+# is new as a whole but made of familiar pieces (a 4-layer model cannot be expected to
+# read words it never saw).
+IOI_OPENINGS = (
+    "When {A} and {B} went to the {P},", "After {A} and {B} went to the {P},",
+    "While {A} and {B} were at the {P},", "When {A} and {B} arrived at the {P},",
+    "Then, {A} and {B} went to the {P}.", "Later, {A} and {B} sat in the {P}.",
+    "Then, {A} and {B} had a long talk at the {P}.", "After lunch, {A} and {B} went to the {P}.",
+)  # fmt: skip
+IOI_PLACES = ("store", "park", "office", "house", "cafe", "garden", "school", "station", "beach",
+              "kitchen", "library", "market")  # fmt: skip
+IOI_ACTIONS = ("{S} gave a {T} to", "{S} handed a {T} to", "{S} threw a {T} to", "{S} passed a {T} to",
+               "{S} showed a {T} to", "{S} gave it to", "{S} said hello to")  # fmt: skip
+IOI_THINGS = ("drink", "ball", "letter", "key", "book", "ticket", "spoon", "map", "ring", "cup")
+
 
 # Docstring task: a function signature with three parameters, a docstring that
 # documents the first two, and the cue ":param" before the third.
@@ -69,25 +66,17 @@ PARAM_WORDS: tuple[str, ...] = (
 # A docstring template fixes everything but the fillers, so one template has one
 # token length and a prompt batch needs no padding.
 # Every parameter follows a space, so " word" is its single token everywhere.
-_SIGNATURES = ("def {F}(self, {A}, {B}, {C}):", "def {F}(cls, {A}, {B}, {C}):")
-DOCSTRING_SIGNATURES: dict[str, tuple[str, ...]] = {split: _SIGNATURES for split in SPLITS}
-DOCSTRING_SUMMARIES: dict[str, tuple[str, ...]] = {
-    "train": (
-        "Do the main work.", "Handle the request.", "Compute the result.",
-        "Prepare the output.", "Process the input.", "Run one step.",
-    ),
-    "eval": ("Update the local copy.", "Send the final report."),
-    "test": ("Check the given values.", "Build a new object."),
-}  # fmt: skip
-DOCSTRING_DESCRIPTIONS: dict[str, tuple[str, ...]] = {
-    "train": (
-        "the input value", "an optional setting", "used for the output",
-        "the first part", "a small number", "where to start",
-        "the current object", "how to format it",
-    ),
-    "eval": ("the shared buffer", "a fixed offset"),
-    "test": ("the new entry", "a simple rule"),
-}  # fmt: skip
+DOCSTRING_SIGNATURES = ("def {F}(self, {A}, {B}, {C}):", "def {F}(cls, {A}, {B}, {C}):")
+DOCSTRING_SUMMARIES = (
+    "Do the main work.", "Handle the request.", "Compute the result.", "Prepare the output.",
+    "Process the input.", "Run one step.", "Update the local copy.", "Send the final report.",
+    "Check the given values.", "Build a new object.",
+)  # fmt: skip
+DOCSTRING_DESCRIPTIONS = (
+    "the input value", "an optional setting", "used for the output", "the first part",
+    "a small number", "where to start", "the current object", "how to format it",
+    "the shared buffer", "a fixed offset", "the new entry", "a simple rule",
+)  # fmt: skip
 
 DOCSTRING_BODY = '{sig}\n    """{summary}\n\n    :param {A}: {d1}\n    :param {B}: {d2}\n    :param'
 
@@ -128,18 +117,28 @@ def docstring_param_triples(
 
 
 @functools.cache
-def docstring_templates(split: str) -> tuple[str, ...]:
-    """Full docstring skeletons of a split: signature x summary x description pair."""
+def ioi_templates(split: str) -> tuple[str, ...]:
+    """IOI templates of a split (combinations of opening, place, action and thing)."""
     check_split(split)
     out = []
-    descs = DOCSTRING_DESCRIPTIONS[split]
-    for sig in DOCSTRING_SIGNATURES[split]:
-        for summary in DOCSTRING_SUMMARIES[split]:
-            for d1, d2 in itertools.permutations(descs, 2):
-                out.append(
-                    DOCSTRING_BODY.replace("{sig}", sig)
-                    .replace("{summary}", summary)
-                    .replace("{d1}", d1)
-                    .replace("{d2}", d2)
-                )
+    for opening, place, action in itertools.product(IOI_OPENINGS, IOI_PLACES, IOI_ACTIONS):
+        things = IOI_THINGS if "{T}" in action else ("",)
+        for thing in things:
+            t = opening.replace("{P}", place) + " " + action.replace("{T}", thing)
+            if _split_of("ioi-template:" + t) == split:
+                out.append(t)
+    return tuple(out)
+
+
+@functools.cache
+def docstring_templates(split: str) -> tuple[str, ...]:
+    """Docstring skeletons of a split: signature x summary x description pair."""
+    check_split(split)
+    out = []
+    for sig, summary in itertools.product(DOCSTRING_SIGNATURES, DOCSTRING_SUMMARIES):
+        for d1, d2 in itertools.permutations(DOCSTRING_DESCRIPTIONS, 2):
+            t = DOCSTRING_BODY.replace("{sig}", sig).replace("{summary}", summary)
+            t = t.replace("{d1}", d1).replace("{d2}", d2)
+            if _split_of("doc-template:" + t) == split:
+                out.append(t)
     return tuple(out)
