@@ -1,0 +1,29 @@
+"""The shipped embedded model really does the three behaviours, on held-out data.
+
+Everything here runs on the eval and test splits: templates and filler combinations
+(name pairs, parameter triples, token subsets) the model never saw in training.
+"""
+
+import numpy as np
+import pytest
+
+from circuit_gym.models.behaviour import docstring_metrics, induction_metrics, ioi_metrics
+
+
+@pytest.mark.parametrize("split", ["eval", "test"])
+def test_induction(toy_model, split):
+    m = induction_metrics(toy_model, split)
+    assert m["loss_repeated_half"] < 0.5 * m["loss_first_half"]
+    assert np.max(m["head_scores"]["induction"]) > 0.5
+
+
+@pytest.mark.parametrize("split", ["eval", "test"])
+def test_ioi(toy_model, split):
+    m = ioi_metrics(toy_model, split)
+    assert m["accuracy"] >= 0.9, m
+
+
+@pytest.mark.parametrize("split", ["eval", "test"])
+def test_docstring(toy_model, split):
+    m = docstring_metrics(toy_model, split)
+    assert m["three_way_accuracy"] >= 2 * m["three_way_chance"], m
