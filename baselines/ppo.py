@@ -149,7 +149,8 @@ def warm_up(config: PPOConfig) -> float:
 
 
 def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
-    """Train PPO; writes TensorBoard logs, ``policy.pt``, ``config.json`` and ``curve.json`` to ``out``."""
+    """Train PPO; writes TensorBoard logs, ``policy.pt`` (best test return), ``policy_last.pt``,
+    ``config.json`` and ``curve.json`` to ``out``."""
     from tianshou.data import Collector, CollectStats, VectorReplayBuffer
     from tianshou.env import DummyVectorEnv
     from tianshou.trainer import OnPolicyTrainerParams
@@ -175,6 +176,10 @@ def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
     def on_training_step(epoch: int, env_step: int) -> None:
         progress_state["env_step"] = env_step
 
+    def save_best(_algorithm) -> None:
+        """Keep the parameters with the best test return (on the training split)."""
+        torch.save(net.state_dict(), out / "policy.pt")
+
     def on_test(stats: CollectStats) -> float:
         """Records the learning curve (the trainer calls this with every test step's stats)."""
         mean = float(stats.returns_stat.mean) if stats.returns_stat is not None else float("nan")
@@ -187,14 +192,14 @@ def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
     params = OnPolicyTrainerParams(
         training_collector=collector, test_collector=test_collector, max_epochs=config.epochs,
         epoch_num_steps=config.steps_per_epoch, collection_step_num_env_steps=config.steps_per_collect,
-        batch_size=config.minibatch, update_step_num_repetitions=config.repeat, test_step_num_episodes=64,
+        batch_size=config.minibatch, update_step_num_repetitions=config.repeat, test_step_num_episodes=128,
         logger=TensorboardLogger(writer, training_interval=64, update_interval=64), show_progress=progress,
-        verbose=False, training_fn=on_training_step, compute_score_fn=on_test,
+        verbose=False, training_fn=on_training_step, compute_score_fn=on_test, save_best_fn=save_best,
     )  # fmt: skip
     start = time.time()
     result = algorithm.run_training(params)
     train_seconds = time.time() - start
-    torch.save(net.state_dict(), out / "policy.pt")
+    torch.save(net.state_dict(), out / "policy_last.pt")  # policy.pt holds the best test return
     (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
     (out / "curve.json").write_text(json.dumps(curve, indent=1))
     summary = {

@@ -35,7 +35,7 @@ def learning_curve(curve: Sequence[dict], oracle_mean: float | None, path: str |
         label="PPO (test envs)",
     )
     if oracle_mean is not None:
-        ax.axhline(oracle_mean, ls="--", c="gray", label="mean oracle reward")
+        ax.axhline(oracle_mean, ls="--", c="gray", label="mean oracle reward (train split)")
     ax.set_xlabel("environment steps")
     ax.set_ylabel("mean episode reward")
     ax.set_title("PPO on induction + IOI (train split)", fontsize=9)

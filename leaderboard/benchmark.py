@@ -17,7 +17,7 @@ KS = (1, 5)
 ABLATION = "zero"
 LAM = 1.0
 PROMPTS_PER_EPISODE = 8
-REFERENCE_ENTRIES = ("random", "greedy", "ppo")
+REFERENCE_ENTRIES = ("random", "fixed", "greedy", "ppo")
 
 # Limits for a submitted policy, which runs in a child process.
 CALL_TIMEOUT_S = 20.0  # per rank_heads call (the first call includes the import)
