@@ -50,7 +50,6 @@ class FixedPolicy:
         return cls(np.asarray(json.loads(Path(path).read_text())["scores"]))
 
 
-
 def make_policy(checkpoint: str) -> FixedPolicy:
     """Factory for the leaderboard: ``--policy baselines.fixed_policy:make_policy --checkpoint FILE``."""
     return FixedPolicy.load(checkpoint)
