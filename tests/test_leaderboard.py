@@ -73,13 +73,14 @@ def test_board_shows_only_verified_results(small_benchmark, tmp_path):
     results = tmp_path / "results"
     for name, kwargs in (("random", dict(policy_spec="baselines.random_policy:make_policy")),
                          ("greedy", dict(builtin="greedy")), ("ppo", dict(policy_spec="policies_for_tests:good")),
+                         ("fixed", dict(policy_spec="policies_for_tests:good")),
                          ("entry", dict(policy_spec="policies_for_tests:good"))):  # fmt: skip
         write_result(score(name, **kwargs), results / f"{name}.json")
 
     # 1. edited numbers, hash not updated
     forged = json.loads((results / "entry.json").read_text())
     forged["name"] = "forged"
-    forged["scores"]["overall"]["k5"]["recovery_mean"] = 1.0
+    forged["scores"]["overall"]["k5"]["recovery_mean"] += 0.123
     (results / "forged.json").write_text(json.dumps(forged))
     # 2. edited numbers with a recomputed hash: caught only by re-scoring
     rehashed = dict(forged, name="rehashed")
@@ -94,7 +95,7 @@ def test_board_shows_only_verified_results(small_benchmark, tmp_path):
     out = tmp_path / "board"
     summary = render(sorted(results.glob("*.json")), out)
     names = [r["name"] for r in summary["rows"]]
-    assert set(names) == {"random", "greedy", "ppo", "entry"}
+    assert set(names) == {"random", "fixed", "greedy", "ppo", "entry"}
     assert any("forged.json" in m and "content hash" in m for m in summary["refused"])
     assert any("old.json" in m and "benchmark_version" in m for m in summary["refused"])
     k5 = [r["k5"] for r in summary["rows"]]
@@ -104,9 +105,9 @@ def test_board_shows_only_verified_results(small_benchmark, tmp_path):
     assert (out / "index.html").exists() and (out / "board.png").stat().st_size > 1000
     assert (out / "radar" / "ppo.png").exists()
 
-    summary = render([results / "random.json", results / "greedy.json", results / "ppo.json",
+    summary = render([results / "random.json", results / "greedy.json", results / "ppo.json", results / "fixed.json",
                       tmp_path / "rehashed.json"], tmp_path / "board2", rescore=True)  # fmt: skip
-    assert any("rehashed.json" in m and "re-scoring" in m for m in summary["refused"])
+    assert any("rehashed.json" in m and "re-scoring" in m for m in summary["refused"]), summary["refused"]
     assert "rehashed" not in [r["name"] for r in summary["rows"]]
 
     shutil.move(results / "ppo.json", tmp_path / "ppo.json")
