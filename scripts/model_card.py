@@ -160,22 +160,20 @@ def render_card(model, log: dict, result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-WHAT_WAS_TRIED = """- Stage 1 followed the recipe measured before the project (4x4 attention-only, vocabulary
-  1,024, staged curriculum). Induction formed at ~2,000 steps. By 7,000 steps the model solved
-  IOI and docstring perfectly on the 8 (IOI) and 6x8 (docstring) *training* templates but was
-  at or below chance on held-out templates (IOI 0.55, docstring 0.04): it had memorised
-  templates. A focus phase (one example right after BOS) did not change that.
-- Stage 2 continued from the step-7,000 checkpoint with templates built as combinations of
-  familiar parts (held-out splits = unseen combinations, `circuit_gym/tasks/fillers.py`):
-  within 250 steps held-out IOI and docstring accuracy reached ~1.0.
-- Stage 1 used the fixed template lists of commit 2ce16c1; reproduce it by running that
-  commit's script with `--steps 14000` and taking its step-7,000 checkpoint, then stage 2
-  with this commit's script. A single-stage run of the current script from its seed
-  (`--steps 11000`) was started but had not finished when this card was written.
-- Known weakness: docstring completion and induction share their best head (1.1, the
-  induction head), and IOI's best head is the layer-0 head 0.3 (a head in the first layer
-  whose ablation breaks the IOI circuit on unseen templates). With 16 heads the tasks
-  overlap; a model with more heads per layer is the next thing to try."""
-
-if __name__ == "__main__":
-    main()
+WHAT_WAS_TRIED = """- First run, following the recipe measured before the project (4x4 attention-only,
+  vocabulary 1,024, staged curriculum) with 8 fixed IOI templates and 6x8 fixed docstring
+  skeletons: induction formed at ~2,000 steps; by 7,000 steps IOI and docstring were solved
+  on the *training* templates (accuracy 1.0) but at or below chance on held-out templates
+  (IOI 0.55, docstring 0.04): the model memorised templates. A focus phase with one example
+  right after BOS did not help.
+- Fix: templates are combinations of familiar parts (openings x places x actions x things
+  for IOI; signature x summary x descriptions for docstring) and the held-out splits are
+  unseen combinations (`circuit_gym/tasks/fillers.py`). Continuing the first run's step-7,000
+  checkpoint on such data reached held-out accuracy ~1.0 within 250 steps, but its best
+  heads overlapped (docstring and induction both 1.1; IOI 0.3 in layer 0).
+- This model: one run of the current script from its seed (`--steps 11000`), ~49 minutes
+  on one thread. Its per-task best heads differ (zero ablation, default reference:
+  induction 3.1, IOI 2.1, docstring 0.3). Docstring's best head under zero ablation is in
+  layer 0; under mean or resample ablation it is 1.0. Which layer-0 heads matter because
+  they carry token identity forward, rather than detect a template, is not settled by
+  these numbers."""
