@@ -14,7 +14,12 @@ from circuit_gym.tasks.reference import ReferenceBatch
 
 # One general-damage engine per (model, reference batch, ablation kind) in this process:
 # its clean pass and its sweep do not depend on the episode.
-_GENERAL: dict[tuple[int, str, str], tuple[AblationEngine, np.ndarray | None]] = {}
+_GENERAL: dict[tuple[int, str, str, str], tuple[AblationEngine, np.ndarray | None]] = {}
+
+
+def _general_key(model, reference: ReferenceBatch, ablation: str) -> tuple[int, str, str, str]:
+    # The weights hash guards against a new model reusing a freed model's id().
+    return (id(model), model.circuit_gym_info.weights_hash, reference.fingerprint, ablation)
 
 
 def _version() -> str:
@@ -31,7 +36,7 @@ def _tokens_hash(batch: PromptBatch) -> str:
 
 
 def general_engine(model, reference: ReferenceBatch, ablation: str) -> AblationEngine:
-    key = (id(model), reference.fingerprint, ablation)
+    key = _general_key(model, reference, ablation)
     if key not in _GENERAL:
         _GENERAL[key] = (AblationEngine(model, Evaluation.for_reference(reference), ablation), None)
     return _GENERAL[key][0]
@@ -40,7 +45,7 @@ def general_engine(model, reference: ReferenceBatch, ablation: str) -> AblationE
 def general_damage(model, reference: ReferenceBatch, ablation: str, cache: SweepCache | None,
                    progress: bool = False) -> np.ndarray:  # fmt: skip
     """Per-head rise in reference loss; computed once per model, reference and ablation."""
-    key = (id(model), reference.fingerprint, ablation)
+    key = _general_key(model, reference, ablation)
     engine = general_engine(model, reference, ablation)
     if _GENERAL[key][1] is None:
         disk_key = {

@@ -105,7 +105,8 @@ class EpisodePool:
 
 def shared_pool(model, task: str, split: str, batch_size: int, pool_size: int, reference: str | None,
                 ablation: str, lam: float, cache: bool) -> EpisodePool:  # fmt: skip
-    key = (id(model), task, split, batch_size, pool_size, reference, ablation, lam, cache)
+    key = (id(model), model.circuit_gym_info.weights_hash, task, split, batch_size, pool_size, reference,
+           ablation, lam, cache)  # fmt: skip
     if key not in _POOLS:
         _POOLS[key] = EpisodePool(model, task, split, batch_size, pool_size, reference, ablation, lam,
                                   SweepCache() if cache else None)  # fmt: skip
