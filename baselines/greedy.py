@@ -35,7 +35,7 @@ def _gradient_estimate(engine: AblationEngine) -> np.ndarray:
         score = ev.score_rows(logits[:, ev.positions]).mean()
         grads = torch.autograd.grad(score, deltas)
     est = [
-        (g * (repl - z)).sum(dim=(0, 1, 3)) / 1.0  # sum over batch, pos, d_head -> per head
+        (g * (repl - z)).sum(dim=(0, 1, 3))  # sum over batch, pos, d_head -> per head
         for g, repl, z in zip(grads, engine.replacement, engine.clean_z, strict=True)
     ]
     # score is a batch mean, so grads already carry the 1/batch factor
