@@ -51,25 +51,29 @@ class PPOConfig:
 
 
 class HeadScorer(nn.Module):
-    """Per-head MLP embedding with shared weights; a logit per head, a value per state.
+    """Per-head embedding with shared weights, then one self-attention layer across heads;
+    a logit per head, a value per state.
 
-    A head's logit depends on its own embedding and on the mean embedding of all heads
-    (the context: what kind of prompt this is), never on the head's index, so the same
-    network ranks 16 or 144 heads.
+    A head's logit depends on its own features and, through attention, on every other
+    head's (which heads attend to duplicates, to BOS, ...: what kind of prompt this is,
+    and which route the task takes), never on the head's index, so the same network ranks
+    16 or 144 heads.
     """
 
-    def __init__(self, n_features: int = N_FEATURES, hidden: int = 64) -> None:
+    def __init__(self, n_features: int = N_FEATURES, hidden: int = 64, attention_heads: int = 4) -> None:
         super().__init__()
         self.embed = nn.Sequential(
             nn.Linear(n_features, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh()
+        )
+        self.mix = nn.TransformerEncoderLayer(
+            hidden, attention_heads, dim_feedforward=2 * hidden, dropout=0.0, batch_first=True
         )
         self.logit = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
         self.value = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
 
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
-        x = self.embed(obs)
-        context = x.mean(-2, keepdim=True).expand_as(x)
-        out = self.logit(torch.cat([x, context], dim=-1)).squeeze(-1)
+        x = self.embed(obs)  # obs: [batch, heads, features]
+        out = self.logit(torch.cat([x, self.mix(x)], dim=-1)).squeeze(-1)
         return out.masked_fill(obs[..., ABLATED_COLUMN] > 0.5, -1e9)
 
     def state_value(self, obs: torch.Tensor) -> torch.Tensor:

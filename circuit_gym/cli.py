@@ -38,6 +38,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from circuit_gym.ablation import default_ablation
     from circuit_gym.ablation.cache import SweepCache
     from circuit_gym.ablation.tables import sweep_table
     from circuit_gym.models import load_model
@@ -46,6 +47,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from circuit_gym.tasks.reference import reference_batch
 
     model = load_model(args.model, path=args.model_path)
+    args.ablation = args.ablation or default_ablation(args.model)
     task = get_task(args.task)
     batch = task.batch(model, args.split, args.batch_size, args.seed)
     reference = reference_batch(model, args.reference)
@@ -124,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="train", choices=["train", "eval", "test"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--ablation", default="zero", choices=ABLATIONS)
+    p.add_argument("--ablation", default=None, choices=ABLATIONS,
+                   help="default: the model's (resample on toy, zero on gpt2)")
     p.add_argument("--lam", type=float, default=1.0)
     p.add_argument("--reference", default=None, choices=REFERENCE_CHOICES, help="general-damage text")
     p.add_argument("--top", type=int, default=5)

@@ -6,7 +6,7 @@ files scored under another version are refused by the board.
 
 from __future__ import annotations
 
-BENCHMARK_VERSION = "circuit-gym-heldout-v0"
+BENCHMARK_VERSION = "circuit-gym-heldout-v1"
 HELD_OUT_TASKS = ("docstring",)
 SPLIT = "test"
 # Published evaluation seeds: batch indices of the test-split pool (batch i uses seed i).
@@ -14,7 +14,7 @@ EVAL_SEEDS = tuple(range(48))
 # Other seeds, used only to measure how reproducible a policy's recovery is.
 REPRO_SEEDS = tuple(range(48, 96))
 KS = (1, 5)
-ABLATION = "zero"
+ABLATION = "resample"  # the embedded model's default (circuit_gym.ablation.default_ablation)
 LAM = 1.0
 PROMPTS_PER_EPISODE = 8
 REFERENCE_ENTRIES = ("random", "fixed", "greedy", "ppo")

@@ -121,7 +121,7 @@ def test_sweep_cli_writes_table_and_heatmap(tmp_path, monkeypatch):
 
     monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))
     assert main(["sweep", "--task", "ioi", "--batch-size", "4", "--out", str(tmp_path)]) == 0
-    stem = tmp_path / "sweep_toy_ioi_train_s0_zero"
+    stem = tmp_path / "sweep_toy_ioi_train_s0_resample"  # the embedded model's default ablation
     table = json.loads(stem.with_suffix(".json").read_text())
     assert len(table["reward"]) == 16 and stem.with_suffix(".png").stat().st_size > 1000
     assert stem.with_suffix(".csv").read_text().startswith("head_id,head,")

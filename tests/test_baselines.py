@@ -68,6 +68,22 @@ def test_ppo_trains_saves_and_loads(tmp_path):
     )
 
 
+def test_head_scorer_ignores_head_order_but_uses_other_heads():
+    from baselines.ppo import HeadScorer
+
+    torch.manual_seed(0)
+    net = HeadScorer(hidden=16)
+    obs = torch.rand(1, 16, 12)
+    obs[..., 10] = 0
+    perm = torch.randperm(16)
+    # permuting the heads permutes the logits: no head index is used
+    torch.testing.assert_close(net.logits(obs)[:, perm], net.logits(obs[:, perm]))
+    # changing another head's features changes this head's logit (the context)
+    other = obs.clone()
+    other[0, 5, :10] += 1.0
+    assert not torch.allclose(net.logits(obs)[0, 0], net.logits(other)[0, 0])
+
+
 def test_main_job_quick_writes_every_artifact(tmp_path, monkeypatch):
     from circuit_gym.cli import main
 

@@ -53,6 +53,18 @@ def test_gpt2_id_on_a_local_random_checkpoint(random_gpt2_dir):
     env = gym.make("CircuitDiscovery-GPT2-IOI-v0", model_path=str(random_gpt2_dir), pool_size=2, batch_size=2)
     check_env(env.unwrapped, skip_render_check=True)
     assert env.action_space.n == 144 and env.observation_space.shape == (144, N_FEATURES)
+    assert env.unwrapped.ablation == "zero"  # GPT-2 keeps the reference paper's zero ablation
+
+
+def test_default_ablation_is_per_model_and_can_be_overridden():
+    default = gym.make("CircuitDiscovery-Toy-IOI-v0", pool_size=2, batch_size=4)
+    zero = gym.make("CircuitDiscovery-Toy-IOI-v0", pool_size=2, batch_size=4, ablation="zero")
+    assert default.unwrapped.ablation == "resample" and zero.unwrapped.ablation == "zero"
+    tables = []
+    for env in (default, zero):
+        env.reset(options={"batch_index": 0})
+        tables.append(env.unwrapped.episode.table.reward)
+    assert not np.allclose(*tables), "the two ablations give different reward tables"
 
 
 def _rollout(env, seed, actions):

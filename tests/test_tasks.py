@@ -45,6 +45,21 @@ def test_answers_are_the_right_fillers(toy_model):
     assert torch.equal(ind.answers, ind.tokens[:, ind.positions + 1])
 
 
+def test_ioi_batches_have_one_name_order_each(toy_model):
+    tok, orders = toy_model.tokenizer, set()
+    for seed in range(12):
+        batch = get_task("ioi").batch(toy_model, "eval", 6, seed=seed)
+        io_first = set()
+        for row, io, s in zip(batch.tokens, batch.answers[:, 0], batch.distractors[:, 0, 0], strict=True):
+            text = tok.decode(row[1:])
+            io_first.add(text.index(tok.decode([int(io)]).strip()) < text.index(tok.decode([int(s)]).strip()))
+        assert len(io_first) == 1, "every prompt of a batch uses the same name order"
+        (first,) = io_first
+        assert (batch.template.index("{IO}") < batch.template.index("{S}")) == first  # shown in the template
+        orders.add(first)
+    assert orders == {True, False}, "both orders (ABBA and BABA) occur across batches"
+
+
 def test_splits_use_disjoint_fillers_and_templates(toy_model):
     pairs = {s: {frozenset(p) for p in F.ioi_name_pairs(s)} for s in F.SPLITS}
     triples = {s: set(F.docstring_param_triples(s)) for s in F.SPLITS}

@@ -1,9 +1,15 @@
 """The ablation engine: exact head ablations, fast single-head sweeps, contrastive rewards."""
 
 from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable, head_name
-from circuit_gym.ablation.engine import ABLATIONS, AblationEngine, Evaluation, check_ablation
+from circuit_gym.ablation.engine import (
+    ABLATIONS,
+    AblationEngine,
+    Evaluation,
+    check_ablation,
+    default_ablation,
+)
 
 __all__ = [
     "ABLATIONS", "AblationEngine", "ContrastiveScorer", "Evaluation", "SweepTable",
-    "check_ablation", "head_name",
+    "check_ablation", "default_ablation", "head_name",
 ]  # fmt: skip

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from circuit_gym.ablation.engine import ABLATIONS
+from circuit_gym.ablation.engine import ABLATIONS, default_ablation
 from circuit_gym.envs.features import FEATURE_BOUND, N_FEATURES, N_STATIC
 from circuit_gym.envs.pool import Episode, shared_model, shared_pool
 from circuit_gym.tasks import SPLITS, list_tasks
@@ -60,7 +60,8 @@ class CircuitDiscoveryEnv(gym.Env):
     ``model`` ("toy", "gpt2" or a transformer_lens name), ``model_path``, ``tasks``
     (one or more registered task names; the reset picks uniformly), ``split``
     ("train"/"eval"/"test"), ``episode_length``, ``lam``, ``ablation``
-    ("zero"/"mean"/"resample"), ``batch_size``, ``pool_size``, ``reference``, ``cache``.
+    ("zero"/"mean"/"resample"; default: resample on the embedded model, zero on GPT-2),
+    ``batch_size``, ``pool_size``, ``reference``, ``cache``.
     ``reset(options={"task": name})`` forces a task (any registered one) and
     ``reset(options={"batch_index": i})`` a batch of the pool (evaluation uses both).
     """
@@ -68,11 +69,12 @@ class CircuitDiscoveryEnv(gym.Env):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, model: str = "toy", tasks: str | Sequence[str] = ("ioi",), split: str = "train",
-                 episode_length: int = 1, lam: float = 1.0, ablation: str = "zero", batch_size: int = 8,
+                 episode_length: int = 1, lam: float = 1.0, ablation: str | None = None, batch_size: int = 8,
                  pool_size: int = 32, cache: bool = True, model_path: str | None = None,
                  reference: str | None = None, render_mode: str | None = None) -> None:  # fmt: skip
         tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
         _check_choice("split", split, SPLITS)
+        ablation = default_ablation(model) if ablation is None else ablation
         _check_choice("ablation", ablation, ABLATIONS)
         if reference is not None:
             _check_choice("reference", reference, REFERENCE_CHOICES)

@@ -36,6 +36,7 @@ import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 
+from circuit_gym.ablation.engine import check_ablation, default_ablation
 from circuit_gym.envs.features import FEATURE_BOUND, N_FEATURES, N_STATIC
 from circuit_gym.envs.pool import shared_model, shared_pool
 from circuit_gym.tasks import SPLITS, list_tasks
@@ -45,7 +46,7 @@ class CircuitParallelEnv(ParallelEnv):
     metadata = {"name": "circuit_discovery_v0", "render_modes": ["ansi"]}
 
     def __init__(self, model: str = "toy", task: str = "ioi", split: str = "train", episode_length: int = 1,
-                 lam: float = 1.0, ablation: str = "zero", head_cost: float = 0.0, batch_size: int = 8,
+                 lam: float = 1.0, ablation: str | None = None, head_cost: float = 0.0, batch_size: int = 8,
                  pool_size: int = 32, cache: bool = True, model_path: str | None = None,
                  reference: str | None = None, render_mode: str | None = None) -> None:  # fmt: skip
         if task not in list_tasks():
@@ -58,6 +59,7 @@ class CircuitParallelEnv(ParallelEnv):
             raise ValueError(f"episode_length must be >= 1, got {episode_length!r}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        ablation = check_ablation(default_ablation(model) if ablation is None else ablation)
         self.model = shared_model(model, model_path)
         info = self.model.circuit_gym_info
         self.n_layers, self.n_heads = info.n_layers, info.n_heads

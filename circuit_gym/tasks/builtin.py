@@ -48,24 +48,30 @@ def _next_token_batch(tokenizer, task: str, split: str, template: str, texts: li
 def make_ioi_batch(tokenizer, split: str, batch_size: int, rng: np.random.Generator) -> PromptBatch:
     """'When Mary and John went to the store, John gave a drink to' -> ' Mary' (not ' John').
 
-    Half the prompts name the indirect object first (ABBA), half second (BABA). The
-    counterfactual replaces all three names by three other names (the IOI paper's "ABC"
-    distribution), so it carries the template but no answer.
+    A batch is one template in one name order, as in the IOI paper's template list: the
+    indirect object first (ABBA) or second (BABA), drawn per batch. Mixing orders inside
+    a batch would make the best head depend on the mix: on the embedded model head 1.0
+    matters only for ABBA prompts, 2.1 for both. The counterfactual replaces all three
+    names by three other names (the IOI paper's "ABC" distribution), so it carries the
+    template but no answer.
     """
     ids = single_token_ids(tokenizer, F.NAMES)
     template = _pick(rng, F.ioi_templates(split), "templates", split)
+    io_first = bool(rng.random() < 0.5)
     pairs = F.ioi_name_pairs(split)
     texts, cf_texts, answers, distractors = [], [], [], []
     for _ in range(batch_size):
         io, s = _pick(rng, pairs, "name pairs", split)
-        a, b = (io, s) if rng.random() < 0.5 else (s, io)
+        a, b = (io, s) if io_first else (s, io)
         texts.append(template.format(A=a, B=b, S=s))
         others = [n for n in F.NAMES if n not in (io, s)]
         x, y, z = rng.choice(others, size=3, replace=False)
         cf_texts.append(template.format(A=x, B=y, S=z))
         answers.append([ids[io]])
         distractors.append([[ids[s]]])
-    return _next_token_batch(tokenizer, "ioi", split, template, texts, cf_texts, answers, distractors)
+    first, second = ("{IO}", "{S}") if io_first else ("{S}", "{IO}")
+    shown = template.format(A=first, B=second, S="{S}")  # e.g. "When {IO} and {S} ..., {S} gave a drink to"
+    return _next_token_batch(tokenizer, "ioi", split, shown, texts, cf_texts, answers, distractors)
 
 
 # ------------------------------------------------------------------------ docstring
