@@ -126,8 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="train", choices=["train", "eval", "test"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--ablation", default=None, choices=ABLATIONS,
-                   help="default: the model's (resample on toy, zero on gpt2)")
+    p.add_argument("--ablation", default=None, choices=ABLATIONS, help="default: resample (toy), zero (gpt2)")
     p.add_argument("--lam", type=float, default=1.0)
     p.add_argument("--reference", default=None, choices=REFERENCE_CHOICES, help="general-damage text")
     p.add_argument("--top", type=int, default=5)
