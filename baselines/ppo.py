@@ -69,6 +69,9 @@ class HeadScorer(nn.Module):
             hidden, attention_heads, dim_feedforward=2 * hidden, dropout=0.0, batch_first=True
         )
         self.logit = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        # The critic has its own embedding: its squared-error gradients (rewards ~10) would
+        # otherwise swamp the policy gradient in shared layers.
+        self.value_embed = nn.Sequential(nn.Linear(n_features, hidden), nn.Tanh())
         self.value = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
 
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
@@ -77,7 +80,7 @@ class HeadScorer(nn.Module):
         return out.masked_fill(obs[..., ABLATED_COLUMN] > 0.5, -1e9)
 
     def state_value(self, obs: torch.Tensor) -> torch.Tensor:
-        x = self.embed(obs)
+        x = self.value_embed(obs)
         pooled = torch.cat([x.mean(-2), x.max(-2).values], dim=-1)
         return self.value(pooled)
 

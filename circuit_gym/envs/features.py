@@ -9,9 +9,11 @@ feature is a mean over the batch (and over query positions where it says so):
 ====  ==================  ===============================================================
   0   bos_attn            attention to the first token (BOS), mean over query positions
   1   prev_attn           attention to the previous token
-  2   duplicate_attn      attention to earlier occurrences of the current token
+  2   duplicate_attn      attention to earlier occurrences of the current token, mean
+                          over the query positions that have one (0 if none has)
   3   induction_attn      attention to tokens that *follow* an earlier occurrence of the
-                          current token (the induction stripe)
+                          current token (the induction stripe), mean over the query
+                          positions that have such a token (0 if none has)
   4   entropy             attention entropy, divided by its maximum log(q + 1)
   5   last_bos_attn       at the final position: attention to BOS
   6   last_entropy        at the final position: normalised attention entropy
@@ -38,6 +40,17 @@ FEATURE_NAMES = (
 N_FEATURES = len(FEATURE_NAMES)
 N_STATIC = N_FEATURES - 2  # the last two change within an episode
 FEATURE_BOUND = 10.0
+
+
+def _mean_where_defined(pattern: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """Attention to ``keys`` [b, q, k], averaged over the query positions that have any such
+    key: a prompt with one repeated name and one with many repeats score on the same scale."""
+    defined = keys.any(-1)  # [b, q]
+    attn = (pattern * keys[:, None]).sum(-1)  # [b, h, q]
+    count = defined.sum()
+    if count == 0:
+        return torch.zeros(pattern.shape[1])
+    return (attn * defined[:, None]).sum((0, 2)) / count
 
 
 @torch.no_grad()
@@ -70,8 +83,8 @@ def head_features(model, tokens: torch.Tensor) -> np.ndarray:
         ent = -(p * torch.log(p.clamp_min(1e-12))).sum(-1) / log_norm  # [b, h, q]
         feats[layer, :, 0] = p[..., 0].mean((0, 2)).numpy()
         feats[layer, :, 1] = (pat * prev).sum(-1)[:, :, queries].mean((0, 2)).numpy()
-        feats[layer, :, 2] = (pat * duplicate[:, None]).sum(-1)[:, :, queries].mean((0, 2)).numpy()
-        feats[layer, :, 3] = (pat * induction[:, None]).sum(-1)[:, :, queries].mean((0, 2)).numpy()
+        feats[layer, :, 2] = _mean_where_defined(pat, duplicate).numpy()
+        feats[layer, :, 3] = _mean_where_defined(pat, induction).numpy()
         feats[layer, :, 4] = ent.mean((0, 2)).numpy()
         feats[layer, :, 5] = pat[:, :, -1, 0].mean(0).numpy()
         feats[layer, :, 6] = ent[:, :, -1].mean(0).numpy()
