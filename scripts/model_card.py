@@ -228,3 +228,7 @@ WHAT_WAS_TRIED = """- First run, following the recipe measured before the projec
   (task damage 24 vs -4 per prompt under zero ablation), so the best head of a batch of 8
   depended on how many ABBA prompts it drew. A batch is now one template in one order, as
   in the IOI paper's template list."""
+
+
+if __name__ == "__main__":
+    main()

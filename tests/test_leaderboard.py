@@ -113,3 +113,11 @@ def test_board_shows_only_verified_results(small_benchmark, tmp_path):
     shutil.move(results / "ppo.json", tmp_path / "ppo.json")
     with pytest.raises(ValueError, match="reference entries missing"):
         render(sorted(results.glob("*.json")), out)
+
+
+def test_board_ranks_by_best_of_5_then_best_of_1():
+    from leaderboard.board import rank_rows
+
+    rows = [{"name": "a", "k5": 1.0, "k1": 0.4, "top1": 0.0}, {"name": "b", "k5": 0.9, "k1": 1.0, "top1": 1.0},
+            {"name": "c", "k5": 1.0, "k1": 1.0, "top1": 0.9}]  # fmt: skip
+    assert [r["name"] for r in rank_rows(rows)] == ["c", "a", "b"]
