@@ -126,3 +126,10 @@ def test_sweep_cli_writes_table_and_heatmap(tmp_path, monkeypatch):
     assert len(table["reward"]) == 16 and stem.with_suffix(".png").stat().st_size > 1000
     assert stem.with_suffix(".csv").read_text().startswith("head_id,head,")
     assert torch.get_num_threads() == 1
+
+
+def test_resample_without_counterfactual_prompts_says_what_to_do(toy_model):
+    ev = Evaluation.for_reference(reference_batch(toy_model))
+    ev = Evaluation(ev.tokens, ev.positions, ev.score_rows, counterfactual=None)
+    with pytest.raises(ValueError, match="counterfactual.*ablation='zero'"):
+        AblationEngine(toy_model, ev, "resample")

@@ -88,7 +88,10 @@ class AblationEngine:
         self.n_layers = int(model.cfg.n_layers)
         self.n_heads = int(model.cfg.n_heads)
         if kind == "resample" and evaluation.counterfactual is None:
-            raise ValueError("resample ablation needs counterfactual prompts; this task has none")
+            raise ValueError(
+                "resample ablation (the embedded model's default) needs counterfactual prompts and this "
+                "task's batch has none: give PromptBatch(counterfactual=...) or pass ablation='zero' or 'mean'"
+            )
         names = [f"blocks.{layer}.hook_resid_pre" for layer in range(self.n_layers)]
         names += [self._z(layer) for layer in range(self.n_layers)]
         with torch.no_grad():
