@@ -54,12 +54,19 @@ def evaluate(env, rank: RankFn, solver: str, tasks: Sequence[str], episodes: Seq
     out = []
     for task, index in jobs:
         obs, _ = env.reset(options={"task": task, "batch_index": int(index)})
-        scores = check_scores(rank(obs, env), base.n_total)
-        table = base.episode.table
-        for k in ks:
-            plan = best_of_k(env, scores, k)
-            out.append(EpisodeResult(solver, task, base.split, int(index), int(k), plan.head, plan.reward,
-                                     table.oracle_head, table.oracle_reward))  # fmt: skip
+        out += episode_results(env, check_scores(rank(obs, env), base.n_total), solver, ks)
+    return out
+
+
+def episode_results(env, scores: np.ndarray, solver: str, ks: Sequence[int]) -> list[EpisodeResult]:
+    """Best-of-k results, one per k, for the env's current episode given a policy's head scores."""
+    base = env.unwrapped
+    episode, table = base.episode, base.episode.table
+    out = []
+    for k in ks:
+        plan = best_of_k(env, scores, k)
+        out.append(EpisodeResult(solver, episode.pool.task.name, base.split, episode.index, int(k), plan.head,
+                                 plan.reward, table.oracle_head, table.oracle_reward))  # fmt: skip
     return out
 
 
@@ -116,17 +123,22 @@ def summarize(results: Sequence[EpisodeResult]) -> list[dict]:
     groups: dict[tuple, list[EpisodeResult]] = {}
     for r in results:
         groups.setdefault((r.solver, r.task, r.split, r.k), []).append(r)
-    rows = []
-    for (solver, task, split, k), rs in groups.items():
-        rec = [r.recovery for r in rs]
-        mean, ci = mean_ci95(rec)
-        hits = sum(r.top1 for r in rs)
-        rows.append({
-            "solver": solver, "task": task, "split": split, "k": k, "recovery_mean": mean,
-            "recovery_ci95": ci, "top1_rate": hits / len(rs), "top1_ci95": wilson_ci95(hits, len(rs)),
-            "episodes": len(rs), "episodes_without_positive_oracle": int(sum(not np.isfinite(v) for v in rec)),
-        })  # fmt: skip
-    return rows
+    return [
+        {"solver": solver, "task": task, "split": split, "k": k,
+         **recovery_summary([r.recovery for r in rs], [r.top1 for r in rs])}
+        for (solver, task, split, k), rs in groups.items()
+    ]  # fmt: skip
+
+
+def recovery_summary(recoveries: Sequence[float], hits: Sequence[bool]) -> dict:
+    """Mean recovery and top-1 rate with 95% intervals; NaN recoveries (no positive oracle) are
+    counted, not averaged."""
+    mean, ci = mean_ci95(recoveries)
+    n, n_hits = len(hits), int(sum(hits))
+    return {
+        "recovery_mean": mean, "recovery_ci95": ci, "top1_rate": n_hits / n, "top1_ci95": wilson_ci95(n_hits, n),
+        "episodes": n, "episodes_without_positive_oracle": int(sum(not np.isfinite(v) for v in recoveries)),
+    }  # fmt: skip
 
 
 def results_as_dicts(results: Sequence[EpisodeResult]) -> list[dict]:

@@ -26,8 +26,8 @@ import numpy as np
 
 import circuit_gym
 from circuit_gym.envs import HideOracleInfo
-from circuit_gym.envs.planning import best_of_k, top_k_heads
-from circuit_gym.evaluation import mean_ci95, wilson_ci95
+from circuit_gym.envs.planning import top_k_heads
+from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.policy import InvalidScoresError, check_scores
 from leaderboard import benchmark as B
 from leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, load_factory
@@ -93,24 +93,21 @@ def _episodes(env, rank, seeds) -> list[dict]:
             table = base.episode.table
             row = {"task": task, "seed": int(seed), "oracle_head": table.oracle_head,
                    "oracle_reward": table.oracle_reward, "top5": top_k_heads(scores, 5, base.action_mask())}  # fmt: skip
-            for k in B.KS:
-                plan = best_of_k(env, scores, k)
-                row[f"head_k{k}"] = plan.head
-                row[f"recovery_k{k}"] = plan.reward / table.oracle_reward if table.oracle_reward > 0 else None
+            for r in episode_results(env, scores, "submission", B.KS):
+                row[f"head_k{r.k}"] = r.head
+                row[f"recovery_k{r.k}"] = r.recovery if np.isfinite(r.recovery) else None
             out.append(row)
     return out
 
 
 def _summary(episodes: list[dict]) -> dict:
-    out = {}
-    for k in B.KS:
-        rec = [e[f"recovery_k{k}"] for e in episodes if e[f"recovery_k{k}"] is not None]
-        mean, ci = mean_ci95(rec)
-        hits = sum(e[f"head_k{k}"] == e["oracle_head"] for e in episodes)
-        out[f"k{k}"] = {"recovery_mean": mean, "recovery_ci95": ci, "top1_rate": hits / len(episodes),
-                        "top1_ci95": wilson_ci95(hits, len(episodes)), "episodes": len(episodes),
-                        "episodes_without_positive_oracle": len(episodes) - len(rec)}  # fmt: skip
-    return out
+    return {
+        f"k{k}": recovery_summary(
+            [float("nan") if e[f"recovery_k{k}"] is None else e[f"recovery_k{k}"] for e in episodes],
+            [e[f"head_k{k}"] == e["oracle_head"] for e in episodes],
+        )
+        for k in B.KS
+    }
 
 
 def _consistency(episodes: list[dict]) -> float:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -71,10 +72,8 @@ def episode_oracles(model, episodes: int = 48, batch_size: int = 8) -> dict:
                 group = (
                     "ioi ABBA" if batch.template.index("{IO}") < batch.template.index("{S}") else "ioi BABA"
                 )
-            head = head_name(table.oracle_head, model.cfg.n_heads)
-            counts.setdefault(group, {}).setdefault(head, 0)
-            counts[group][head] += 1
-        out.update({g: dict(sorted(c.items(), key=lambda kv: -kv[1])) for g, c in counts.items()})
+            counts.setdefault(group, Counter())[head_name(table.oracle_head, model.cfg.n_heads)] += 1
+        out.update({g: dict(c.most_common()) for g, c in counts.items()})
     return out
 
 
