@@ -6,7 +6,7 @@ import torch
 
 from circuit_gym.ablation import ABLATIONS, AblationEngine, ContrastiveScorer, Evaluation
 from circuit_gym.ablation.cache import SweepCache
-from circuit_gym.ablation.tables import sweep_table
+from circuit_gym.ablation.tables import sweep_key, sweep_table
 from circuit_gym.models import load_model
 from circuit_gym.tasks import get_task
 from circuit_gym.tasks.reference import reference_batch
@@ -57,21 +57,62 @@ def test_set_ablation_matches_hooks_on_a_full_forward(toy_model):
         engine.score([10_000])
 
 
-def test_contrastive_reward_and_oracle(toy_model):
+def _hand_ablated_forward(model, tokens, layer, head, replacement):
+    """Logits with one head's hook_z replaced, by a hook written here (not the engine's)."""
+
+    def hook(z, hook):
+        z = z.clone()
+        z[:, :, head] = replacement[:, :, head]
+        return z
+
+    return model.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{layer}.attn.hook_z", hook)])
+
+
+def test_table_matches_a_hand_computed_ablation(toy_model):
+    """Task damage, general damage and reward of a few heads from plain hooked forward passes."""
+    import torch.nn.functional as F
+
     task = get_task("docstring")
     batch = task.batch(toy_model, "train", 6, seed=0)
-    scorer = ContrastiveScorer(toy_model, task, batch, reference_batch(toy_model), "zero", lam=0.5)
-    table = scorer.sweep()
-    np.testing.assert_allclose(table.reward, table.task_damage - 0.5 * table.general_damage)
-    assert table.oracle_reward == pytest.approx(table.reward.max())
-    h = table.oracle_head
-    td, gd = scorer.damages([h])
-    assert td == pytest.approx(table.task_damage[h], abs=1e-5)
-    assert scorer.reward([h]) == pytest.approx(table.oracle_reward, abs=1e-5)
+    ref = reference_batch(toy_model)
+    table = ContrastiveScorer(toy_model, task, batch, ref, "zero", lam=0.5).sweep()
+    n_heads = toy_model.cfg.n_heads
+
+    def ref_loss(logits):
+        return float(F.cross_entropy(logits[:, :-1].flatten(0, 1), ref.tokens[:, 1:].flatten()))
+
+    clean_metric = float(task.score(toy_model(batch.tokens), batch).mean())
+    clean_loss = ref_loss(toy_model(ref.tokens))
+    for h in (0, 5, 15, table.oracle_head):
+        layer, head = divmod(h, n_heads)
+        zeros = torch.zeros(1, 1, n_heads, toy_model.cfg.d_head)
+        metric = float(
+            task.score(_hand_ablated_forward(toy_model, batch.tokens, layer, head, zeros), batch).mean()
+        )
+        loss = ref_loss(_hand_ablated_forward(toy_model, ref.tokens, layer, head, zeros))
+        assert table.task_damage[h] == pytest.approx(clean_metric - metric, abs=1e-4)
+        assert table.general_damage[h] == pytest.approx(loss - clean_loss, abs=1e-4)
+        assert table.reward[h] == pytest.approx((clean_metric - metric) - 0.5 * (loss - clean_loss), abs=1e-4)
     with pytest.raises(ValueError, match="lam"):
-        ContrastiveScorer(toy_model, task, batch, reference_batch(toy_model), lam=float("nan"))
+        ContrastiveScorer(toy_model, task, batch, ref, lam=float("nan"))
     with pytest.raises(ValueError, match="ablation"):
-        ContrastiveScorer(toy_model, task, batch, reference_batch(toy_model), "gaussian")
+        ContrastiveScorer(toy_model, task, batch, ref, "gaussian")
+
+
+@pytest.mark.parametrize("name", ["ioi", "induction"])
+def test_resample_equals_an_independent_patch_from_the_counterfactual_run(toy_model, name):
+    """Resample ablation = the head's hook_z taken from a separate run on the counterfactual prompts."""
+    task = get_task(name)
+    batch = task.batch(toy_model, "eval", 5, seed=3)
+    engine = AblationEngine(toy_model, Evaluation.for_task(task, batch), "resample")
+    swept = engine.sweep()
+    n_heads = toy_model.cfg.n_heads
+    for h in (1, 6, 11, 14):
+        layer, head = divmod(h, n_heads)
+        _, cf_cache = toy_model.run_with_cache(batch.counterfactual)
+        donor = cf_cache[f"blocks.{layer}.attn.hook_z"]
+        logits = _hand_ablated_forward(toy_model, batch.tokens, layer, head, donor)
+        assert swept[h] == pytest.approx(float(task.score(logits, batch).mean()), abs=1e-4)
 
 
 def test_cache_round_trip_and_corruption(toy_model, tmp_path):
@@ -100,9 +141,11 @@ def test_cache_round_trip_and_corruption(toy_model, tmp_path):
         rebuilt = sweep_table(toy_model, task, batch, ref, cache=cache)
     np.testing.assert_allclose(rebuilt.reward, live.reward)
 
-    # a different lam is a different key, hence a different file
-    sweep_table(toy_model, task, batch, ref, lam=2.0, cache=cache)
-    assert len(list(tmp_path.glob("sweep-*.json"))) == 2
+    # lam does not change the damages: the same file serves every lam, with no new sweep
+    other_lam = sweep_table(toy_model, task, batch, ref, lam=2.0, cache=cache)
+    assert len(list(tmp_path.glob("sweep-*.json"))) == 1
+    np.testing.assert_allclose(other_lam.task_damage, live.task_damage)
+    assert other_lam.lam == 2.0 and not np.allclose(other_lam.reward, live.reward)
 
 
 def test_cache_rejects_a_mismatched_key(tmp_path):
@@ -133,3 +176,76 @@ def test_resample_without_counterfactual_prompts_says_what_to_do(toy_model):
     ev = Evaluation(ev.tokens, ev.positions, ev.score_rows, counterfactual=None)
     with pytest.raises(ValueError, match="counterfactual.*ablation='zero'"):
         AblationEngine(toy_model, ev, "resample")
+
+
+def test_cache_key_covers_everything_that_changes_the_numbers(toy_model, monkeypatch):
+    """Each of answers, distractors, positions, metric, task version and engine version changes the key."""
+    import dataclasses
+
+    import circuit_gym.ablation.tables as tables
+    from circuit_gym.tasks import answer_logprob
+
+    task = get_task("ioi")
+    batch = task.batch(toy_model, "train", 4, seed=0)
+    ref = reference_batch(toy_model)
+    base = sweep_key(toy_model, task, batch, ref, "zero")
+    assert sweep_key(toy_model, task, batch, ref, "zero") == base  # deterministic
+    variants = {
+        "answers": (task, dataclasses.replace(batch, answers=batch.distractors[..., 0])),
+        "distractors": (task, dataclasses.replace(batch, distractors=batch.answers[..., None])),
+        "positions": (task, dataclasses.replace(batch, positions=batch.positions - 1)),
+        "counterfactual": (task, dataclasses.replace(batch, counterfactual=batch.tokens.flip(0))),
+        "metric": (dataclasses.replace(task, metric=answer_logprob), batch),
+        "task version": (dataclasses.replace(task, version=task.version + 1), batch),
+    }
+    for what, (t, b) in variants.items():
+        assert sweep_key(toy_model, t, b, ref, "zero") != base, what
+    assert sweep_key(toy_model, task, batch, ref, "mean") != base
+    monkeypatch.setattr(tables, "ENGINE_VERSION", tables.ENGINE_VERSION + 1)
+    assert sweep_key(toy_model, task, batch, ref, "zero") != base, "engine version"
+
+
+def test_reregistered_task_with_another_metric_is_not_served_stale_tables(toy_model, tmp_path):
+    import dataclasses
+
+    from circuit_gym.tasks import answer_logprob
+
+    cache = SweepCache(tmp_path)
+    task = get_task("ioi")
+    batch = task.batch(toy_model, "train", 4, seed=0)
+    ref = reference_batch(toy_model)
+    first = sweep_table(toy_model, task, batch, ref, cache=cache)
+    other = dataclasses.replace(task, metric=answer_logprob)
+    second = sweep_table(toy_model, other, batch, ref, cache=cache)
+    live = sweep_table(toy_model, other, batch, ref, cache=None)
+    np.testing.assert_allclose(second.task_damage, live.task_damage)
+    assert not np.allclose(second.task_damage, first.task_damage)
+
+
+def test_unwritable_cache_directory_warns_and_still_returns_numbers(toy_model, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    cache = SweepCache(blocker / "cache")  # its parent is a file: nothing can be written there
+    task = get_task("ioi")
+    batch = task.batch(toy_model, "train", 4, seed=0)
+    ref = reference_batch(toy_model)
+    with pytest.warns(UserWarning, match="cannot write"):
+        table = sweep_table(toy_model, task, batch, ref, cache=cache)
+    np.testing.assert_allclose(table.reward, sweep_table(toy_model, task, batch, ref, cache=None).reward)
+
+
+def test_corrupted_general_damage_file_is_rebuilt(toy_model, tmp_path):
+    import circuit_gym.ablation.tables as tables
+
+    cache = SweepCache(tmp_path)
+    ref = reference_batch(toy_model)
+    tables._GENERAL.clear()
+    first = tables.general_damage(toy_model, ref, "zero", cache).copy()
+    (path,) = tmp_path.glob("general-*.json")
+    entry = json.loads(path.read_text())
+    entry["payload"]["general_damage"][3] = 99.0
+    path.write_text(json.dumps(entry))
+    tables._GENERAL.clear()  # a new process: only the disk copy is left
+    with pytest.warns(UserWarning, match="checksum"):
+        rebuilt = tables.general_damage(toy_model, ref, "zero", cache)
+    np.testing.assert_allclose(rebuilt, first)

@@ -1,6 +1,6 @@
 """The ablation engine: exact head ablations, fast single-head sweeps, contrastive rewards."""
 
-from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable, head_name
+from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable, contrastive_reward, head_name
 from circuit_gym.ablation.engine import (
     ABLATIONS,
     AblationEngine,
@@ -11,5 +11,5 @@ from circuit_gym.ablation.engine import (
 
 __all__ = [
     "ABLATIONS", "AblationEngine", "ContrastiveScorer", "Evaluation", "SweepTable",
-    "check_ablation", "default_ablation", "head_name",
+    "check_ablation", "contrastive_reward", "default_ablation", "head_name",
 ]  # fmt: skip

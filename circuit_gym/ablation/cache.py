@@ -59,15 +59,25 @@ class SweepCache:
         path.unlink(missing_ok=True)
         return None
 
-    def store(self, key: dict, payload: dict) -> Path:
+    def store(self, key: dict, payload: dict) -> Path | None:
+        """Write atomically; on a directory that cannot be written, warn and return None
+        (the caller keeps its freshly computed numbers, they are just not cached)."""
         path = self.path_for(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         entry = {
             "key": key,
             "checksum": hashlib.sha256(_canonical(payload).encode()).hexdigest(),
             "payload": payload,
         }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        except OSError as err:
+            warnings.warn(
+                f"circuit_gym cache: cannot write to {self.directory} ({type(err).__name__}: {err}); "
+                f"continuing without caching. Set ${CACHE_ENV_VAR} to a writable directory.",
+                stacklevel=2,
+            )
+            return None
         try:
             with os.fdopen(fd, "w") as fh:
                 fh.write(_canonical(entry))

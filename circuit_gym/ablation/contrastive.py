@@ -22,6 +22,11 @@ from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import ReferenceBatch
 
 
+def contrastive_reward(task_damage, general_damage, lam: float):
+    """The one formula: task damage minus ``lam`` times general damage (floats or arrays)."""
+    return task_damage - lam * general_damage
+
+
 def head_name(head: int, n_heads: int) -> str:
     """Flat head id -> 'L.H' as the literature writes it."""
     return f"{head // n_heads}.{head % n_heads}"
@@ -49,7 +54,7 @@ class SweepTable:
 
     @property
     def reward(self) -> np.ndarray:
-        return self.task_damage - self.lam * self.general_damage
+        return contrastive_reward(self.task_damage, self.general_damage, self.lam)
 
     @property
     def oracle_head(self) -> int:
@@ -114,7 +119,7 @@ class ContrastiveScorer:
 
     def reward(self, heads: Iterable[int]) -> float:
         task, general = self.damages(heads)
-        return task - self.lam * general
+        return contrastive_reward(task, general, self.lam)
 
     def sweep(self, general_damage: np.ndarray | None = None, progress: bool = False) -> SweepTable:
         """The single-head table; pass a cached ``general_damage`` to skip that sweep."""

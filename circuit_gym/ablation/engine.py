@@ -30,6 +30,9 @@ from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import ReferenceBatch
 
 ABLATIONS = ("zero", "mean", "resample")
+# Part of every cache key: bump it whenever a change here (or in what the engine calls)
+# changes any number a sweep produces, so stale tables are never read back.
+ENGINE_VERSION = 2
 # Rows x positions x vocab floats per stacked forward pass; bounds memory on GPT-2.
 LOGIT_BUDGET = 50_000_000
 

@@ -1,4 +1,11 @@
-"""Cached oracle tables: the single-head sweep of one prompt batch, from disk when possible."""
+"""Cached oracle tables: the single-head sweep of one prompt batch, from disk when possible.
+
+A cache key covers everything that changes the damages: the weights, the task's
+definition (name, version, the metric's qualified name), the prompts *and* what is scored
+on them (answers, distractors, metric positions, counterfactual), the reference batch, the
+ablation kind and :data:`ENGINE_VERSION`. ``lam`` is not in it: the cache holds task and
+general damages, and the reward is formed from them for any ``lam`` without a new sweep.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ import numpy as np
 
 from circuit_gym.ablation.cache import SweepCache
 from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable
-from circuit_gym.ablation.engine import AblationEngine, Evaluation, check_ablation
+from circuit_gym.ablation.engine import ENGINE_VERSION, AblationEngine, Evaluation, check_ablation
 from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import ReferenceBatch
 
@@ -22,17 +29,17 @@ def _general_key(model, reference: ReferenceBatch, ablation: str) -> tuple[int, 
     return (id(model), model.circuit_gym_info.weights_hash, reference.fingerprint, ablation)
 
 
-def _version() -> str:
-    from circuit_gym import __version__
-
-    return __version__
+def _tensor_bytes(t) -> bytes:
+    return b"none" if t is None else str(tuple(t.shape)).encode() + t.cpu().numpy().tobytes()
 
 
-def _tokens_hash(batch: PromptBatch) -> str:
-    h = hashlib.sha256(batch.tokens.numpy().tobytes())
-    if batch.counterfactual is not None:
-        h.update(batch.counterfactual.numpy().tobytes())
-    return h.hexdigest()[:16]
+def batch_fingerprint(task: Task, batch: PromptBatch) -> str:
+    """Hash of what decides a batch's task damages: its prompts, what is scored, and how."""
+    metric = getattr(task.metric, "__qualname__", type(task.metric).__qualname__)
+    h = hashlib.sha256(f"{task.name}|v{task.version}|{task.metric.__module__}.{metric}".encode())
+    for t in (batch.tokens, batch.counterfactual, batch.positions, batch.answers, batch.distractors):
+        h.update(b"|" + _tensor_bytes(t))
+    return h.hexdigest()[:24]
 
 
 def general_engine(model, reference: ReferenceBatch, ablation: str) -> AblationEngine:
@@ -50,7 +57,7 @@ def general_damage(model, reference: ReferenceBatch, ablation: str, cache: Sweep
     if _GENERAL[key][1] is None:
         disk_key = {
             "kind": "general", "weights": model.circuit_gym_info.weights_hash, "reference": reference.name,
-            "reference_tokens": reference.fingerprint, "ablation": ablation, "version": _version(),
+            "reference_tokens": reference.fingerprint, "ablation": ablation, "engine": ENGINE_VERSION,
         }  # fmt: skip
 
         def compute() -> dict:
@@ -63,26 +70,35 @@ def general_damage(model, reference: ReferenceBatch, ablation: str, cache: Sweep
 
 def sweep_table(model, task: Task, batch: PromptBatch, reference: ReferenceBatch, *, ablation: str = "zero",
                 lam: float = 1.0, cache: SweepCache | None = None, progress: bool = False) -> SweepTable:  # fmt: skip
-    """The single-head oracle table for ``batch``; read from ``cache`` when it holds it."""
+    """The single-head oracle table for ``batch``; its damages come from ``cache`` when it holds them."""
     check_ablation(ablation)
-    key = {
-        "kind": "sweep", "model": model.circuit_gym_info.name, "weights": model.circuit_gym_info.weights_hash,
-        "task": task.name, "split": batch.split, "seed": batch.seed, "batch_size": batch.batch_size,
-        "prompts": _tokens_hash(batch), "ablation": ablation, "lam": float(lam), "reference": reference.name,
-        "reference_tokens": reference.fingerprint, "version": _version(),
-    }  # fmt: skip
+    key = sweep_key(model, task, batch, reference, ablation)
 
     def compute() -> dict:
         scorer = ContrastiveScorer(
-            model,
-            task,
-            batch,
-            reference,
-            ablation,
-            lam,
-            general_engine=general_engine(model, reference, ablation),
-        )
-        return scorer.sweep(general_damage(model, reference, ablation, cache, progress), progress).to_dict()
+            model, task, batch, reference, ablation, lam, general_engine=general_engine(model, reference, ablation)
+        )  # fmt: skip
+        table = scorer.sweep(general_damage(model, reference, ablation, cache, progress), progress)
+        return {k: v for k, v in table.to_dict().items() if k in DAMAGE_FIELDS}
 
     payload = cache.get_or_compute(key, compute) if cache else compute()
-    return SweepTable.from_dict(payload)
+    info = model.circuit_gym_info
+    return SweepTable.from_dict({
+        **payload, "model": info.name, "weights_hash": info.weights_hash, "task": task.name, "split": batch.split,
+        "seed": batch.seed, "batch_size": batch.batch_size, "ablation": ablation, "lam": float(lam),
+        "reference": reference.name, "n_layers": info.n_layers, "n_heads": info.n_heads,
+    })  # fmt: skip
+
+
+# What a sweep caches: damages and clean values, never anything that depends on lam.
+DAMAGE_FIELDS = ("clean_metric", "clean_general_loss", "task_damage", "general_damage")
+
+
+def sweep_key(model, task: Task, batch: PromptBatch, reference: ReferenceBatch, ablation: str) -> dict:
+    """The disk-cache key of a single-head sweep (see the module docstring)."""
+    return {
+        "kind": "sweep", "model": model.circuit_gym_info.name, "weights": model.circuit_gym_info.weights_hash,
+        "task": task.name, "split": batch.split, "seed": batch.seed, "batch": batch_fingerprint(task, batch),
+        "ablation": ablation, "reference": reference.name, "reference_tokens": reference.fingerprint,
+        "engine": ENGINE_VERSION,
+    }  # fmt: skip

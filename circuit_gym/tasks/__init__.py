@@ -1,6 +1,10 @@
 """Tasks: seeded prompt generators with train/eval/test splits and a behaviour metric."""
 
-from circuit_gym.tasks import builtin as _builtin  # noqa: F401  (registers the built-in tasks)
+# Importing these modules registers the built-in tasks.
+from circuit_gym.tasks import brackets as _brackets  # noqa: F401
+from circuit_gym.tasks import builtin as _builtin  # noqa: F401
+from circuit_gym.tasks import language as _language  # noqa: F401
+from circuit_gym.tasks import numeric as _numeric  # noqa: F401
 from circuit_gym.tasks.base import (
     PromptBatch,
     Task,

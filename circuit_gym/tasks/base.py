@@ -66,6 +66,18 @@ class PromptBatch:
 
 MakeBatch = Callable[[object, str, int, np.random.Generator], PromptBatch]
 Metric = Callable[[torch.Tensor, PromptBatch], torch.Tensor]
+Accuracy = Callable[[torch.Tensor, PromptBatch], torch.Tensor]
+
+
+def beats_distractors(logits: torch.Tensor, batch: PromptBatch) -> torch.Tensor:
+    """Per prompt, the fraction of metric positions where the answer outscores every
+    distractor (or, without distractors, is the top-1 prediction over the vocabulary)."""
+    answer = logits.gather(-1, batch.answers[..., None])[..., 0]
+    if batch.distractors.shape[-1] == 0:
+        hit = logits.argmax(-1) == batch.answers
+    else:
+        hit = answer > logits.gather(-1, batch.distractors).amax(-1)
+    return hit.float().mean(-1)
 
 
 @dataclass(frozen=True)
@@ -78,12 +90,23 @@ class Task:
             disjoint fillers per split and raise ``ValueError`` on bad input.
         metric: ``(logits[batch, P, vocab], batch) -> score[batch]``, higher = better.
         description: one line for listings.
+        family: what kind of behaviour (``"copying"``, ``"entities"``, ``"code"``,
+            ``"numeric"``, ``"syntax"``...); benchmarks hold out whole behaviours.
+        unit: the metric's unit, shown with rewards (``"logit difference"``...).
+        accuracy: ``(logits, batch) -> [batch]`` in [0, 1], the behaviour's clean accuracy
+            (the inclusion gate reads it); default: the answer beats every distractor.
+        version: bump when ``make_batch`` or ``metric`` change what they compute; it is
+            part of every cache key.
     """
 
     name: str
     make_batch: MakeBatch
     metric: Metric
     description: str = ""
+    family: str = "custom"
+    unit: str = "metric units"
+    accuracy: Accuracy = beats_distractors
+    version: int = 1
 
     def batch(self, model, split: str, batch_size: int, seed: int) -> PromptBatch:
         """A validated prompt batch for ``model`` (its tokenizer and context length)."""
@@ -106,6 +129,12 @@ class Task:
         if logits.shape[1] != batch.positions.shape[0]:
             logits = logits[:, batch.positions]
         return self.metric(logits, batch)
+
+    def correct(self, logits: torch.Tensor, batch: PromptBatch) -> torch.Tensor:
+        """Per-prompt clean accuracy in [0, 1] (see ``accuracy``)."""
+        if logits.shape[1] != batch.positions.shape[0]:
+            logits = logits[:, batch.positions]
+        return self.accuracy(logits, batch)
 
 
 def _stable_id(name: str) -> int:
@@ -166,6 +195,25 @@ def encode_prompts(tokenizer, texts: Sequence[str], task: str) -> torch.Tensor:
     if len(lengths) != 1:
         raise ValueError(f"task {task!r}: prompts of one template have different lengths {sorted(lengths)}")
     return torch.tensor(rows, dtype=torch.long)
+
+
+def pick(rng: np.random.Generator, items, what: str, split: str):
+    """One item drawn by ``rng``; a clear error if the split has none."""
+    if len(items) == 0:
+        raise ValueError(f"the {split!r} split has no {what}")
+    return items[int(rng.integers(len(items)))]
+
+
+def next_token_batch(tokenizer, task: str, split: str, template: str, texts: list[str], cf_texts: list[str],
+                      answers: list, distractors: list) -> PromptBatch:  # fmt: skip
+    """A batch whose metric reads the logits at the last position only."""
+    tokens = encode_prompts(tokenizer, texts, task)
+    return PromptBatch(
+        task=task, split=split, seed=0, template=template, tokens=tokens,
+        positions=torch.tensor([tokens.shape[1] - 1]),
+        answers=torch.tensor(answers), distractors=torch.tensor(distractors),
+        counterfactual=encode_prompts(tokenizer, cf_texts, task),
+    )  # fmt: skip
 
 
 def logit_diff(logits: torch.Tensor, batch: PromptBatch) -> torch.Tensor:

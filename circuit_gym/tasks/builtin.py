@@ -1,4 +1,4 @@
-"""The three built-in tasks: induction, IOI and docstring completion.
+"""The first three built-in tasks: induction, IOI and docstring completion.
 
 Each works with any tokenizer in which its fillers are single tokens (the embedded
 model's, by construction; GPT-2's for the name and parameter lists used here). Splits
@@ -17,31 +17,14 @@ from circuit_gym.tasks.base import (
     PromptBatch,
     Task,
     answer_logprob,
-    encode_prompts,
     logit_diff,
+    next_token_batch,
+    pick,
     register_task,
     single_token_ids,
 )
 
 INDUCTION_LENGTH = 16  # random tokens before the repeat; prompt = BOS + 2 * 16 tokens
-
-
-def _pick(rng: np.random.Generator, items, what: str, split: str):
-    if len(items) == 0:
-        raise ValueError(f"the {split!r} split has no {what}")
-    return items[int(rng.integers(len(items)))]
-
-
-def _next_token_batch(tokenizer, task: str, split: str, template: str, texts: list[str], cf_texts: list[str],
-                      answers: list, distractors: list) -> PromptBatch:  # fmt: skip
-    """A batch whose metric reads the logits at the last position only."""
-    tokens = encode_prompts(tokenizer, texts, task)
-    return PromptBatch(
-        task=task, split=split, seed=0, template=template, tokens=tokens,
-        positions=torch.tensor([tokens.shape[1] - 1]),
-        answers=torch.tensor(answers), distractors=torch.tensor(distractors),
-        counterfactual=encode_prompts(tokenizer, cf_texts, task),
-    )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------ IOI
@@ -56,12 +39,12 @@ def make_ioi_batch(tokenizer, split: str, batch_size: int, rng: np.random.Genera
     template but no answer.
     """
     ids = single_token_ids(tokenizer, F.NAMES)
-    template = _pick(rng, F.ioi_templates(split), "templates", split)
+    template = pick(rng, F.ioi_templates(split), "templates", split)
     io_first = bool(rng.random() < 0.5)
     pairs = F.ioi_name_pairs(split)
     texts, cf_texts, answers, distractors = [], [], [], []
     for _ in range(batch_size):
-        io, s = _pick(rng, pairs, "name pairs", split)
+        io, s = pick(rng, pairs, "name pairs", split)
         a, b = (io, s) if io_first else (s, io)
         texts.append(template.format(A=a, B=b, S=s))
         others = [n for n in F.NAMES if n not in (io, s)]
@@ -71,7 +54,7 @@ def make_ioi_batch(tokenizer, split: str, batch_size: int, rng: np.random.Genera
         distractors.append([[ids[s]]])
     first, second = ("{IO}", "{S}") if io_first else ("{S}", "{IO}")
     shown = template.format(A=first, B=second, S="{S}")  # e.g. "When {IO} and {S} ..., {S} gave a drink to"
-    return _next_token_batch(tokenizer, "ioi", split, shown, texts, cf_texts, answers, distractors)
+    return next_token_batch(tokenizer, "ioi", split, shown, texts, cf_texts, answers, distractors)
 
 
 # ------------------------------------------------------------------------ docstring
@@ -83,11 +66,11 @@ def make_docstring_batch(tokenizer, split: str, batch_size: int, rng: np.random.
     """
     ids = single_token_ids(tokenizer, F.PARAM_WORDS)
     single_token_ids(tokenizer, F.FUNCTION_NAMES)
-    template = _pick(rng, F.docstring_templates(split), "templates", split)
+    template = pick(rng, F.docstring_templates(split), "templates", split)
     triples = F.docstring_param_triples(split)
     texts, cf_texts, answers, distractors = [], [], [], []
     for _ in range(batch_size):
-        a, b, c = _pick(rng, triples, "parameter triples", split)
+        a, b, c = pick(rng, triples, "parameter triples", split)
         fn = F.FUNCTION_NAMES[int(rng.integers(len(F.FUNCTION_NAMES)))]
         texts.append(template.format(F=fn, A=a, B=b, C=c))
         others = [w for w in F.PARAM_WORDS if w not in (a, b, c)]
@@ -95,7 +78,7 @@ def make_docstring_batch(tokenizer, split: str, batch_size: int, rng: np.random.
         cf_texts.append(template.format(F=fn, A=x, B=y, C=z))
         answers.append([ids[c]])
         distractors.append([[ids[a], ids[b]]])
-    return _next_token_batch(tokenizer, "docstring", split, template, texts, cf_texts, answers, distractors)
+    return next_token_batch(tokenizer, "docstring", split, template, texts, cf_texts, answers, distractors)
 
 
 # ------------------------------------------------------------------------ induction
@@ -137,9 +120,14 @@ def make_induction_batch(tokenizer, split: str, batch_size: int, rng: np.random.
 
 
 INDUCTION = register_task(
-    Task("induction", make_induction_batch, answer_logprob, "repeated random tokens: copy what came next")
-)
-IOI = register_task(Task("ioi", make_ioi_batch, logit_diff, "indirect object: IO logit minus S logit"))
+    Task("induction", make_induction_batch, answer_logprob, "repeated random tokens: copy what came next",
+         family="copying", unit="log-probability (nats)")
+)  # fmt: skip
+IOI = register_task(
+    Task("ioi", make_ioi_batch, logit_diff, "indirect object: IO logit minus S logit",
+         family="entities", unit="logit difference")
+)  # fmt: skip
 DOCSTRING = register_task(
-    Task("docstring", make_docstring_batch, logit_diff, "next :param name vs documented ones")
-)
+    Task("docstring", make_docstring_batch, logit_diff, "next :param name vs documented ones",
+         family="code", unit="logit difference")
+)  # fmt: skip

@@ -90,3 +90,61 @@ def stdlib_files() -> tuple[list[str], list[str]]:
         bucket = int(hashlib.blake2b(rel.encode(), digest_size=4).hexdigest(), 16) % 10
         (held if bucket == 0 else train).append(text)
     return train, held
+
+
+# ----------------------------------------------------- suite v2 training sentences
+# Complete examples (answer included) of the five newer tasks, from their *train*
+# split, plus ordinary text with the same words but without the task structure.
+def year_sentence(rng: random.Random, split: str = "train") -> str:
+    """'The war lasted from 1732 to 1745.' (the end year is later: uniform above)."""
+    frame, noun, century, yy = rng.choice(F.gt_items(split))
+    end = rng.randint(yy + 1, 99)
+    return frame.format(N=noun, C=century, Y=f"{yy:02d}") + f"{end:02d}."
+
+
+def successor_text(rng: random.Random, split: str = "train") -> str:
+    """'The order was Monday, Tuesday, Wednesday, Thursday, Friday.' (cyclic)."""
+    intro, name, start = rng.choice(F.successor_items(split))
+    seq = F.SUCCESSOR_SEQUENCES[name]
+    n = rng.randint(4, 6)
+    return f"{intro} " + ", ".join(seq[(start + i) % len(seq)] for i in range(n)) + "."
+
+
+def pronoun_sentence(rng: random.Random, split: str = "train") -> str:
+    """'Later, Nancy left the market because she was tired.'"""
+    frame, name, adj, place = rng.choice(F.pronoun_items(split))
+    pronoun = "she" if name in F.FEMALE_NAMES else "he"
+    return frame.format(N=name, J=adj, P=place) + f" {pronoun} was {rng.choice(ADJECTIVES)}."
+
+
+def agreement_sentence(rng: random.Random, split: str = "train") -> str:
+    """'The keys near the door are old.' (the attractor has the other number)."""
+    opening, subj, prep, attr, plural = rng.choice(F.agreement_items(split))
+    s, a = (subj + "s", attr) if plural else (subj, attr + "s")
+    verb = F.AGREEMENT_OPENINGS[opening][int(plural)]
+    return f"{opening} {s} {prep} the {a} {verb} {rng.choice(ADJECTIVES)}."
+
+
+def bracket_code(rng: random.Random, split: str = "train") -> str:
+    """'x = run(file, [index, count])' followed by a line that uses the result."""
+    var, fn, bracket, outer, in1, in2 = rng.choice(F.bracket_items(split))
+    close = F.BRACKET_PAIRS[bracket]
+    return f"{var} = {fn}({outer}, {bracket}{in1}, {in2}{close})\nprint({var})\n"
+
+
+def ordinary_suite_text(rng: random.Random) -> str:
+    """The newer tasks' words used without their structure."""
+    day = rng.choice(F.SUCCESSOR_SEQUENCES["days"])
+    month = rng.choice(F.SUCCESSOR_SEQUENCES["months"])
+    name = rng.choice(F.FEMALE_NAMES + F.MALE_NAMES)
+    noun = rng.choice(F.AGREEMENT_NOUNS)
+    word = rng.choice(F.PARAM_WORDS[:12])
+    forms = (
+        f"In {rng.choice(F.GT_CENTURIES)}{rng.randint(0, 99):02d} the {rng.choice(F.GT_NOUNS)} began.",
+        f"We met on a {day} in {month}.",
+        f"{name} saw the {noun} in {month}.",
+        f"The {noun} was {rng.choice(ADJECTIVES)} on {day}.",
+        f"{word} = [{rng.choice(F.PARAM_WORDS)}]\n",
+        f"print({word}, {{{rng.choice(F.PARAM_WORDS)}}})\n",
+    )
+    return rng.choice(forms)

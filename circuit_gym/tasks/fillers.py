@@ -142,3 +142,127 @@ def docstring_templates(split: str) -> tuple[str, ...]:
             if _split_of("doc-template:" + t) == split:
                 out.append(t)
     return tuple(out)
+
+
+# ---------------------------------------------------------------- suite v2 fillers
+# Five more behaviours from the circuits literature and everyday code. Every filler is
+# a single token of the embedded tokenizer and of GPT-2's (checked in the tests); held-out
+# splits are unseen *combinations* of familiar parts, as above.
+
+# Greater-than (Hanna et al. 2023): "The war lasted from 1732 to 17" -> a year above 32.
+# Years are written " CC" + "YY" (GPT-2 tokenizes " 1732" as " 17" + "32").
+GT_NOUNS = ("war", "trip", "project", "reign", "drought", "festival", "strike", "siege",
+            "journey", "voyage", "famine", "dynasty", "expedition", "flood")  # fmt: skip
+GT_FRAMES = ("The {N} lasted from the year {C}{Y} to the year {C}", "The {N} lasted from {C}{Y} to {C}",
+             "The {N} went on from {C}{Y} to {C}", "The {N} ran from {C}{Y} to {C}")  # fmt: skip
+GT_CENTURIES = ("11", "12", "13", "14", "15", "16", "17", "18", "19")
+GT_YEARS = tuple(range(2, 99))  # YY of the start year; 01 is the counterfactual (as in the paper)
+
+# Successor: "Monday, Tuesday, Wednesday," -> " Thursday" (cyclic orders).
+SUCCESSOR_SEQUENCES: dict[str, tuple[str, ...]] = {
+    "days": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"),
+    "months": ("January", "February", "March", "April", "May", "June", "July", "August",
+               "September", "October", "November", "December"),
+    "numbers": ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"),
+}  # fmt: skip
+SUCCESSOR_INTROS = ("The order was", "We counted", "In turn:", "The list went", "Next came",
+                    "She wrote down", "They said")  # fmt: skip
+
+# Gendered pronoun (Mathwin et al. 2023): "{name} was tired at the park because" -> " she".
+FEMALE_NAMES = ("Mary", "Anna", "Lisa", "Sarah", "Kate", "Emma", "Laura", "Alice", "Linda", "Susan",
+                "Karen", "Rose", "Amy", "Grace", "Jane", "Ruth", "Nancy", "Helen", "Diana")  # fmt: skip
+MALE_NAMES = ("John", "Tom", "James", "Paul", "Mark", "David", "Peter", "Jack", "Bob", "Mike", "Steve",
+              "Frank", "Dan", "Henry", "Kevin", "Tim", "Adam", "Brian", "Carl", "Eric")  # fmt: skip
+PRONOUN_FRAMES = ("Today {N} was {J} at the {P} because", "Then {N} went to the {P} early because",
+                  "Later, {N} left the {P} because", "Yesterday {N} stayed at the {P} since",
+                  "Then {N} was {J} at the {P}, so")  # fmt: skip
+PRONOUN_ADJECTIVES = ("happy", "tired", "late", "busy", "quiet", "glad", "ready", "early")
+PRONOUN_PLACES = ("store", "park", "office", "house", "cafe", "garden", "school", "market")
+
+# Subject-verb agreement (Linzen et al. 2016): "The keys near the door" -> " are".
+AGREEMENT_NOUNS = ("key", "dog", "cat", "book", "car", "tree", "house", "bird", "door", "table",
+                   "friend", "teacher", "player", "doctor", "letter", "boy", "girl", "window",
+                   "farmer", "student")  # fmt: skip
+AGREEMENT_PREPOSITIONS = ("near", "behind", "beside", "under", "above", "with", "for", "of")
+# opening -> (singular verb, plural verb); the opening fixes the tense
+AGREEMENT_OPENINGS: dict[str, tuple[str, str]] = {
+    "The": ("is", "are"), "I think the": ("is", "are"), "We know the": ("is", "are"),
+    "Yesterday the": ("was", "were"), "Last year the": ("was", "were"), "Back then the": ("was", "were"),
+}  # fmt: skip
+
+# Closing brackets: "x = run(file, [index, count" -> "]" (the innermost open bracket decides).
+BRACKET_PAIRS = {"(": ")", "[": "]", "{": "}"}
+BRACKET_VARIABLES = ("x", "y", "out", "res", "val", "tmp")  # fmt: skip
+BRACKET_IDENTIFIERS = PARAM_WORDS  # "(file" and "[index" are written without a space
+
+
+@functools.cache
+def gt_items(split: str) -> tuple[tuple[str, str, str, int], ...]:
+    """(frame, noun, century, start YY) combinations of a split."""
+    check_split(split)
+    out = []
+    for frame, noun, c, y in itertools.product(GT_FRAMES, GT_NOUNS, GT_CENTURIES, GT_YEARS):
+        if _split_of(f"gt:{frame}|{noun}|{c}|{y}") == split:
+            out.append((frame, noun, c, y))
+    return tuple(out)
+
+
+@functools.cache
+def successor_items(split: str) -> tuple[tuple[str, str, int], ...]:
+    """(intro, sequence name, start index) combinations of a split."""
+    check_split(split)
+    out = []
+    for intro, (name, seq) in itertools.product(SUCCESSOR_INTROS, SUCCESSOR_SEQUENCES.items()):
+        for start in range(len(seq)):
+            if _split_of(f"succ:{intro}|{name}|{start}") == split:
+                out.append((intro, name, start))
+    return tuple(out)
+
+
+@functools.cache
+def pronoun_items(split: str) -> tuple[tuple[str, str, str, str], ...]:
+    """(frame, name, adjective, place) combinations of a split."""
+    check_split(split)
+    out = []
+    for frame, name in itertools.product(PRONOUN_FRAMES, FEMALE_NAMES + MALE_NAMES):
+        for adj, place in itertools.product(PRONOUN_ADJECTIVES, PRONOUN_PLACES):
+            if _split_of(f"pron:{frame}|{name}|{adj}|{place}") == split:
+                out.append((frame, name, adj, place))
+    return tuple(out)
+
+
+@functools.cache
+def agreement_items(split: str) -> tuple[tuple[str, str, str, str, bool], ...]:
+    """(opening, subject noun, preposition, attractor noun, plural subject) of a split.
+
+    The attractor always has the other number than the subject, so the nearest noun
+    points at the wrong verb form.
+    """
+    check_split(split)
+    out = []
+    for opening, subj, prep, attr in itertools.product(
+        AGREEMENT_OPENINGS, AGREEMENT_NOUNS, AGREEMENT_PREPOSITIONS, AGREEMENT_NOUNS
+    ):
+        if subj == attr:
+            continue
+        for plural in (False, True):
+            if _split_of(f"agr:{opening}|{subj}|{prep}|{attr}|{plural}") == split:
+                out.append((opening, subj, prep, attr, plural))
+    return tuple(out)
+
+
+@functools.cache
+def bracket_items(split: str) -> tuple[tuple[str, str, str, str, str, str], ...]:
+    """(variable, function, inner open bracket, outer arg, inner arg 1, inner arg 2) of a split.
+
+    The prompt is ``x = run(file, [index, count``: a call whose second argument opens a
+    list, tuple or set literal; the next token closes the innermost bracket.
+    """
+    check_split(split)
+    out = []
+    words = BRACKET_IDENTIFIERS[:12]
+    for var, fn, bracket in itertools.product(BRACKET_VARIABLES, FUNCTION_NAMES, BRACKET_PAIRS):
+        for outer, in1, in2 in itertools.permutations(words, 3):
+            if _split_of(f"br:{var}|{fn}|{bracket}|{outer}|{in1}|{in2}") == split:
+                out.append((var, fn, bracket, outer, in1, in2))
+    return tuple(out)

@@ -1,0 +1,88 @@
+"""Language behaviours: gendered pronouns and subject-verb agreement.
+
+Gendered pronoun: Mathwin et al. 2023 (GPT-2 small). Agreement across an attractor noun
+of the other number: Linzen et al. 2016; Finlayson et al. 2021. One frame per batch;
+held-out splits are unseen combinations (``circuit_gym.tasks.fillers``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from circuit_gym.tasks import fillers as F
+from circuit_gym.tasks.base import (
+    PromptBatch,
+    Task,
+    logit_diff,
+    next_token_batch,
+    pick,
+    register_task,
+    single_token_ids,
+)
+
+
+def make_pronoun_batch(tokenizer, split: str, batch_size: int, rng: np.random.Generator) -> PromptBatch:
+    """'Mary was tired at the park because' -> ' she' (not ' he').
+
+    The counterfactual replaces the name by one of the other gender, which flips the
+    answer.
+    """
+    names = F.FEMALE_NAMES + F.MALE_NAMES
+    ids = single_token_ids(tokenizer, names)
+    he_she = single_token_ids(tokenizer, ("he", "she"))
+    items = F.pronoun_items(split)
+    frame = pick(rng, items, "pronoun items", split)[0]
+    pool = [it for it in items if it[0] == frame]
+    texts, cf_texts, answers, distractors = [], [], [], []
+    for _ in range(batch_size):
+        _, name, adj, place = pool[int(rng.integers(len(pool)))]
+        female = name in F.FEMALE_NAMES
+        other = F.MALE_NAMES if female else F.FEMALE_NAMES
+        texts.append(frame.format(N=name, J=adj, P=place))
+        cf_texts.append(frame.format(N=other[int(rng.integers(len(other)))], J=adj, P=place))
+        right, wrong = ("she", "he") if female else ("he", "she")
+        answers.append([he_she[right]])
+        distractors.append([[he_she[wrong]]])
+    del ids  # checked above: every name is one token
+    return next_token_batch(tokenizer, "pronoun", split, frame, texts, cf_texts, answers, distractors)
+
+
+def make_agreement_batch(tokenizer, split: str, batch_size: int, rng: np.random.Generator) -> PromptBatch:
+    """'The keys near the door' -> ' are' (not ' is'): the subject, not the nearest noun.
+
+    The attractor noun always has the other number. The counterfactual flips the
+    subject's number (and the attractor's), which flips the answer.
+    """
+    nouns = F.AGREEMENT_NOUNS + tuple(n + "s" for n in F.AGREEMENT_NOUNS)
+    single_token_ids(tokenizer, nouns)
+    verbs = single_token_ids(tokenizer, sorted({v for pair in F.AGREEMENT_OPENINGS.values() for v in pair}))
+    single_token_ids(tokenizer, F.AGREEMENT_PREPOSITIONS)
+    items = F.agreement_items(split)
+    opening = pick(rng, items, "agreement items", split)[0]
+    pool = [it for it in items if it[0] == opening]
+    singular_verb, plural_verb = F.AGREEMENT_OPENINGS[opening]
+
+    def text(subj: str, prep: str, attr: str, plural: bool) -> str:
+        s, a = (subj + "s", attr) if plural else (subj, attr + "s")
+        return f"{opening} {s} {prep} the {a}"
+
+    texts, cf_texts, answers, distractors = [], [], [], []
+    for _ in range(batch_size):
+        _, subj, prep, attr, plural = pool[int(rng.integers(len(pool)))]
+        texts.append(text(subj, prep, attr, plural))
+        cf_texts.append(text(subj, prep, attr, not plural))
+        right, wrong = (plural_verb, singular_verb) if plural else (singular_verb, plural_verb)
+        answers.append([verbs[right]])
+        distractors.append([[verbs[wrong]]])
+    template = f"{opening} {{subject}} {{prep}} the {{attractor}} -> {singular_verb}/{plural_verb}"
+    return next_token_batch(tokenizer, "agreement", split, template, texts, cf_texts, answers, distractors)
+
+
+PRONOUN = register_task(
+    Task("pronoun", make_pronoun_batch, logit_diff, "gendered pronoun: ' she'/' he' after a name",
+         family="entities", unit="logit difference")
+)  # fmt: skip
+AGREEMENT = register_task(
+    Task("agreement", make_agreement_batch, logit_diff, "subject-verb number across an attractor noun",
+         family="syntax", unit="logit difference")
+)  # fmt: skip
