@@ -39,7 +39,7 @@ def _gradient_estimate(engine: AblationEngine) -> np.ndarray:
         for g, repl, z in zip(grads, engine.replacement, engine.clean_z, strict=True)
     ]
     # score is a batch mean, so grads already carry the 1/batch factor
-    return torch.cat(est).detach().numpy().astype(np.float64)
+    return torch.cat(est).detach().cpu().numpy().astype(np.float64)
 
 
 def attribution_scores(env) -> np.ndarray:

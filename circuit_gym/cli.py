@@ -9,7 +9,7 @@ import sys
 def _cmd_info(args: argparse.Namespace) -> int:
     from circuit_gym.models import load_model
 
-    model = load_model(args.model, path=args.model_path)
+    model = load_model(args.model, path=args.model_path, device=args.device, threads=args.threads)
     info = model.circuit_gym_info
     print(
         f"model {info.name} ({info.source}): {info.n_layers} layers x {info.n_heads} heads = "
@@ -46,7 +46,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from circuit_gym.tasks import get_task
     from circuit_gym.tasks.reference import reference_batch
 
-    model = load_model(args.model, path=args.model_path)
+    model = load_model(args.model, path=args.model_path, device=args.device, threads=args.threads)
     args.ablation = args.ablation or default_ablation(args.model)
     task = get_task(args.task)
     batch = task.batch(model, args.split, args.batch_size, args.seed)
@@ -69,6 +69,18 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                  f"{args.model} {task.name}: contrastive reward ({args.ablation}, lam {args.lam})",
                  out / f"{stem}.png", mark=table.oracle_head)  # fmt: skip
     print(f"wrote {out / stem}.json/.csv/.png")
+    return 0
+
+
+def _cmd_precompute(args: argparse.Namespace) -> int:
+    from circuit_gym.precompute import precompute
+
+    summary = precompute(args.model, args.tasks, args.splits, args.pool_size, model_path=args.model_path,
+                         batch_size=args.batch_size, ablation=args.ablation, reference=args.reference,
+                         device=args.device, threads=args.threads, use_ray=args.ray,
+                         ray_workers=args.ray_workers)  # fmt: skip
+    print(f"{summary['computed']} sweeps computed, {summary['cached_before']} already cached, "
+          f"in {summary['seconds']} s -> {summary['cache']}")  # fmt: skip
     return 0
 
 
@@ -112,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
             "--model", default="toy", help="toy (default, embedded), gpt2, or a transformer_lens name"
         )
         p.add_argument("--model-path", default=None, help="local checkpoint directory for the model")
+        p.add_argument("--device", default="cpu", help="torch device: cpu (default), cuda, cuda:1, mps")
+        p.add_argument(
+            "--threads", type=int, default=None,
+            help="torch threads (default: $CIRCUIT_GYM_THREADS, else 1; see README for when more help)",
+        )  # fmt: skip
 
     p = sub.add_parser("info", help="load a model and print its shape")
     add_model_args(p)
@@ -133,6 +150,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/sweeps")
     p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the disk cache")
     p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser("precompute", help="fill the sweep cache for whole episode pools (optionally on Ray)")
+    add_model_args(p)
+    p.add_argument("--tasks", nargs="+", required=True, help="registered task names")
+    p.add_argument("--splits", nargs="+", default=["train"], choices=["train", "eval", "test"])
+    p.add_argument(
+        "--pool-size", type=int, default=32, help="episodes per task and split (batch seeds 0..N-1)"
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=8, help="prompts per episode (the environments' default)"
+    )
+    p.add_argument("--ablation", default=None, choices=ABLATIONS, help="default: the model's default")
+    p.add_argument("--reference", default=None, choices=REFERENCE_CHOICES, help="general-damage text")
+    p.add_argument(
+        "--ray", action="store_true", help="run each sweep as a Ray task (pip install circuit-gym[ray])"
+    )
+    p.add_argument("--ray-workers", type=int, default=None, help="Ray actors (default: the cluster's CPUs)")
+    p.set_defaults(func=_cmd_precompute)
 
     lb = sub.add_parser("leaderboard", help="score a policy on held-out tasks, or render the board")
     lb_sub = lb.add_subparsers(dest="lb_command", required=True)

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from circuit_gym.ablation.engine import AblationEngine, Evaluation, check_ablation
+from circuit_gym.models.loading import model_device
 from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import ReferenceBatch
 
@@ -105,10 +106,11 @@ class ContrastiveScorer:
             raise ValueError(f"lam must be a finite number >= 0, got {lam}")
         self.model, self.task, self.batch, self.reference = model, task, batch, reference
         self.ablation, self.lam = ablation, float(lam)
-        self.task_engine = AblationEngine(model, Evaluation.for_task(task, batch), ablation)
+        device = model_device(model)
+        self.task_engine = AblationEngine(model, Evaluation.for_task(task, batch, device), ablation)
         # The reference batch is fixed per model, so its engine can be shared across batches.
         self.general_engine = general_engine or AblationEngine(
-            model, Evaluation.for_reference(reference), ablation
+            model, Evaluation.for_reference(reference, device), ablation
         )
 
     def damages(self, heads: Iterable[int]) -> tuple[float, float]:

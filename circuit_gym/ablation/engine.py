@@ -65,12 +65,13 @@ class Evaluation:
     counterfactual: torch.Tensor | None = None
 
     @classmethod
-    def for_task(cls, task: Task, batch: PromptBatch) -> Evaluation:
+    def for_task(cls, task: Task, batch: PromptBatch, device: torch.device | str = "cpu") -> Evaluation:
+        batch = batch.to(device)
         return cls(batch.tokens, batch.positions, lambda lg: task.metric(lg, batch), batch.counterfactual)
 
     @classmethod
-    def for_reference(cls, ref: ReferenceBatch) -> Evaluation:
-        tokens = ref.tokens
+    def for_reference(cls, ref: ReferenceBatch, device: torch.device | str = "cpu") -> Evaluation:
+        tokens = ref.tokens.to(device)
         targets = tokens[:, 1:]
 
         def neg_loss(logits: torch.Tensor) -> torch.Tensor:
@@ -78,7 +79,8 @@ class Evaluation:
             return logp.gather(-1, targets[..., None])[..., 0].mean(-1)
 
         # Resample source for ordinary text: another row of the same batch.
-        return cls(tokens, torch.arange(tokens.shape[1] - 1), neg_loss, tokens.roll(1, dims=0))
+        positions = torch.arange(tokens.shape[1] - 1, device=tokens.device)
+        return cls(tokens, positions, neg_loss, tokens.roll(1, dims=0))
 
 
 class AblationEngine:
@@ -137,7 +139,7 @@ class AblationEngine:
             return self.clean_score
         hooks = []
         for layer, hs in by_layer.items():
-            idx = torch.tensor(sorted(hs))
+            idx = torch.tensor(sorted(hs), device=self.ev.tokens.device)
             repl = self.replacement[layer]
 
             def hook(z: torch.Tensor, hook=None, idx=idx, repl=repl) -> torch.Tensor:
@@ -209,8 +211,9 @@ class AblationEngine:
         k, batch = len(heads), self.ev.tokens.shape[0]
         resid = self.resid_pre[layer].repeat(k, 1, 1)  # copy i ablates heads[i]
         repl = self.replacement[layer]
-        rows = torch.arange(k * batch)
-        head_of_row = torch.tensor(heads).repeat_interleave(batch)
+        device = self.ev.tokens.device
+        rows = torch.arange(k * batch, device=device)
+        head_of_row = torch.tensor(heads, device=device).repeat_interleave(batch)
 
         def hook(z: torch.Tensor, hook=None) -> torch.Tensor:
             z = z.clone()

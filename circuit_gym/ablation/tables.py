@@ -16,6 +16,7 @@ import numpy as np
 from circuit_gym.ablation.cache import SweepCache
 from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable
 from circuit_gym.ablation.engine import ENGINE_VERSION, AblationEngine, Evaluation, check_ablation
+from circuit_gym.models.loading import model_device
 from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import ReferenceBatch
 
@@ -45,7 +46,8 @@ def batch_fingerprint(task: Task, batch: PromptBatch) -> str:
 def general_engine(model, reference: ReferenceBatch, ablation: str) -> AblationEngine:
     key = _general_key(model, reference, ablation)
     if key not in _GENERAL:
-        _GENERAL[key] = (AblationEngine(model, Evaluation.for_reference(reference), ablation), None)
+        evaluation = Evaluation.for_reference(reference, model_device(model))
+        _GENERAL[key] = (AblationEngine(model, evaluation, ablation), None)
     return _GENERAL[key][0]
 
 

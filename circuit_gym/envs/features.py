@@ -33,6 +33,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from circuit_gym.models.loading import model_device
+
 FEATURE_NAMES = (
     "bos_attn", "prev_attn", "duplicate_attn", "induction_attn", "entropy", "last_bos_attn",
     "last_entropy", "last_copy", "output_norm", "depth", "ablated", "step_fraction",
@@ -49,7 +51,7 @@ def _mean_where_defined(pattern: torch.Tensor, keys: torch.Tensor) -> torch.Tens
     attn = (pattern * keys[:, None]).sum(-1)  # [b, h, q]
     count = defined.sum()
     if count == 0:
-        return torch.zeros(pattern.shape[1])
+        return torch.zeros(pattern.shape[1], device=pattern.device)
     return (attn * defined[:, None]).sum((0, 2)) / count
 
 
@@ -58,16 +60,17 @@ def head_features(model, tokens: torch.Tensor) -> np.ndarray:
     """Static features, shape ``[n_layers * n_heads, N_STATIC]``, float32."""
     n_layers, n_heads = int(model.cfg.n_layers), int(model.cfg.n_heads)
     names = {f"blocks.{layer}.attn.{k}" for layer in range(n_layers) for k in ("hook_pattern", "hook_z")}
+    tokens = tokens.to(model_device(model))
     _, cache = model.run_with_cache(tokens, names_filter=lambda n: n in names)
     batch, seq = tokens.shape
-    q = torch.arange(seq)
+    q = torch.arange(seq, device=tokens.device)
     same = tokens[:, :, None] == tokens[:, None, :]  # [b, q, k] token(q) == token(k)
     earlier = q[None, :] < q[:, None]
     duplicate = same & earlier  # k < q with the same token
     # induction: k such that token(k - 1) == token(q) and k - 1 < q
     induction = torch.zeros_like(same)
     induction[:, :, 1:] = same[:, :, :-1] & (q[None, :-1] < q[:, None])
-    prev = torch.zeros(seq, seq, dtype=torch.bool)
+    prev = torch.zeros(seq, seq, dtype=torch.bool, device=tokens.device)
     prev[q[1:], q[1:] - 1] = True
     queries = slice(1, seq)  # position 0 can only attend to itself
     log_norm = torch.log(q[queries].float() + 1)
@@ -81,19 +84,19 @@ def head_features(model, tokens: torch.Tensor) -> np.ndarray:
         z = cache[f"blocks.{layer}.attn.hook_z"].float()  # [b, pos, h, d_head]
         p = pat[:, :, queries]
         ent = -(p * torch.log(p.clamp_min(1e-12))).sum(-1) / log_norm  # [b, h, q]
-        feats[layer, :, 0] = p[..., 0].mean((0, 2)).numpy()
-        feats[layer, :, 1] = (pat * prev).sum(-1)[:, :, queries].mean((0, 2)).numpy()
-        feats[layer, :, 2] = _mean_where_defined(pat, duplicate).numpy()
-        feats[layer, :, 3] = _mean_where_defined(pat, induction).numpy()
-        feats[layer, :, 4] = ent.mean((0, 2)).numpy()
-        feats[layer, :, 5] = pat[:, :, -1, 0].mean(0).numpy()
-        feats[layer, :, 6] = ent[:, :, -1].mean(0).numpy()
+        feats[layer, :, 0] = p[..., 0].mean((0, 2)).cpu().numpy()
+        feats[layer, :, 1] = (pat * prev).sum(-1)[:, :, queries].mean((0, 2)).cpu().numpy()
+        feats[layer, :, 2] = _mean_where_defined(pat, duplicate).cpu().numpy()
+        feats[layer, :, 3] = _mean_where_defined(pat, induction).cpu().numpy()
+        feats[layer, :, 4] = ent.mean((0, 2)).cpu().numpy()
+        feats[layer, :, 5] = pat[:, :, -1, 0].mean(0).cpu().numpy()
+        feats[layer, :, 6] = ent[:, :, -1].mean(0).cpu().numpy()
         out = torch.einsum("bphd,hdm->bphm", z, W_O[layer].float())  # per-head outputs
-        norms[layer] = out.norm(dim=-1).mean((0, 1)).numpy()
+        norms[layer] = out.norm(dim=-1).mean((0, 1)).cpu().numpy()
         dla = out[:, -1] @ W_U.float()  # [b, h, vocab] direct logits at the final position
         dla = (dla - dla.mean(-1, keepdim=True)) / (dla.std(-1, keepdim=True) + 1e-6)
         attended = dla.gather(-1, tokens[:, None, :].expand(-1, n_heads, -1))  # [b, h, k]
-        feats[layer, :, 7] = (pat[:, :, -1] * attended).sum(-1).mean(0).numpy()
+        feats[layer, :, 7] = (pat[:, :, -1] * attended).sum(-1).mean(0).cpu().numpy()
         feats[layer, :, 9] = layer / max(1, n_layers - 1)
     feats[:, :, 8] = norms / max(float(norms.max()), 1e-12)
     return np.clip(feats.reshape(n_layers * n_heads, N_STATIC), -FEATURE_BOUND, FEATURE_BOUND)

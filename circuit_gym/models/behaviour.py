@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from circuit_gym.models.loading import model_device
 from circuit_gym.tasks import get_task
 
 
@@ -23,19 +24,19 @@ def induction_metrics(model, split: str = "eval", n_batches: int = 4, batch_size
     scores = {k: np.zeros((n_layers, n_heads)) for k in ("induction", "previous_token", "duplicate_token")}
     names = {f"blocks.{layer}.attn.hook_pattern" for layer in range(n_layers)}
     for seed in range(n_batches):
-        batch = task.batch(model, split, batch_size, seed)
+        batch = task.batch(model, split, batch_size, seed).to(model_device(model))
         tokens = batch.tokens
         L = (tokens.shape[1] - 1) // 2
         logits, cache = model.run_with_cache(tokens, names_filter=lambda n: n in names)
         logp = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, tokens[:, 1:, None])[..., 0]
         first.append(float(-logp[:, 1:L].mean()))  # predicting tokens 2..L of the first half
         repeated.append(float(-logp[:, L + 1 :].mean()))  # predicting tokens 2..L of the repeat
-        q = torch.arange(L + 1, 2 * L + 1)
+        q = torch.arange(L + 1, 2 * L + 1, device=tokens.device)
         for layer in range(n_layers):
             pat = cache[f"blocks.{layer}.attn.hook_pattern"]
-            scores["induction"][layer] += pat[:, :, q, q - L + 1].mean((0, 2)).numpy() / n_batches
-            scores["previous_token"][layer] += pat[:, :, q, q - 1].mean((0, 2)).numpy() / n_batches
-            scores["duplicate_token"][layer] += pat[:, :, q, q - L].mean((0, 2)).numpy() / n_batches
+            scores["induction"][layer] += pat[:, :, q, q - L + 1].mean((0, 2)).cpu().numpy() / n_batches
+            scores["previous_token"][layer] += pat[:, :, q, q - 1].mean((0, 2)).cpu().numpy() / n_batches
+            scores["duplicate_token"][layer] += pat[:, :, q, q - L].mean((0, 2)).cpu().numpy() / n_batches
     return {
         "loss_first_half": float(np.mean(first)), "loss_repeated_half": float(np.mean(repeated)),
         "head_scores": {k: np.round(v, 3).tolist() for k, v in scores.items()},
@@ -47,7 +48,7 @@ def ioi_metrics(model, split: str = "eval", n_batches: int = 8, batch_size: int 
     task = get_task("ioi")
     correct, diffs = [], []
     for seed in range(n_batches):
-        batch = task.batch(model, split, batch_size, seed)
+        batch = task.batch(model, split, batch_size, seed).to(model_device(model))
         d = task.score(model(batch.tokens), batch)
         diffs += d.tolist()
         correct += (d > 0).tolist()
@@ -60,7 +61,7 @@ def docstring_metrics(model, split: str = "eval", n_batches: int = 8, batch_size
     task = get_task("docstring")
     top1, three_way = [], []
     for seed in range(n_batches):
-        batch = task.batch(model, split, batch_size, seed)
+        batch = task.batch(model, split, batch_size, seed).to(model_device(model))
         last = model(batch.tokens)[:, -1]
         answer = batch.answers[:, 0]
         top1 += (last.argmax(-1) == answer).tolist()
@@ -68,3 +69,17 @@ def docstring_metrics(model, split: str = "eval", n_batches: int = 8, batch_size
         three_way += (last.gather(-1, cands).argmax(-1) == 2).tolist()
     return {"top1_accuracy": float(np.mean(top1)), "three_way_accuracy": float(np.mean(three_way)),
             "three_way_chance": 1 / 3, "prompts": len(top1)}  # fmt: skip
+
+
+@torch.no_grad()
+def task_metrics(model, name: str, split: str = "test", n_batches: int = 8, batch_size: int = 16) -> dict:
+    """Clean accuracy (``Task.correct``) and mean metric of any registered task."""
+    task = get_task(name)
+    acc, metric = [], []
+    for seed in range(n_batches):
+        batch = task.batch(model, split, batch_size, seed).to(model_device(model))
+        logits = model(batch.tokens)
+        acc += task.correct(logits, batch).tolist()
+        metric += task.score(logits, batch).tolist()
+    return {"accuracy": float(np.mean(acc)), "metric": float(np.mean(metric)), "unit": task.unit,
+            "prompts": len(acc)}  # fmt: skip

@@ -67,6 +67,28 @@ def set_threads(threads: int | None = None) -> int:
     return threads
 
 
+def model_device(model: torch.nn.Module) -> torch.device:
+    """The device a model's parameters live on (inputs are moved there)."""
+    return next(model.parameters()).device
+
+
+def check_device(device: str | torch.device) -> torch.device:
+    """A usable torch device, or a ValueError that says which are available here."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(
+            f"device must be a torch device such as 'cpu', 'cuda', 'cuda:1' or 'mps', got {device!r}"
+        ) from err
+    available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
+    if not available.get(dev.type, False):
+        usable = [k for k, ok in available.items() if ok]
+        raise ValueError(f"device {str(dev)!r} is not available on this machine; available: {usable}")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device {str(dev)!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return dev
+
+
 def weights_hash(model: torch.nn.Module) -> str:
     """SHA-256 over parameter names, shapes and values (order-independent of dict order)."""
     digest = hashlib.sha256()
@@ -91,6 +113,7 @@ def load_model(name: str = "toy", *, path: str | os.PathLike | None = None, devi
         threads: torch threads (see :func:`set_threads`).
     """
     set_threads(threads)
+    device = str(check_device(device))
     if path is not None:
         directory, source = _check_dir(Path(path), name), str(path)
     elif name == "toy":

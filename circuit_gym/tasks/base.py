@@ -63,6 +63,14 @@ class PromptBatch:
     def batch_size(self) -> int:
         return int(self.tokens.shape[0])
 
+    def to(self, device: torch.device | str) -> PromptBatch:
+        """The same batch with every tensor on ``device``."""
+        cf = None if self.counterfactual is None else self.counterfactual.to(device)
+        return dataclasses.replace(
+            self, tokens=self.tokens.to(device), positions=self.positions.to(device),
+            answers=self.answers.to(device), distractors=self.distractors.to(device), counterfactual=cf,
+        )  # fmt: skip
+
 
 MakeBatch = Callable[[object, str, int, np.random.Generator], PromptBatch]
 Metric = Callable[[torch.Tensor, PromptBatch], torch.Tensor]
