@@ -32,7 +32,7 @@ def _gradient_estimate(engine: AblationEngine) -> np.ndarray:
     with torch.enable_grad():
         hooks = [(f"blocks.{layer}.attn.hook_z", add_delta) for layer in range(engine.n_layers)]
         logits = model.run_with_hooks(ev.tokens, fwd_hooks=hooks)
-        score = ev.score_rows(logits[:, ev.positions]).mean()
+        score = ev.score(logits[:, ev.positions]).mean()
         grads = torch.autograd.grad(score, deltas)
     est = [
         (g * (repl - z)).sum(dim=(0, 1, 3))  # sum over batch, pos, d_head -> per head

@@ -33,8 +33,12 @@ ABLATIONS = ("zero", "mean", "resample")
 # Part of every cache key: bump it whenever a change here (or in what the engine calls)
 # changes any number a sweep produces, so stale tables are never read back.
 ENGINE_VERSION = 2
-# Rows x positions x vocab floats per stacked forward pass; bounds memory on GPT-2.
-LOGIT_BUDGET = 50_000_000
+# Rows x positions x vocab floats unembedded at once: the logits are scored in row chunks
+# of this size and never materialised for a whole stacked pass (bounds memory on GPT-2).
+LOGIT_BUDGET = 20_000_000
+# Rows x positions x d_model floats per stacked forward pass (copies of the batch, one
+# per ablated head of a layer).
+RESID_BUDGET = 20_000_000
 
 
 # Per-model default ablation. On the embedded model zero ablation makes layer-0 heads look
@@ -57,26 +61,38 @@ def check_ablation(kind: str) -> str:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Inputs and a per-row score (higher = better) on the logits at ``positions``."""
+    """Inputs and a per-row score (higher = better) on the logits at ``positions``.
+
+    ``score_rows(logits, rows)`` scores logits ``[len(rows), P, vocab]`` of the batch rows
+    ``rows`` (indices, repeats allowed), so the engine can score stacked copies of the
+    batch a few rows at a time.
+    """
 
     tokens: torch.Tensor  # [batch, seq]
     positions: torch.Tensor  # [P]
-    score_rows: Callable[[torch.Tensor], torch.Tensor]  # logits [batch, P, vocab] -> [batch]
+    score_rows: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (logits, rows) -> [len(rows)]
     counterfactual: torch.Tensor | None = None
+
+    def score(self, logits: torch.Tensor) -> torch.Tensor:
+        """Per-row scores of logits ``[batch, P, vocab]`` for the whole batch."""
+        return self.score_rows(logits, torch.arange(logits.shape[0], device=logits.device))
 
     @classmethod
     def for_task(cls, task: Task, batch: PromptBatch, device: torch.device | str = "cpu") -> Evaluation:
         batch = batch.to(device)
-        return cls(batch.tokens, batch.positions, lambda lg: task.metric(lg, batch), batch.counterfactual)
+        return cls(batch.tokens, batch.positions, lambda lg, rows: task.metric(lg, batch.select(rows)),
+                   batch.counterfactual)  # fmt: skip
 
     @classmethod
     def for_reference(cls, ref: ReferenceBatch, device: torch.device | str = "cpu") -> Evaluation:
         tokens = ref.tokens.to(device)
         targets = tokens[:, 1:]
 
-        def neg_loss(logits: torch.Tensor) -> torch.Tensor:
-            logp = torch.log_softmax(logits.float(), dim=-1)
-            return logp.gather(-1, targets[..., None])[..., 0].mean(-1)
+        def neg_loss(logits: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+            # log p(target) = logit(target) - logsumexp: no full log-softmax tensor is written
+            logits = logits.float()
+            target = logits.gather(-1, targets[rows][..., None])[..., 0]
+            return (target - torch.logsumexp(logits, dim=-1)).mean(-1)
 
         # Resample source for ordinary text: another row of the same batch.
         positions = torch.arange(tokens.shape[1] - 1, device=tokens.device)
@@ -103,7 +119,7 @@ class AblationEngine:
             logits, cache = model.run_with_cache(evaluation.tokens, names_filter=lambda n: n in names)
             self.resid_pre = [cache[f"blocks.{layer}.hook_resid_pre"] for layer in range(self.n_layers)]
             self.clean_z = [cache[self._z(layer)] for layer in range(self.n_layers)]
-            self.clean_rows = evaluation.score_rows(logits[:, evaluation.positions])
+            self.clean_rows = evaluation.score(logits[:, evaluation.positions])
             self.replacement = self._replacements()
             self._check_direct_blocks(logits[:, evaluation.positions])
         self.clean_score = float(self.clean_rows.mean())
@@ -149,11 +165,11 @@ class AblationEngine:
 
             hooks.append((self._z(layer), hook))
         start = min(by_layer)
-        logits = self._run_from(start, self.resid_pre[start], hooks)
-        return float(self.ev.score_rows(logits).mean())
+        return float(self._run_from(start, self.resid_pre[start], hooks).mean())
 
     def _run_from(self, layer: int, resid: torch.Tensor, hooks: list) -> torch.Tensor:
-        """Logits at the evaluation's positions, running blocks ``layer..`` on ``resid``."""
+        """Per-row scores, running blocks ``layer..`` on ``resid`` (rows of the batch, or
+        stacked copies of it)."""
         positions = self.ev.positions
         with self.model.hooks(fwd_hooks=hooks):
             if self._direct_blocks:
@@ -164,13 +180,25 @@ class AblationEngine:
                 for block in self.model.blocks[layer:]:
                     out = block(x)
                     x = out[0] if isinstance(out, tuple) else out
-                return self.model.unembed(self.model.ln_final(x[:, positions]))
+                return self._score_rows_chunked(self.model.ln_final(x[:, positions]))
 
             def keep_positions(x: torch.Tensor, hook=None) -> torch.Tensor:
                 return x[:, positions]
 
             with self.model.hooks(fwd_hooks=[("unembed.hook_in", keep_positions)]):
-                return self.model(resid, start_at_layer=layer)
+                logits = self.model(resid, start_at_layer=layer)
+                batch = self.ev.tokens.shape[0]
+                return self.ev.score_rows(logits, torch.arange(logits.shape[0], device=logits.device) % batch)
+
+    def _score_rows_chunked(self, final_resid: torch.Tensor) -> torch.Tensor:
+        """Per-row scores from the normalised final residual [rows, P, d_model], unembedding
+        at most LOGIT_BUDGET logits at a time (exact: every row is scored on its own)."""
+        rows, n_pos = final_resid.shape[:2]
+        batch = self.ev.tokens.shape[0]
+        chunk = max(1, LOGIT_BUDGET // (n_pos * int(self.model.cfg.d_vocab)))
+        index = torch.arange(rows, device=final_resid.device) % batch  # stacked copies of the batch
+        return torch.cat([self.ev.score_rows(self.model.unembed(final_resid[i : i + chunk]), index[i : i + chunk])
+                          for i in range(0, rows, chunk)])  # fmt: skip
 
     def _check_direct_blocks(self, clean_logits: torch.Tensor) -> bool:
         """Calling blocks directly must reproduce the clean pass (true for GPT-2 and the toy
@@ -178,9 +206,8 @@ class AblationEngine:
         self._direct_blocks = True
         try:
             direct = self._run_from(0, self.resid_pre[0], [])
-            ok = direct.shape == clean_logits.shape and torch.allclose(
-                direct, clean_logits, atol=1e-4, rtol=1e-4
-            )
+            expected = self.ev.score(clean_logits)
+            ok = direct.shape == expected.shape and torch.allclose(direct, expected, atol=1e-4, rtol=1e-4)
         except Exception:  # any failure means: use the bridge's slower, general path
             ok = False
         self._direct_blocks = ok
@@ -190,10 +217,16 @@ class AblationEngine:
     @torch.no_grad()
     def sweep(self, progress: bool = False) -> np.ndarray:
         """Mean score with each single head ablated, shape ``[n_layers * n_heads]``."""
+        return self.sweep_rows(progress).mean(1)
+
+    @torch.no_grad()
+    def sweep_rows(self, progress: bool = False) -> np.ndarray:
+        """Per-row scores with each single head ablated, shape ``[n_layers * n_heads, batch]``
+        (for the spread of a damage across the rows of a batch)."""
         batch = self.ev.tokens.shape[0]
-        vocab = int(self.model.cfg.d_vocab)
-        per_pass = max(1, LOGIT_BUDGET // (batch * len(self.ev.positions) * vocab))
-        scores = np.empty(self.n_layers * self.n_heads, dtype=np.float64)
+        scores = np.empty((self.n_layers * self.n_heads, batch), dtype=np.float64)
+        d_model = int(self.model.cfg.d_model)
+        per_pass = max(1, RESID_BUDGET // (batch * self.ev.tokens.shape[1] * d_model))
         layers = range(self.n_layers)
         if progress:
             from tqdm.auto import tqdm
@@ -202,9 +235,8 @@ class AblationEngine:
         for layer in layers:
             for first in range(0, self.n_heads, per_pass):
                 heads = list(range(first, min(self.n_heads, first + per_pass)))
-                scores[layer * self.n_heads + first : layer * self.n_heads + first + len(heads)] = (
-                    self._sweep_layer_chunk(layer, heads)
-                )
+                start = layer * self.n_heads + first
+                scores[start : start + len(heads)] = self._sweep_layer_chunk(layer, heads)
         return scores
 
     def _sweep_layer_chunk(self, layer: int, heads: list[int]) -> np.ndarray:
@@ -220,9 +252,8 @@ class AblationEngine:
             z[rows, :, head_of_row] = repl.repeat(k, 1, 1, 1)[rows, :, head_of_row]
             return z
 
-        logits = self._run_from(layer, resid, [(self._z(layer), hook)])
-        logits = logits.view(k, batch, *logits.shape[1:])
-        return np.array([float(self.ev.score_rows(logits[i]).mean()) for i in range(k)])
+        per_row = self._run_from(layer, resid, [(self._z(layer), hook)])
+        return per_row.view(k, batch).double().cpu().numpy()
 
     @torch.no_grad()
     def naive_sweep(self) -> np.ndarray:
@@ -238,5 +269,5 @@ class AblationEngine:
                 return z
 
             logits = self.model.run_with_hooks(self.ev.tokens, fwd_hooks=[(self._z(layer), hook)])
-            out[h] = float(self.ev.score_rows(logits[:, self.ev.positions]).mean())
+            out[h] = float(self.ev.score(logits[:, self.ev.positions]).mean())
         return out

@@ -63,6 +63,12 @@ class PromptBatch:
     def batch_size(self) -> int:
         return int(self.tokens.shape[0])
 
+    def select(self, rows: torch.Tensor) -> PromptBatch:
+        """The prompts at ``rows`` (indices into this batch, repeats allowed)."""
+        cf = None if self.counterfactual is None else self.counterfactual[rows]
+        return dataclasses.replace(self, tokens=self.tokens[rows], answers=self.answers[rows],
+                                   distractors=self.distractors[rows], counterfactual=cf)  # fmt: skip
+
     def to(self, device: torch.device | str) -> PromptBatch:
         """The same batch with every tensor on ``device``."""
         cf = None if self.counterfactual is None else self.counterfactual.to(device)
