@@ -72,6 +72,11 @@ def reference_batch(model, name: str | None = None, *, n_rows: int = 32, row_len
         chunks = [stream[j : j + row_len - 1] for j in range(0, len(stream), row_len - 1)]
         chunks = [c for c in chunks if len(c) == row_len - 1]
         if len(chunks) < want:
-            raise ValueError(f"reference part {part!r} has only {len(chunks)} rows of {row_len} tokens")
+            raise ValueError(
+                f"reference part {part!r} has only {len(chunks)} rows of {row_len} tokens under this model's "
+                f"tokenizer, {want} are needed. Ways out: another reference (reference='stdlib' or "
+                f"'prose'), fewer rows (reference_batch(..., n_rows=...)), shorter rows (row_len=...), or "
+                "more text in circuit_gym/data/"
+            )
         rows += [[tok.bos_token_id, *c] for c in chunks[:want]]
     return ReferenceBatch(name=name, tokens=torch.tensor(rows, dtype=torch.long))
