@@ -1,35 +1,63 @@
-"""Smoke test of the embedded model's training script (a few steps on a stdlib subset)."""
+"""The embedded model's training script: smoke run, exact resume, and its fast attention path."""
 
+import argparse
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from circuit_gym.models import load_model
 
 ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "train_toy_model.py"
+SMALL = ["--smoke", "--n-layers", "2", "--n-heads", "2", "--d-model", "32", "--n-ctx", "64", "--eval-every", "2",
+         "--save-every", "2"]  # fmt: skip
+
+
+def _train(out: Path, work: Path, *extra: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--out", str(out), "--work", str(work), *SMALL, *extra],
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
 
 
 @pytest.mark.slow
-def test_training_script_runs_and_its_checkpoint_loads(tmp_path):
-    out = tmp_path / "toy"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "train_toy_model.py"), "--out", str(out), "--steps", "3",
-         "--eval-every", "3", "--smoke"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    log = json.loads((out / "training_log.json").read_text())
-    assert log["log"][-1]["step"] == 3 and log["fillers_added_by_hand"] == []
-    model = load_model("toy", path=out)
-    assert (model.cfg.n_layers, model.cfg.n_heads) == (4, 4)
-    # continuing from the checkpoint (the focus phase of the recipe) works too
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "train_toy_model.py"), "--out", str(tmp_path / "next"), "--steps",
-         "2", "--eval-every", "2", "--smoke", "--init-from", str(out), "--phase2-mix", "ioi1=0.5,docstring1=0.5"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert len(json.loads((tmp_path / "next" / "training_log.json").read_text())["history"]) == 1
+def test_training_runs_resumes_exactly_and_its_export_loads(tmp_path):
+    _train(tmp_path / "a", tmp_path / "work_a", "--steps", "4")
+    # the same run stopped after step 2 and started again continues from its checkpoint
+    first = _train(tmp_path / "b", tmp_path / "work_b", "--steps", "4", "--stop-after", "2")
+    assert "stopped after step 2" in first.stdout and not (tmp_path / "b" / "model.safetensors").exists()
+    second = _train(tmp_path / "b", tmp_path / "work_b", "--steps", "4")
+    assert "resumed from" in second.stdout
+    a = (tmp_path / "a" / "model.safetensors").read_bytes()
+    assert a == (tmp_path / "b" / "model.safetensors").read_bytes(), (
+        "a resumed run must end with the same weights"
+    )
+    log = json.loads((tmp_path / "a" / "training_log.json").read_text())
+    assert [e["step"] for e in log["log"]] == [2, 4]
+    assert {"ioi_accuracy", "greater_than_accuracy", "brackets_accuracy"} <= set(log["log"][-1])
+    model = load_model("toy", path=tmp_path / "a")
+    assert (model.cfg.n_layers, model.cfg.n_heads) == (2, 2)
+    # another setting with the same work directory is refused, not silently mixed
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "c"), "--work",
+                           str(tmp_path / "work_b"), *SMALL, "--steps", "6"], capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode != 0 and "other settings" in proc.stderr
+
+
+def test_fast_training_attention_equals_the_models_own():
+    spec = importlib.util.spec_from_file_location("train_toy_model", SCRIPT)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    args = argparse.Namespace(n_layers=3, n_heads=4, d_model=32, n_ctx=16, seed=0)
+    model, _ = train.build_model(50, args)
+    x = torch.randint(0, 50, (3, 16), generator=torch.Generator().manual_seed(0))
+    reference = model(x)
+    train.use_fast_attention(model)
+    fast = model(x)
+    train.use_reference_attention(model)
+    torch.testing.assert_close(fast, reference, atol=1e-5, rtol=1e-5)
+    assert torch.equal(model(x), reference)
