@@ -84,6 +84,36 @@ def _cmd_precompute(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_suite(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from circuit_gym.ablation.cache import SweepCache
+    from circuit_gym.models import load_model
+    from circuit_gym.suite import suite_report, write_report
+
+    model = load_model(args.model, path=args.model_path, device=args.device, threads=args.threads)
+    report = suite_report(model, tasks=args.tasks, split=args.split, episodes=args.episodes,
+                          cache=None if args.no_cache else SweepCache())  # fmt: skip
+    paths = write_report(
+        report, Path(args.out), model.circuit_gym_info.n_layers, model.circuit_gym_info.n_heads
+    )
+    for name, row in report["tasks"].items():
+        if "error" in row:
+            print(f"{name:14s} excluded: {row['error'][:100]}")
+            continue
+        failed = [k for k, ok in row["checks"].items() if not ok]
+        print(f"{name:14s} {'included' if row['included'] else 'EXCLUDED':9s} accuracy {row['accuracy']:.2f}  "
+              f"oracle>0 {row['oracle_positive_share']:.2f}  mode {row['modal_head_name']} "
+              f"({row['modal_share']:.2f}) {'failed: ' + ', '.join(failed) if failed else ''}")  # fmt: skip
+    s = report["structure_included"]
+    if s:
+        print(f"included {len(report['included'])} tasks in {len(report['families_included'])} families; "
+              f"{s['distinct_modal_heads']} distinct modal heads; modal head outside the others' top "
+              f"{report['rule']['others_top']}: {s['tasks_with_modal_head_outside_others_top']}")  # fmt: skip
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 def _cmd_lb_score(args: argparse.Namespace) -> int:
     from leaderboard.scorer import score, write_result
 
@@ -168,6 +198,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--ray-workers", type=int, default=None, help="Ray actors (default: the cluster's CPUs)")
     p.set_defaults(func=_cmd_precompute)
+
+    p = sub.add_parser("suite", help="inclusion gate and oracle-head structure of the task suite")
+    add_model_args(p)
+    p.add_argument("--tasks", nargs="*", default=None, help="default: every registered task")
+    p.add_argument("--split", default="test", choices=["train", "eval", "test"])
+    p.add_argument("--episodes", type=int, default=48, help="pool episodes per task (batch seeds 0..N-1)")
+    p.add_argument("--out", default="docs/suite")
+    p.add_argument("--no-cache", action="store_true")
+    p.set_defaults(func=_cmd_suite)
 
     lb = sub.add_parser("leaderboard", help="score a policy on held-out tasks, or render the board")
     lb_sub = lb.add_subparsers(dest="lb_command", required=True)

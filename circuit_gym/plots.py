@@ -70,3 +70,30 @@ def head_heatmap_pair(left: np.ndarray, right: np.ndarray, n_layers: int, n_head
         fig.colorbar(im, ax=ax)
     fig.suptitle(suptitle, fontsize=10)
     return _save(fig, path)
+
+
+def oracle_histograms(counts: dict[str, dict[str, int]], n_layers: int, n_heads: int, path: str | Path,
+                      *, included: set[str] | None = None) -> Path:  # fmt: skip
+    """One layer x head panel per task: how often each head is the per-episode oracle."""
+    plt = _pyplot()
+    names = sorted(counts)
+    cols = min(4, len(names))
+    rows = (len(names) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.9 * rows), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, name in zip(axes.flat, names, strict=False):
+        grid = np.zeros((n_layers, n_heads))
+        for head, c in counts[name].items():
+            layer, h = (int(x) for x in head.split("."))
+            grid[layer, h] = c
+        ax.axis("on")
+        ax.imshow(grid, cmap="Greys", vmin=0, aspect="auto")
+        top = max(counts[name], key=counts[name].get)
+        flag = "" if included is None or name in included else "  (excluded)"
+        ax.set_title(f"{name}: mode {top} ({counts[name][top]}/{int(grid.sum())}){flag}", fontsize=8)
+        ax.set_xlabel("head", fontsize=7)
+        ax.set_ylabel("layer", fontsize=7)
+        ax.tick_params(labelsize=6)
+    fig.suptitle("per-episode oracle head, by task", fontsize=10)
+    return _save(fig, path)

@@ -1,0 +1,145 @@
+"""The task suite of a model: which behaviours it performs (the inclusion gate) and where
+their bottleneck heads are (the oracle structure).
+
+**Inclusion gate.** A task counts for a model only if, on its *test* split:
+
+1. clean accuracy (``Task.correct``: the answer beats every distractor, per task) is at
+   least ``MIN_ACCURACY`` = 0.9 (the behaviour is there);
+2. the per-episode oracle reward is positive in at least ``MIN_POSITIVE_SHARE`` = 90% of
+   the episodes, and the lower end of the 95% interval of its mean is above zero (some
+   head clearly matters more to the task than to ordinary text: not too weak);
+3. the most frequent oracle head is the oracle in at least ``MIN_MODAL_SHARE`` = 25% of
+   the episodes (a bottleneck, not work spread over many heads: not too diffuse; MechRL
+   dropped tasks that were too weak or too diffuse for the same reason).
+
+**Oracle structure.** Per task, the histogram of per-episode oracle heads (under the
+environments' default ablation and reference); across tasks, the distinct modal heads
+and, per task, whether its modal head is among the 5 heads most often oracle on the
+*other* tasks. Tasks whose modal head is not are the ones memorising other tasks'
+heads cannot solve: the held-out candidates of a benchmark.
+
+    circuit-gym suite --model toy --split test --episodes 48 --out docs/suite
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from circuit_gym.ablation import default_ablation, head_name
+from circuit_gym.ablation.cache import SweepCache
+from circuit_gym.ablation.tables import sweep_table
+from circuit_gym.models.behaviour import task_metrics
+from circuit_gym.tasks import get_task, list_tasks
+from circuit_gym.tasks.reference import reference_batch
+
+MIN_ACCURACY = 0.9
+MIN_POSITIVE_SHARE = 0.9
+MIN_MODAL_SHARE = 0.25
+OTHER_TOP = 5
+
+
+def oracle_heads(model, task: str, split: str, episodes: int, *, batch_size: int = 8, ablation: str | None = None,
+                 reference: str | None = None, cache: SweepCache | None = None) -> tuple[list[int], list[float]]:  # fmt: skip
+    """Per-episode oracle head and reward for the pool episodes ``0..episodes-1`` (as the envs build them)."""
+    ablation = ablation or default_ablation(model.circuit_gym_info.name)
+    ref = reference_batch(model, reference)
+    t = get_task(task)
+    heads, rewards = [], []
+    for i in range(episodes):
+        table = sweep_table(
+            model, t, t.batch(model, split, batch_size, seed=i), ref, ablation=ablation, cache=cache
+        )
+        heads.append(table.oracle_head)
+        rewards.append(table.oracle_reward)
+    return heads, rewards
+
+
+def gate(accuracy: float, rewards: Sequence[float], heads: Sequence[int]) -> dict:
+    """The inclusion decision for one task, with every number it rests on."""
+    from scipy import stats
+
+    r = np.asarray(rewards, dtype=np.float64)
+    mean = float(r.mean())
+    half = (
+        float(stats.t.ppf(0.975, len(r) - 1) * r.std(ddof=1) / np.sqrt(len(r)))
+        if len(r) > 1
+        else float("inf")
+    )
+    modal, modal_count = Counter(heads).most_common(1)[0]
+    checks = {
+        "accuracy": accuracy >= MIN_ACCURACY,
+        "oracle_positive_share": float((r > 0).mean()) >= MIN_POSITIVE_SHARE,
+        "oracle_mean_ci_above_zero": mean - half > 0,
+        "modal_share": modal_count / len(heads) >= MIN_MODAL_SHARE,
+    }
+    return {"included": all(checks.values()), "checks": checks, "accuracy": accuracy,
+            "oracle_positive_share": float((r > 0).mean()), "oracle_reward_mean": mean,
+            "oracle_reward_ci95": [mean - half, mean + half], "modal_head": int(modal),
+            "modal_share": modal_count / len(heads)}  # fmt: skip
+
+
+def structure(histograms: dict[str, Counter]) -> dict:
+    """Across tasks: distinct modal heads, and per task whether its modal head is among the
+    ``OTHER_TOP`` heads most often oracle on the other tasks (pooled)."""
+    modal = {t: h.most_common(1)[0][0] for t, h in histograms.items()}
+    per_task = {}
+    for t in histograms:
+        others = sum((c for u, c in histograms.items() if u != t), Counter())
+        top_others = [head for head, _ in others.most_common(OTHER_TOP)]
+        per_task[t] = {"modal_head": int(modal[t]), "others_top": [int(x) for x in top_others],
+                       "modal_not_in_others_top": modal[t] not in top_others}  # fmt: skip
+    return {"distinct_modal_heads": len(set(modal.values())),
+            "tasks_with_modal_head_outside_others_top": sorted(t for t, v in per_task.items()
+                                                               if v["modal_not_in_others_top"]),
+            "per_task": per_task}  # fmt: skip
+
+
+def suite_report(model, *, tasks: Sequence[str] | None = None, split: str = "test", episodes: int = 48,
+                 accuracy_batches: int = 8, cache: SweepCache | None = None, progress: bool = True) -> dict:  # fmt: skip
+    """Gate and oracle structure of every task (default: every registered task)."""
+    tasks = list(tasks or list_tasks())
+    n_heads = model.circuit_gym_info.n_heads
+    rows, histograms = {}, {}
+    bar = tasks
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(tasks, desc="suite (tasks)")
+    for name in bar:
+        try:
+            acc = task_metrics(model, name, split, n_batches=accuracy_batches)
+        except ValueError as err:  # e.g. fillers that are not single tokens of this tokenizer
+            rows[name] = {"included": False, "error": str(err)}
+            continue
+        heads, rewards = oracle_heads(model, name, split, episodes, cache=cache)
+        histograms[name] = Counter(heads)
+        rows[name] = {**gate(acc["accuracy"], rewards, heads), "family": get_task(name).family,
+                      "metric": acc["metric"], "unit": acc["unit"],
+                      "oracle_histogram": {head_name(h, n_heads): c for h, c in histograms[name].most_common()}}  # fmt: skip
+        rows[name]["modal_head_name"] = head_name(rows[name]["modal_head"], n_heads)
+    included = {t: histograms[t] for t, r in rows.items() if r.get("included")}
+    info = model.circuit_gym_info
+    return {"model": info.name, "weights_hash": info.weights_hash, "split": split, "episodes": episodes,
+            "rule": {"min_accuracy": MIN_ACCURACY, "min_positive_share": MIN_POSITIVE_SHARE,
+                     "min_modal_share": MIN_MODAL_SHARE, "others_top": OTHER_TOP},
+            "tasks": rows, "included": sorted(included),
+            "families_included": sorted({rows[t]["family"] for t in included}),
+            "structure_all": structure(histograms), "structure_included": structure(included) if included else {}}  # fmt: skip
+
+
+def write_report(report: dict, out: Path, n_layers: int, n_heads: int) -> list[Path]:
+    """JSON plus a grid of per-task oracle-head histograms (layer x head heatmaps)."""
+    from circuit_gym.plots import oracle_histograms
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"suite_{report['model']}_{report['split']}.json"
+    path.write_text(json.dumps(report, indent=1))
+    counts = {t: r["oracle_histogram"] for t, r in report["tasks"].items() if "oracle_histogram" in r}
+    fig = oracle_histograms(counts, n_layers, n_heads, out / f"oracle_heads_{report['model']}_{report['split']}.png",
+                            included=set(report["included"]))  # fmt: skip
+    return [path, fig]
