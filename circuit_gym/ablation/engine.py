@@ -45,12 +45,12 @@ RESID_BUDGET = 20_000_000
 # like bottlenecks because it removes their constant contribution as well (docstring's best
 # head would be 0.3); resample keeps it, and every task's best head is then in layer 1-3
 # (measured in the model card). GPT-2 keeps zero ablation, the reference paper's choice.
-DEFAULT_ABLATION = {"toy": "resample"}
-
-
 def default_ablation(model_name: str) -> str:
-    """The ablation a model's environments use unless told otherwise."""
-    return DEFAULT_ABLATION.get(model_name, "zero")
+    """The ablation a model's environments use unless told otherwise: resample on the
+    embedded models, zero elsewhere."""
+    from circuit_gym.models.loading import is_embedded
+
+    return "resample" if is_embedded(model_name) else "zero"
 
 
 def check_ablation(kind: str) -> str:

@@ -24,7 +24,11 @@ from pathlib import Path
 
 import torch
 
-TOY_DIR = Path(str(resources.files("circuit_gym") / "models" / "toy"))
+MODELS_DIR = Path(str(resources.files("circuit_gym") / "models"))
+# Embedded models, shipped in the package: "toy" is the default (GPT-2 small's 12 x 12 head
+# grid); "tiny" (4 x 4) is the first embedded model, kept for fast tests and the v0/v1 IDs.
+EMBEDDED = ("toy", "tiny")
+TOY_DIR = MODELS_DIR / "toy"
 GPT2_ENV_VAR = "CIRCUIT_GYM_GPT2_PATH"
 THREADS_ENV_VAR = "CIRCUIT_GYM_THREADS"
 GPT2_REPO = "openai-community/gpt2"
@@ -65,6 +69,17 @@ def set_threads(threads: int | None = None) -> int:
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     return threads
+
+
+def is_embedded(name: str) -> bool:
+    return name in EMBEDDED
+
+
+def embedded_dir(name: str) -> Path:
+    """The package directory of an embedded model."""
+    if name not in EMBEDDED:
+        raise ValueError(f"{name!r} is not an embedded model; embedded: {list(EMBEDDED)}")
+    return MODELS_DIR / name
 
 
 def model_device(model: torch.nn.Module) -> torch.device:
@@ -116,8 +131,8 @@ def load_model(name: str = "toy", *, path: str | os.PathLike | None = None, devi
     device = str(check_device(device))
     if path is not None:
         directory, source = _check_dir(Path(path), name), str(path)
-    elif name == "toy":
-        directory, source = TOY_DIR, "embedded"
+    elif name in EMBEDDED:
+        directory, source = embedded_dir(name), "embedded"
     elif name == "gpt2":
         directory = _find_gpt2()
         source = str(directory)

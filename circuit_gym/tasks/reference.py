@@ -41,7 +41,9 @@ class ReferenceBatch:
 
 
 def default_reference(model_name: str) -> str:
-    return "stdlib+taskstyle" if model_name == "toy" else "prose"
+    from circuit_gym.models.loading import is_embedded
+
+    return "stdlib+taskstyle" if is_embedded(model_name) else "prose"
 
 
 def _texts(part: str) -> list[str]:
