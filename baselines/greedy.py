@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from circuit_gym.ablation import contrastive_reward
 from circuit_gym.ablation.engine import AblationEngine
-from circuit_gym.evaluation import spearman
+from circuit_gym.stats import spearman
 
 
 def _gradient_estimate(engine: AblationEngine) -> np.ndarray:
@@ -47,7 +48,7 @@ def attribution_scores(env) -> np.ndarray:
     scorer = env.unwrapped.episode.scorer
     d_task = _gradient_estimate(scorer.task_engine)  # change of the task metric
     d_general = _gradient_estimate(scorer.general_engine)  # change of -loss
-    return -d_task + scorer.lam * d_general  # task damage - lam * general damage
+    return contrastive_reward(-d_task, -d_general, scorer.lam)  # the estimated damages
 
 
 def compare_with_sweep(env) -> dict:

@@ -27,9 +27,10 @@ from baselines.greedy import attribution_scores, compare_with_sweep
 from baselines.ppo import PPOConfig, PPOPolicy, train
 from baselines.random_policy import RandomPolicy
 from circuit_gym.envs import HideOracleInfo
-from circuit_gym.evaluation import evaluate, mean_ci95, results_as_dicts, summarize
+from circuit_gym.evaluation import evaluate, results_as_dicts, summarize
 from circuit_gym.plots import head_heatmap_pair
 from circuit_gym.reporting import learning_curve, markdown_table
+from circuit_gym.stats import mean_ci95
 
 TRAIN_TASKS = ("induction", "ioi")
 HELD_OUT_TASKS = ("docstring",)

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def spread_by_rows(model, reference: str | None, ablation: str, max_rows: int, row_counts: list[int]) -> dict:
-    from scipy.stats import spearmanr
+    from scipy.stats import sem, spearmanr
 
     from circuit_gym.ablation.engine import AblationEngine, Evaluation
     from circuit_gym.models.loading import model_device
@@ -49,7 +49,7 @@ def spread_by_rows(model, reference: str | None, ablation: str, max_rows: int, r
         rows = [index[tuple(row.tolist())] for row in reference_batch(model, reference, n_rows=r).tokens]
         part = damage[:, rows]
         mean = part.mean(1)
-        se = part.std(1, ddof=1) / np.sqrt(r)
+        se = sem(part, axis=1)
         out["by_rows"][r] = {
             "se_median": float(np.median(se)),
             "se_max": float(se.max()),

@@ -9,7 +9,6 @@ oracle table to compute **oracle recovery** (chosen reward / oracle reward) and 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -17,8 +16,15 @@ import numpy as np
 
 from circuit_gym.envs.planning import best_of_k
 from circuit_gym.policy import check_scores
+from circuit_gym.stats import mean_ci95, wilson_ci95
 
 RankFn = Callable[[np.ndarray, object], np.ndarray]  # (observation, env) -> scores
+
+
+def oracle_recovery(reward: float, oracle_reward: float) -> float:
+    """The one definition of oracle recovery: ``reward / oracle_reward``, NaN when the oracle
+    reward is not positive (no head helps, so there is nothing to recover)."""
+    return float(reward) / float(oracle_reward) if oracle_reward > 0 else float("nan")
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,7 @@ class EpisodeResult:
 
     @property
     def recovery(self) -> float:
-        return self.reward / self.oracle_reward if self.oracle_reward > 0 else float("nan")
+        return oracle_recovery(self.reward, self.oracle_reward)
 
     @property
     def top1(self) -> bool:
@@ -68,54 +74,6 @@ def episode_results(env, scores: np.ndarray, solver: str, ks: Sequence[int]) -> 
         out.append(EpisodeResult(solver, episode.pool.task.name, base.split, episode.index, int(k), plan.head,
                                  plan.reward, table.oracle_head, table.oracle_reward))  # fmt: skip
     return out
-
-
-def mean_ci95(values: Sequence[float]) -> tuple[float, list[float]]:
-    """Mean and a normal-approximation 95% interval (t-quantile for small n)."""
-    x = np.asarray([v for v in values if np.isfinite(v)], dtype=np.float64)
-    if len(x) == 0:
-        return float("nan"), [float("nan"), float("nan")]
-    if len(x) == 1:
-        return float(x[0]), [float(x[0]), float(x[0])]
-    half = float(_t975(len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return float(x.mean()), [float(x.mean() - half), float(x.mean() + half)]
-
-
-# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (normal beyond).
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-         2.052, 2.048, 2.045, 2.042)  # fmt: skip
-
-
-def _t975(df: int) -> float:
-    return _T975[df - 1] if df <= len(_T975) else 1.959964
-
-
-def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman rank correlation (average ranks for ties)."""
-    ra, rb = _ranks(np.asarray(a, float)), _ranks(np.asarray(b, float))
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    denom = math.sqrt(float((ra**2).sum() * (rb**2).sum()))
-    return float((ra * rb).sum() / denom) if denom > 0 else float("nan")
-
-
-def _ranks(x: np.ndarray) -> np.ndarray:
-    order = np.argsort(x, kind="stable")
-    ranks = np.empty(len(x))
-    ranks[order] = np.arange(len(x), dtype=float)
-    for v in np.unique(x):  # average the ranks of ties
-        tie = x == v
-        ranks[tie] = ranks[tie].mean()
-    return ranks
-
-
-def wilson_ci95(hits: int, n: int) -> list[float]:
-    if n == 0:
-        return [float("nan"), float("nan")]
-    z, p = 1.959964, hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [centre - half, centre + half]
 
 
 def summarize(results: Sequence[EpisodeResult]) -> list[dict]:

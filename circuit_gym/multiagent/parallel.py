@@ -36,6 +36,7 @@ import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 
+from circuit_gym.ablation.contrastive import contrastive_reward
 from circuit_gym.ablation.engine import check_ablation, default_ablation
 from circuit_gym.envs.features import FEATURE_BOUND, N_FEATURES, N_STATIC
 from circuit_gym.envs.pool import shared_model, shared_pool
@@ -103,7 +104,7 @@ class CircuitParallelEnv(ParallelEnv):
 
     def _joint_reward(self, heads: set[int]) -> float:
         td, gd = self._episode.damages(frozenset(heads), self.cache)
-        return td - self.lam * gd
+        return float(contrastive_reward(td, gd, self.lam))
 
     def _infos(self) -> dict[str, dict]:
         table = self._episode.table
