@@ -117,7 +117,10 @@ def main() -> None:
         try:
             common = {"path": str(ckpt), "full": args.full}
             runs = {
-                "baseline (1 thread, stdlib, 32 rows)": (base, {**common, "threads": 1, "reference": "stdlib"}),
+                "baseline (1 thread, stdlib, 32 rows)": (
+                    base,
+                    {**common, "threads": 1, "reference": "stdlib"},
+                ),
                 "now (1 thread, prose, 32 rows)": (ROOT, {**common, "threads": 1}),
                 "now (2 threads, prose, 32 rows)": (ROOT, {**common, "threads": 2}),
                 "now (2 threads, prose, 16 rows)": (ROOT, {**common, "threads": 2, "rows": 16}),
@@ -129,7 +132,9 @@ def main() -> None:
                 print(f"{name}: first step {results[name]['first_step']:.1f} s, next batch "
                       f"{results[name]['next_batch']:.2f} s  [{time.perf_counter() - t:.0f} s]", flush=True)  # fmt: skip
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True
+            )
     base_name = next(iter(results))
     ratios = {n: {k: results[base_name][k] / r[k] for k in ("first_step", "general_sweep", "next_batch", "make")}
               for n, r in results.items()}  # fmt: skip
