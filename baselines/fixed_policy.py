@@ -4,7 +4,7 @@ The trivial memoriser: a policy that claims to *transfer* must beat it on held-o
 Its ranking is the oracle frequency over the training split's episode pools of the
 training tasks (ties broken by mean reward).
 
-    python -m baselines.fixed_policy
+    python -m circuit_gym.baselines.fixed_policy
 """
 
 from __future__ import annotations
@@ -51,14 +51,14 @@ class FixedPolicy:
 
 
 def make_policy(checkpoint: str) -> FixedPolicy:
-    """Factory for the leaderboard: ``--policy baselines.fixed_policy:make_policy --checkpoint FILE``."""
+    """Factory for the leaderboard: ``--policy circuit_gym.baselines.fixed_policy:make_policy --checkpoint FILE``."""
     return FixedPolicy.load(checkpoint)
 
 
 if __name__ == "__main__":
     import gymnasium as gym
 
-    from baselines.common import evaluate_and_print
+    from circuit_gym.baselines.common import evaluate_and_print
 
     policy = FixedPolicy.fit(gym.make("CircuitDiscovery-Toy-Multi-v0", split="train"))
     evaluate_and_print("fixed", lambda obs, env: policy.rank_heads(obs))

@@ -9,7 +9,7 @@ This is a **white-box** baseline: unlike the policies, it reads the task metric 
 episode's prompts (not the oracle). ``compare_with_sweep`` reports how well its ranking
 agrees with the exact sweep (Spearman correlation, top-1 agreement).
 
-    python -m baselines.greedy
+    python -m circuit_gym.baselines.greedy
 """
 
 from __future__ import annotations
@@ -59,6 +59,6 @@ def compare_with_sweep(env) -> dict:
 
 
 if __name__ == "__main__":
-    from baselines.common import evaluate_and_print
+    from circuit_gym.baselines.common import evaluate_and_print
 
     evaluate_and_print("greedy", lambda obs, env: attribution_scores(env))

@@ -10,7 +10,7 @@
   across all pairs (Benjamini-Hochberg by default) and a pair counts as significant only
   when its *adjusted* p-value is at most alpha; raw and adjusted p-values are reported.
 
-    python -m baselines.multiagent --task ioi --episodes 16 --out results/redundancy_ioi.json
+    python -m circuit_gym.baselines.multiagent --task ioi --episodes 16 --out results/redundancy_ioi.json
 """
 
 from __future__ import annotations

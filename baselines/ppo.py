@@ -5,7 +5,7 @@ applies to any number of heads and to tasks it never saw; the critic pools the s
 per-head embeddings. Ablated heads are masked out of the action distribution using the
 observation's ``ablated`` column.
 
-    python -m baselines.ppo --out runs/ppo --epochs 8            # train, log, checkpoint
+    python -m circuit_gym.baselines.ppo --out runs/ppo --epochs 8            # train, log, checkpoint
     tensorboard --logdir runs/ppo                                  # learning curves
 
 ``PPOPolicy.load(path)`` gives a :class:`~circuit_gym.policy.HeadRanker` for evaluation.
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def load_policy(checkpoint: str) -> PPOPolicy:
-    """Factory for ``circuit-gym leaderboard score --policy baselines.ppo:load_policy --checkpoint DIR``."""
+    """Factory for ``circuit-gym leaderboard score --policy circuit_gym.baselines.ppo:load_policy --checkpoint DIR``."""
     return PPOPolicy.load(checkpoint)
 
 

@@ -1,6 +1,6 @@
 """Random baseline: a uniformly random ranking of the heads (seeded).
 
-python -m baselines.random_policy    # evaluates it on the Toy tasks
+python -m circuit_gym.baselines.random_policy    # evaluates it on the Toy tasks
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ class RandomPolicy:
 
 
 def make_policy() -> RandomPolicy:
-    """Factory for ``circuit-gym leaderboard score --policy baselines.random_policy:make_policy``."""
+    """Factory for ``circuit-gym leaderboard score --policy circuit_gym.baselines.random_policy:make_policy``."""
     return RandomPolicy(seed=0)
 
 
 if __name__ == "__main__":
-    from baselines.common import evaluate_and_print
+    from circuit_gym.baselines.common import evaluate_and_print
 
     evaluate_and_print("random", lambda obs, env: make_policy().rank_heads(obs))

@@ -1,6 +1,6 @@
 """The main job (``circuit-gym run``): train PPO, evaluate every solver, write results/.
 
-1. Train PPO (``baselines.ppo``) on the Multi environment (induction + IOI, train split).
+1. Train PPO (``circuit_gym.baselines.ppo``) on the Multi environment (induction + IOI, train split).
 2. Fit the fixed baseline on the same training pools.
 3. Evaluate random, fixed, greedy (attribution patching) and PPO, best-of-1 and best-of-5:
    on the training tasks with the eval split (unseen templates and filler combinations),
@@ -22,10 +22,10 @@ import numpy as np
 import torch
 
 import circuit_gym
-from baselines.fixed_policy import FixedPolicy
-from baselines.greedy import attribution_scores, compare_with_sweep
-from baselines.ppo import PPOConfig, PPOPolicy, train
-from baselines.random_policy import RandomPolicy
+from circuit_gym.baselines.fixed_policy import FixedPolicy
+from circuit_gym.baselines.greedy import attribution_scores, compare_with_sweep
+from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train
+from circuit_gym.baselines.random_policy import RandomPolicy
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.evaluation import evaluate, results_as_dicts, summarize
 from circuit_gym.plots import head_heatmap_pair

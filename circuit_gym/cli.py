@@ -23,8 +23,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from dataclasses import replace
     from pathlib import Path
 
-    from baselines.ppo import PPOConfig
-    from baselines.run_all import run
+    from circuit_gym.baselines.ppo import PPOConfig
+    from circuit_gym.baselines.run_all import run
 
     config = PPOConfig()
     if args.quick:  # a smoke run of the whole pipeline, for tests
@@ -115,7 +115,7 @@ def _cmd_suite(args: argparse.Namespace) -> int:
 
 
 def _cmd_lb_score(args: argparse.Namespace) -> int:
-    from leaderboard.scorer import score, write_result
+    from circuit_gym.leaderboard.scorer import score, write_result
 
     result = score(args.name, policy_spec=args.policy, checkpoint=args.checkpoint, builtin=args.builtin,
                    model=args.model, model_path=args.model_path)  # fmt: skip
@@ -134,7 +134,7 @@ def _cmd_lb_score(args: argparse.Namespace) -> int:
 def _cmd_lb_render(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from leaderboard.board import render
+    from circuit_gym.leaderboard.board import render
 
     paths = [Path(p) for p in args.results] if args.results else None
     summary = render(paths, Path(args.out) if args.out else None, model=args.model, model_path=args.model_path,

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 
 import circuit_gym
+from circuit_gym.leaderboard import benchmark as B
+from circuit_gym.leaderboard.scorer import content_hash
 from circuit_gym.plots import _pyplot
-from leaderboard import benchmark as B
-from leaderboard.scorer import content_hash
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MARK_BEGIN, MARK_END = "<!-- board:begin -->", "<!-- board:end -->"
@@ -60,7 +60,7 @@ def rescore_matches(path: Path, result: dict) -> None:
     A content hash proves a file was not edited by accident, but anyone can recompute
     it; re-scoring is what makes hand-edited numbers impossible to slip in.
     """
-    from leaderboard.scorer import canonical_json, score
+    from circuit_gym.leaderboard.scorer import canonical_json, score
 
     prov = result["provenance"]
     policy = prov["policy"]
@@ -185,7 +185,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     if missing:
         raise RefusedResultError(
             f"reference entries missing from the board: {missing}. Score them first, e.g. "
-            "`circuit-gym leaderboard score --name random --policy baselines.random_policy:make_policy "
+            "`circuit-gym leaderboard score --name random --policy circuit_gym.baselines.random_policy:make_policy "
             "--out leaderboard/results/random.json`"
         )
     rows = rank_rows([_row(e) for e in entries])

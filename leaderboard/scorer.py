@@ -1,6 +1,6 @@
 """Score a policy on the held-out tasks and write a verifiable result file.
 
-The policy runs sandboxed (``leaderboard.sandbox``) and sees observations only. The
+The policy runs sandboxed (``circuit_gym.leaderboard.sandbox``) and sees observations only. The
 scorer computes, per held-out task and overall, best-of-1 and best-of-5 oracle recovery
 and top-1 hit rate with 95% intervals, plus three qualities beyond a number:
 
@@ -28,9 +28,9 @@ import circuit_gym
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.envs.planning import top_k_heads
 from circuit_gym.evaluation import episode_results, recovery_summary
+from circuit_gym.leaderboard import benchmark as B
+from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, load_factory
 from circuit_gym.policy import InvalidScoresError, check_scores
-from leaderboard import benchmark as B
-from leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, load_factory
 
 BUILTIN_WHITE_BOX = {"greedy"}  # reference solvers that read the task metric, run in-process
 
@@ -143,14 +143,14 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
         **B.definition(), "package_version": circuit_gym.__version__, "git_commit": _git_commit(),
         "model": info.name, "weights_hash": info.weights_hash, "policy": policy_spec or f"builtin:{builtin}",
         "checkpoint": str(checkpoint) if checkpoint else None,
-        "policy_files_hash": _files_hash(policy_spec or "baselines.greedy:attribution_scores", checkpoint),
+        "policy_files_hash": _files_hash(policy_spec or "circuit_gym.baselines.greedy:attribution_scores", checkpoint),
         "white_box": builtin is not None,
     }  # fmt: skip
     result: dict = {"name": name, "provenance": provenance}
     sandbox = None
     try:
         if builtin == "greedy":
-            from baselines.greedy import attribution_scores
+            from circuit_gym.baselines.greedy import attribution_scores
 
             def rank(obs, e):
                 return attribution_scores(e)

@@ -23,9 +23,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from baselines.ppo import PPOConfig, PPOPolicy  # noqa: E402
-from baselines.run_all import run  # noqa: E402
 from circuit_gym.ablation import head_name  # noqa: E402
+from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy  # noqa: E402
+from circuit_gym.baselines.run_all import run  # noqa: E402
 from circuit_gym.published import published_sets  # noqa: E402
 
 

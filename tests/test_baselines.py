@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from baselines.fixed_policy import FixedPolicy
-from baselines.greedy import _gradient_estimate, attribution_scores
-from baselines.ppo import PPOConfig, PPOPolicy, train
-from baselines.random_policy import RandomPolicy
+from circuit_gym.baselines.fixed_policy import FixedPolicy
+from circuit_gym.baselines.greedy import _gradient_estimate, attribution_scores
+from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train
+from circuit_gym.baselines.random_policy import RandomPolicy
 
 
 def test_attribution_patching_is_the_first_order_effect():
@@ -69,7 +69,7 @@ def test_ppo_trains_saves_and_loads(tmp_path):
 
 
 def test_head_scorer_ignores_head_order_but_uses_other_heads():
-    from baselines.ppo import HeadScorer
+    from circuit_gym.baselines.ppo import HeadScorer
 
     torch.manual_seed(0)
     net = HeadScorer(hidden=16)

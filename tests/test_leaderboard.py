@@ -3,9 +3,9 @@ import shutil
 
 import pytest
 
-from leaderboard import benchmark as B
-from leaderboard.board import render
-from leaderboard.scorer import canonical_json, content_hash, score, write_result
+from circuit_gym.leaderboard import benchmark as B
+from circuit_gym.leaderboard.board import render
+from circuit_gym.leaderboard.scorer import canonical_json, content_hash, score, write_result
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_a_wrong_import_path_is_a_clear_error(small_benchmark):
 
 def test_board_shows_only_verified_results(small_benchmark, tmp_path):
     results = tmp_path / "results"
-    for name, kwargs in (("random", dict(policy_spec="baselines.random_policy:make_policy")),
+    for name, kwargs in (("random", dict(policy_spec="circuit_gym.baselines.random_policy:make_policy")),
                          ("greedy", dict(builtin="greedy")), ("ppo", dict(policy_spec="policies_for_tests:good")),
                          ("fixed", dict(policy_spec="policies_for_tests:good")),
                          ("entry", dict(policy_spec="policies_for_tests:good"))):  # fmt: skip
@@ -116,7 +116,7 @@ def test_board_shows_only_verified_results(small_benchmark, tmp_path):
 
 
 def test_board_ranks_by_best_of_5_then_best_of_1():
-    from leaderboard.board import rank_rows
+    from circuit_gym.leaderboard.board import rank_rows
 
     rows = [{"name": "a", "k5": 1.0, "k1": 0.4, "top1": 0.0}, {"name": "b", "k5": 0.9, "k1": 1.0, "top1": 1.0},
             {"name": "c", "k5": 1.0, "k1": 1.0, "top1": 0.9}]  # fmt: skip

@@ -72,7 +72,7 @@ def _head_id(name: str, n_heads: int = 4) -> int:
 
 
 def test_redundancy_report_against_separate_joint_ablations():
-    from baselines.multiagent import report
+    from circuit_gym.baselines.multiagent import report
 
     r = report("ioi", episodes=2)
     pr = r["pair_redundancy"]
@@ -114,7 +114,7 @@ def test_redundancy_report_against_separate_joint_ablations():
 def test_multiple_comparison_correction_on_null_pairs():
     """10,296 pairs (GPT-2's 144 heads) of pure noise over 16 episodes: about 5% pass a raw
     test at 0.05, almost none after the correction; 20 real effects still pass it."""
-    from baselines.multiagent import redundancy_summary
+    from circuit_gym.baselines.multiagent import redundancy_summary
 
     pairs = list(itertools.combinations(range(144), 2))
     rng = np.random.default_rng(0)
