@@ -47,7 +47,9 @@ def test_ray_precompute_writes_the_same_tables_as_the_serial_path(tmp_path):
     serial, distributed = SweepCache(tmp_path / "serial"), SweepCache(tmp_path / "ray")
     args = (["ioi", "induction"], ["eval"], 3)
     precompute("toy", *args, cache=serial, threads=1, progress=False)
-    summary = precompute("toy", *args, cache=distributed, threads=1, use_ray=True, ray_workers=2, progress=False)
+    summary = precompute(
+        "toy", *args, cache=distributed, threads=1, use_ray=True, ray_workers=2, progress=False
+    )
     assert summary["computed"] == 6
     a, b = _files(tmp_path / "serial"), _files(tmp_path / "ray")
     assert a.keys() == b.keys() and len(a) == 6
