@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 import time
@@ -70,19 +71,59 @@ def test_cli_reports_missing_weights_without_a_traceback(tmp_path):
 
 
 def test_weights_hash_changes_with_weights(toy_model):
+    """On a private copy of the weights: the session fixture is never mutated (add_(1) then
+    sub_(1) is not exact in float32)."""
+    import copy
+
     before = weights_hash(toy_model)
     assert before == toy_model.circuit_gym_info.weights_hash
-    param = next(toy_model.parameters())
+    clone = copy.deepcopy(toy_model)
+    assert weights_hash(clone) == before
     with torch.no_grad():
-        param.add_(1.0)
-        try:
-            assert weights_hash(toy_model) != before
-        finally:
-            param.sub_(1.0)
+        next(clone.parameters()).view(-1)[0] += 1e-3
+    assert weights_hash(clone) != before
+    assert weights_hash(toy_model) == before
 
 
-def test_threads_setting(monkeypatch):
-    monkeypatch.setenv("CIRCUIT_GYM_THREADS", "1")
-    assert set_threads() == 1 and torch.get_num_threads() == 1
+def test_threads_setting_takes_effect_in_a_fresh_process():
+    """Each value is set from another starting value, in its own interpreter, so a no-op
+    setter cannot pass; the environment variable is read when no argument is given."""
+    code = (
+        "import torch, circuit_gym.models as m; torch.set_num_threads({start}); "
+        "print(m.set_threads({arg}), torch.get_num_threads())"
+    )
+    for start, arg, env, expected in ((1, "2", None, 2), (2, "None", "1", 1), (1, "None", "2", 2)):
+        environ = {k: v for k, v in os.environ.items() if k != "CIRCUIT_GYM_THREADS"}
+        if env is not None:
+            environ["CIRCUIT_GYM_THREADS"] = env
+        out = subprocess.run([sys.executable, "-c", code.format(start=start, arg=arg)], capture_output=True,
+                             text=True, env=environ, timeout=120, check=True).stdout.split()  # fmt: skip
+        assert out == [str(expected), str(expected)], (start, arg, env, out)
     with pytest.raises(ValueError):
         set_threads(0)
+
+
+def test_device_argument_is_checked():
+    with pytest.raises(ValueError, match="device"):
+        load_model("toy", device="no-such-device")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="not available"):
+            load_model("toy", device="cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_sweep_on_cuda_matches_the_cpu():
+    import numpy as np
+
+    from circuit_gym.ablation.tables import sweep_table
+    from circuit_gym.tasks import get_task
+    from circuit_gym.tasks.reference import reference_batch
+
+    tables = []
+    for device in ("cpu", "cuda"):
+        model = load_model("toy", device=device)
+        task = get_task("ioi")
+        batch = task.batch(model, "eval", 8, seed=0)
+        tables.append(sweep_table(model, task, batch, reference_batch(model), ablation="resample"))
+    np.testing.assert_allclose(tables[0].reward, tables[1].reward, atol=1e-3)

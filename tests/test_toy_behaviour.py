@@ -26,4 +26,5 @@ def test_ioi(toy_model, split):
 @pytest.mark.parametrize("split", ["eval", "test"])
 def test_docstring(toy_model, split):
     m = docstring_metrics(toy_model, split)
-    assert m["three_way_accuracy"] >= 2 * m["three_way_chance"], m
+    # the model card reports 1.000 on both splits; allow a few misses, not a model at chance
+    assert m["three_way_accuracy"] >= 0.95 and m["top1_accuracy"] >= 0.9, m
