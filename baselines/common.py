@@ -12,6 +12,6 @@ def evaluate_and_print(solver: str, rank, episodes: int = 32) -> None:
     """Evaluate on the training tasks (eval split) and held-out docstring (test split)."""
     rows = []
     for split, tasks in (("eval", ("induction", "ioi")), ("test", ("docstring",))):
-        env = gym.make("CircuitDiscovery-Toy-Multi-v0", split=split, pool_size=episodes)
+        env = gym.make("CircuitDiscovery-Toy-Multi-v1", split=split, pool_size=episodes)
         rows += summarize(evaluate(env, rank, solver, tasks, range(episodes), progress=True))
     print(markdown_table(rows))

@@ -60,5 +60,5 @@ if __name__ == "__main__":
 
     from circuit_gym.baselines.common import evaluate_and_print
 
-    policy = FixedPolicy.fit(gym.make("CircuitDiscovery-Toy-Multi-v0", split="train"))
+    policy = FixedPolicy.fit(gym.make("CircuitDiscovery-Toy-Multi-v1", split="train"))
     evaluate_and_print("fixed", lambda obs, env: policy.rank_heads(obs))

@@ -1,4 +1,4 @@
-"""PPO (Tianshou 2.x) on CircuitDiscovery-Toy-Multi-v0: one policy for induction + IOI.
+"""PPO (Tianshou 2.x) on CircuitDiscovery-Toy-Multi-v1: one policy for induction + IOI.
 
 The policy network scores every head from its own feature row with shared weights, so it
 applies to any number of heads and to tasks it never saw; the critic pools the same
@@ -32,8 +32,9 @@ ABLATED_COLUMN = N_STATIC
 
 @dataclass
 class PPOConfig:
-    env_id: str = "CircuitDiscovery-Toy-Multi-v0"
+    env_id: str = "CircuitDiscovery-Toy-Multi-v1"
     model_path: str | None = None
+    device: str = "cpu"  # of the language model; the small policy network trains on the CPU
     split: str = "train"
     pool_size: int = 64
     batch_size_prompts: int = 8
@@ -135,7 +136,7 @@ def build_algorithm(config: PPOConfig, action_space: gym.Space, net: HeadScorer)
 def make_env_fn(config: PPOConfig, seed: int):
     def make() -> gym.Env:
         kwargs = dict(split=config.split, pool_size=config.pool_size, batch_size=config.batch_size_prompts,
-                      episode_length=config.episode_length)  # fmt: skip
+                      episode_length=config.episode_length, device=config.device)  # fmt: skip
         if config.model_path:
             kwargs["model_path"] = config.model_path
         env = gym.make(config.env_id, **kwargs)

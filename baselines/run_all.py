@@ -37,11 +37,11 @@ HELD_OUT_TASKS = ("docstring",)
 
 
 def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episodes: int = 48,
-        ppo: PPOConfig | None = None, seed: int = 0) -> dict:  # fmt: skip
+        ppo: PPOConfig | None = None, seed: int = 0, device: str = "cpu") -> dict:  # fmt: skip
     start = time.time()
     out.mkdir(parents=True, exist_ok=True)
-    env_id = f"CircuitDiscovery-{'Toy' if model == 'toy' else 'GPT2'}-Multi-v0"
-    config = replace(ppo or PPOConfig(), env_id=env_id, model_path=model_path, seed=seed)
+    env_id = f"CircuitDiscovery-{'Toy' if model == 'toy' else 'GPT2'}-Multi-v1"
+    config = replace(ppo or PPOConfig(), env_id=env_id, model_path=model_path, seed=seed, device=device)
     print(
         f"[1/4] training PPO on {env_id} ({config.epochs} epochs x {config.steps_per_epoch} steps)",
         flush=True,
@@ -49,7 +49,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     ppo_summary = train(config, out / "ppo")
     ppo_policy = PPOPolicy.load(out / "ppo")
 
-    kwargs = dict(batch_size=config.batch_size_prompts)
+    kwargs = dict(batch_size=config.batch_size_prompts, device=device)
     if model_path:
         kwargs["model_path"] = model_path
     train_env = gym.make(env_id, split="train", pool_size=config.pool_size, **kwargs)

@@ -31,8 +31,8 @@ def main() -> None:
     import os
 
     os.environ["CIRCUIT_GYM_CACHE"] = tempfile.mkdtemp()  # a cold disk cache
-    for env_id in ("CircuitDiscovery-Toy-IOI-v0", "CircuitDiscovery-Toy-Induction-v0",
-                   "CircuitDiscovery-Toy-Docstring-v0", "CircuitDiscovery-Toy-Multi-v0"):  # fmt: skip
+    for env_id in ("CircuitDiscovery-Toy-IOI-v1", "CircuitDiscovery-Toy-Induction-v1",
+                   "CircuitDiscovery-Toy-Docstring-v1", "CircuitDiscovery-Toy-Multi-v1"):  # fmt: skip
         t = time.perf_counter()
         env = gym.make(env_id, pool_size=args.pool_size)
         env.reset(seed=0)

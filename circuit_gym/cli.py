@@ -30,7 +30,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.quick:  # a smoke run of the whole pipeline, for tests
         config = replace(config, epochs=1, steps_per_epoch=256, pool_size=8, n_envs=2, batch_size_prompts=4)
     run(Path(args.out), model=args.model, model_path=args.model_path,
-        eval_episodes=4 if args.quick else args.eval_episodes, ppo=config, seed=args.seed)  # fmt: skip
+        eval_episodes=4 if args.quick else args.eval_episodes, ppo=config, seed=args.seed, device=args.device)  # fmt: skip
     return 0
 
 
@@ -117,8 +117,12 @@ def _cmd_suite(args: argparse.Namespace) -> int:
 def _cmd_lb_score(args: argparse.Namespace) -> int:
     from circuit_gym.leaderboard.scorer import score, write_result
 
-    result = score(args.name, policy_spec=args.policy, checkpoint=args.checkpoint, builtin=args.builtin,
-                   model=args.model, model_path=args.model_path)  # fmt: skip
+    try:
+        result = score(args.name, policy_spec=args.policy, checkpoint=args.checkpoint, builtin=args.builtin,
+                       model=args.model, model_path=args.model_path, private_seeds=args.private_seeds)  # fmt: skip
+    except (ModuleNotFoundError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     path = write_result(result, args.out)
     if result["status"] == "failed":
         print(f"policy failed: {result['failure']['type']}: {result['failure']['reason']}", file=sys.stderr)
@@ -126,8 +130,16 @@ def _cmd_lb_score(args: argparse.Namespace) -> int:
         return 1
     k5 = result["scores"]["overall"]["k5"]
     k1 = result["scores"]["overall"]["k1"]
-    print(f"{args.name}: held-out best-of-5 recovery {k5['recovery_mean']:.3f} {k5['recovery_ci95']}, "
-          f"best-of-1 {k1['recovery_mean']:.3f}, top-1 {k1['top1_rate']:.2f} ({k5['episodes']} episodes) -> {path}")  # fmt: skip
+    passes = result["scores"]["compute"]
+    print(f"{args.name}: held-out best-of-5 recovery {k5['recovery']:.3f} {k5['recovery_ci95']}, "
+          f"best-of-1 {k1['recovery']:.3f}, top-1 {k1['top1_rate']:.2f} ({k5['episodes']} episodes, "
+          f"{k5['episodes_without_positive_oracle']} without a positive oracle); LM passes per episode: "
+          f"{passes['forward_passes_per_episode']:g} forward, {passes['partial_passes_per_episode']:g} partial, "
+          f"{passes['backward_passes_per_episode']:g} backward -> {path}")  # fmt: skip
+    if result.get("private"):
+        pk5, pk1 = (result["private"]["scores"]["overall"][k] for k in ("k5", "k1"))
+        print(f"private seeds ({result['private']['n_seeds']}, file sha256 {result['private']['seed_file_sha256'][:12]}): "
+              f"best-of-5 {pk5['recovery']:.3f} {pk5['recovery_ci95']}, best-of-1 {pk1['recovery']:.3f}")  # fmt: skip
     return 0
 
 
@@ -138,10 +150,11 @@ def _cmd_lb_render(args: argparse.Namespace) -> int:
 
     paths = [Path(p) for p in args.results] if args.results else None
     summary = render(paths, Path(args.out) if args.out else None, model=args.model, model_path=args.model_path,
-                     rescore=args.rescore)  # fmt: skip
+                     rescore=args.rescore, private_seeds=Path(args.private_seeds) if args.private_seeds else None)  # fmt: skip
     for message in summary["refused"]:
         print(f"refused: {message}", file=sys.stderr)
-    print(f"board: {len(summary['rows'])} entries, {len(summary['refused'])} refused")
+    checks = ", ".join(f"{r['name']}: {r['check']}" for r in summary["rows"])
+    print(f"board: {len(summary['rows'])} entries ({checks}), {len(summary['refused'])} refused")
     return 0
 
 
@@ -217,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", help="passed to the factory (e.g. a PPO checkpoint directory)")
     p.add_argument("--builtin", choices=["greedy"], help="a white-box reference solver run in-process")
     p.add_argument("--out", required=True)
+    p.add_argument(
+        "--private-seeds", metavar="FILE",
+        help="maintainers only: a private seed file (JSON list of ints, or one int per line); the policy is "
+        "also scored on those test-pool batch seeds, and the result keeps those scores and the file's "
+        "SHA-256, never the seeds",
+    )  # fmt: skip
     p.set_defaults(func=_cmd_lb_score)
     p = lb_sub.add_parser("render", help="verify result files and build the board")
     add_model_args(p)
@@ -225,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--rescore", action="store_true", help="re-run the scorer on every entry and refuse mismatches"
     )
+    p.add_argument(
+        "--private-seeds", metavar="FILE",
+        help="with --rescore: the private seed file, to re-compute the private scores of the entries scored "
+        "on it (same SHA-256); only those entries are called verified",
+    )  # fmt: skip
     p.set_defaults(func=_cmd_lb_render)
 
     p = sub.add_parser("run", help="the main job: train and evaluate the reference solvers")

@@ -32,7 +32,7 @@ from circuit_gym.published import published_sets  # noqa: E402
 def compare(out: Path, model_path: str | None, episodes: int, top: int = 10) -> dict:
     policy = PPOPolicy.load(out / "ppo")
     kwargs = {"model_path": model_path} if model_path else {}
-    env = gym.make("CircuitDiscovery-GPT2-Multi-v0", split="eval", pool_size=episodes, **kwargs)
+    env = gym.make("CircuitDiscovery-GPT2-Multi-v1", split="eval", pool_size=episodes, **kwargs)
     n_heads = env.unwrapped.n_heads
     published = published_sets(n_heads)
     report = {}

@@ -13,7 +13,7 @@ from circuit_gym.baselines.random_policy import RandomPolicy
 
 def test_attribution_patching_is_the_first_order_effect():
     """Scaling the ablation by eps: the exact change / eps tends to the gradient estimate."""
-    env = gym.make("CircuitDiscovery-Toy-IOI-v0", pool_size=2, batch_size=4)
+    env = gym.make("CircuitDiscovery-Toy-IOI-v1", pool_size=2, batch_size=4)
     env.reset(seed=0)
     engine = env.unwrapped.episode.scorer.task_engine
     estimate = _gradient_estimate(engine)
@@ -33,7 +33,7 @@ def test_random_and_fixed_policies():
     obs = np.zeros((16, 12), dtype=np.float32)
     a, b = RandomPolicy(3).rank_heads(obs), RandomPolicy(3).rank_heads(obs)
     np.testing.assert_array_equal(a, b)
-    env = gym.make("CircuitDiscovery-Toy-Multi-v0", pool_size=4, batch_size=4)
+    env = gym.make("CircuitDiscovery-Toy-Multi-v1", pool_size=4, batch_size=4)
     fixed = FixedPolicy.fit(env, episodes=4)
     counts = np.zeros(16)
     for task in ("induction", "ioi"):

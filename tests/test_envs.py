@@ -1,21 +1,84 @@
+import json
+import os
+import subprocess
+import sys
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 import circuit_gym
-from circuit_gym.envs import HideOracleInfo, best_of_k, env_ids, top_k_heads
+from circuit_gym.ablation import ContrastiveScorer
+from circuit_gym.envs import (
+    ORACLE_INFO_KEYS,
+    VERSIONS,
+    HideOracleInfo,
+    SupersededEnvWarning,
+    best_of_k,
+    env_ids,
+    top_k_heads,
+)
 from circuit_gym.envs.features import FEATURE_NAMES, N_FEATURES
+from circuit_gym.tasks import get_task
+from circuit_gym.tasks.reference import reference_batch
 
 TOY_IDS = [i for i in env_ids() if "-Toy-" in i]
+SETS = ("Induction", "IOI", "Docstring", "Multi")
 
 
-def test_all_ids_registered_and_listed():
-    ids = {e["id"] for e in circuit_gym.list_envs()}
-    for model in ("Toy", "GPT2"):
-        for task in ("Induction", "IOI", "Docstring", "Multi"):
-            env_id = f"CircuitDiscovery-{model}-{task}-v0"
-            assert env_id in gym.registry and env_id in ids
+def independent_scorer(model, env, lam):
+    """A scorer built from scratch (its own engines, the batch regenerated from its seed) on
+    ``model``, a separately loaded copy of the weights: no cache of the environment is used."""
+    base = env.unwrapped
+    task = get_task(base.episode.pool.task.name)
+    batch = task.batch(model, base.split, base.batch_size, seed=base.episode.index)
+    assert np.array_equal(batch.tokens.numpy(), base.episode.batch.tokens.numpy())
+    return ContrastiveScorer(model, task, batch, reference_batch(model, None), base.ablation, lam)
+
+
+# ------------------------------------------------------------------ registration
+def test_current_ids_are_v1_registered_and_listed():
+    assert env_ids() == [f"CircuitDiscovery-{m}-{t}-v1" for m in ("Toy", "GPT2") for t in SETS]
+    rows = circuit_gym.list_envs()
+    assert [r["id"] for r in rows] == env_ids()
+    for row in rows:
+        assert row["id"] in gym.registry and row["current"] and row["version"] == 1 and row["notes"]
+    assert {r["id"]: r["tasks"] for r in rows}["CircuitDiscovery-Toy-Multi-v1"] == ["induction", "ioi"]
+
+
+def test_v0_ids_stay_registered_listed_as_superseded():
+    old = [r for r in circuit_gym.list_envs(all_versions=True) if not r["current"]]
+    assert sorted(r["id"] for r in old) == sorted(i.replace("-v1", "-v0") for i in env_ids())
+    for row in old:
+        assert row["id"] in gym.registry and row["use"] == row["id"].replace("-v0", "-v1")
+    assert VERSIONS[0].superseded_by == 1 and VERSIONS[1].superseded_by is None
+
+
+def test_v0_id_warns_at_make_and_behaves_as_v1():
+    kwargs = dict(pool_size=2, batch_size=4)
+    with pytest.warns(
+        SupersededEnvWarning, match=r"IOI-v0 .*now builds exactly .*IOI-v1.*Use CircuitDiscovery"
+    ):
+        old = gym.make("CircuitDiscovery-Toy-IOI-v0", **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SupersededEnvWarning)
+        new = gym.make("CircuitDiscovery-Toy-IOI-v1", **kwargs)  # the current ID does not warn
+    assert isinstance(old.unwrapped, circuit_gym.envs.CircuitDiscoveryEnv)
+    assert old.unwrapped.ablation == new.unwrapped.ablation == "resample" and old.unwrapped.tasks == ("ioi",)
+    o1, _ = old.reset(seed=5)
+    o2, _ = new.reset(seed=5)
+    np.testing.assert_array_equal(o1, o2)
+    assert old.step(3)[1] == new.step(3)[1]
+
+
+def test_v0_warning_is_attributed_to_the_caller_of_make():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gym.make("CircuitDiscovery-Toy-Docstring-v0", pool_size=2, batch_size=2)
+    ours = [w for w in caught if issubclass(w.category, SupersededEnvWarning)]
+    assert len(ours) == 1 and ours[0].filename == __file__
 
 
 @pytest.mark.parametrize("env_id", TOY_IDS)
@@ -27,12 +90,9 @@ def test_check_env_passes(env_id):
 
 
 def test_make_with_module_prefix_in_a_fresh_process():
-    import subprocess
-    import sys
-
     code = (
         "import gymnasium as gym\n"
-        "env = gym.make('circuit_gym:CircuitDiscovery-Toy-IOI-v0', pool_size=2, batch_size=2)\n"
+        "env = gym.make('circuit_gym:CircuitDiscovery-Toy-IOI-v1', pool_size=2, batch_size=2)\n"
         "obs, info = env.reset(seed=0)\n"
         "print(obs.shape)\n"
     )
@@ -46,19 +106,19 @@ def test_gpt2_id_without_weights_fails_at_make_with_the_loader_message(monkeypat
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     monkeypatch.delenv("CIRCUIT_GYM_GPT2_PATH", raising=False)
     with pytest.raises(circuit_gym.ModelNotAvailableError, match="CIRCUIT_GYM_GPT2_PATH"):
-        gym.make("CircuitDiscovery-GPT2-IOI-v0")
+        gym.make("CircuitDiscovery-GPT2-IOI-v1")
 
 
 def test_gpt2_id_on_a_local_random_checkpoint(random_gpt2_dir):
-    env = gym.make("CircuitDiscovery-GPT2-IOI-v0", model_path=str(random_gpt2_dir), pool_size=2, batch_size=2)
+    env = gym.make("CircuitDiscovery-GPT2-IOI-v1", model_path=str(random_gpt2_dir), pool_size=2, batch_size=2)
     check_env(env.unwrapped, skip_render_check=True)
     assert env.action_space.n == 144 and env.observation_space.shape == (144, N_FEATURES)
     assert env.unwrapped.ablation == "zero"  # GPT-2 keeps the reference paper's zero ablation
 
 
 def test_default_ablation_is_per_model_and_can_be_overridden():
-    default = gym.make("CircuitDiscovery-Toy-IOI-v0", pool_size=2, batch_size=4)
-    zero = gym.make("CircuitDiscovery-Toy-IOI-v0", pool_size=2, batch_size=4, ablation="zero")
+    default = gym.make("CircuitDiscovery-Toy-IOI-v1", pool_size=2, batch_size=4)
+    zero = gym.make("CircuitDiscovery-Toy-IOI-v1", pool_size=2, batch_size=4, ablation="zero")
     assert default.unwrapped.ablation == "resample" and zero.unwrapped.ablation == "zero"
     tables = []
     for env in (default, zero):
@@ -67,58 +127,117 @@ def test_default_ablation_is_per_model_and_can_be_overridden():
     assert not np.allclose(*tables), "the two ablations give different reward tables"
 
 
-def _rollout(env, seed, actions):
-    out = []
-    obs, info = env.reset(seed=seed)
-    out.append(obs)
-    for a in actions:
-        obs, r, term, trunc, info = env.step(a)
-        out.append(
-            (obs, r, info["oracle_head"], info["oracle_reward"], info["task"], info["per_head_reward"])
-        )
-        if term:
-            obs, info = env.reset()
-            out.append(obs)
-    return out
+# ------------------------------------------------------------------ determinism
+ROLLOUT = """
+import json, sys, warnings
+import gymnasium as gym
+import numpy as np
+import circuit_gym
+env = gym.make("CircuitDiscovery-Toy-Multi-v1", pool_size=4, batch_size=4, episode_length=2)
+out = []
+obs, info = env.reset(seed=7)
+for a in [1, 5, 9, 2, 14, 3]:
+    obs, r, term, trunc, info = env.step(a)
+    out.append({"obs": obs.tolist(), "reward": r, "task": info["task"], "batch": info["batch_index"],
+                "oracle": [info["oracle_head"], info["oracle_reward"]],
+                "table": [None if np.isnan(x) else x for x in info["per_head_reward"].tolist()]})
+    if term:
+        obs, info = env.reset()
+        out.append({"obs": obs.tolist(), "task": info["task"], "batch": info["batch_index"]})
+print(json.dumps(out))
+"""
 
 
-def test_same_seed_same_everything():
-    a = _rollout(gym.make("CircuitDiscovery-Toy-Multi-v0", pool_size=4, batch_size=4), 7, [1, 5, 9, 2])
-    b = _rollout(gym.make("CircuitDiscovery-Toy-Multi-v0", pool_size=4, batch_size=4), 7, [1, 5, 9, 2])
-    for x, y in zip(a, b, strict=True):
-        if isinstance(x, tuple):
-            for u, v in zip(x, y, strict=True):
-                np.testing.assert_array_equal(u, v)
-        else:
-            np.testing.assert_array_equal(x, y)
-
-
-def test_reward_metadata_and_dynamics():
-    env = gym.make("CircuitDiscovery-Toy-IOI-v0", pool_size=3, batch_size=4, episode_length=3)
-    obs, info = env.reset(seed=1)
-    assert info["action_mask"].sum() == 16 and obs[:, -1].max() == 0
-    obs, r1, term, _, info = env.step(4)
-    table = info["per_head_reward"]
-    assert r1 == pytest.approx(table[4])
-    assert info["oracle_head"] == int(np.argmax(table)) and info["oracle_reward"] == pytest.approx(
-        table.max()
+def _rollout_in_fresh_process(cache_dir) -> list:
+    env = {**os.environ, "CIRCUIT_GYM_CACHE": str(cache_dir), "CIRCUIT_GYM_THREADS": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", ROLLOUT], capture_output=True, text=True, timeout=600, env=env
     )
-    assert info["oracle_recovery"] == pytest.approx(r1 / table.max())
-    assert info["top1_hit"] == (info["oracle_head"] == 4)
-    assert not term and info["action_mask"][4] == 0 and obs[4, -2] == 1.0
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def test_same_seed_same_everything_across_processes(tmp_path):
+    # Two processes with empty, separate disk caches: every number is recomputed from scratch.
+    a = _rollout_in_fresh_process(tmp_path / "a")
+    b = _rollout_in_fresh_process(tmp_path / "b")
+    assert a == b
+    assert len({(r["task"], r["batch"]) for r in a}) > 1  # the seed drives several episodes
+    assert any(r.get("table") and None in r["table"] for r in a)  # second steps were compared too
+
+
+# ------------------------------------------------------------------ rewards and oracle info
+@pytest.mark.parametrize("env_id", ["CircuitDiscovery-Toy-IOI-v1", "CircuitDiscovery-Toy-Induction-v1"])
+def test_step_reward_equals_an_independent_scorer(env_id, toy_model):
+    lam = 0.5  # not the default, so a dropped or doubled lam shows
+    env = gym.make(env_id, pool_size=8, batch_size=4, lam=lam)
+    for seed in (0, 1, 2):
+        env.reset(seed=seed)
+        head = 5 + seed
+        scorer = independent_scorer(toy_model, env, lam)
+        _, reward, term, _, info = env.step(head)
+        assert term
+        assert reward == pytest.approx(scorer.reward([head]), abs=1e-4)
+        td, gd = scorer.damages([head])
+        assert info["task_damage"] == pytest.approx(td, abs=1e-4)
+        assert info["general_damage"] == pytest.approx(gd, abs=1e-4)
+
+
+def test_three_step_episode_reports_this_steps_marginal_table(toy_model):
+    """Per step, ``per_head_reward`` / ``oracle_*`` / ``top1_hit`` / ``oracle_recovery`` are
+    checked against R(S + h) - R(S) computed by an independent scorer for every free head."""
+    env = gym.make("CircuitDiscovery-Toy-IOI-v1", pool_size=3, batch_size=4, episode_length=3)
+    _, info = env.reset(seed=1)
+    scorer = independent_scorer(toy_model, env, 1.0)
+    clean = np.array([scorer.reward([h]) for h in range(16)])
+    ablated: list[int] = []
+    for step, pick in enumerate(("best", "worst", "best")):
+        base = scorer.reward(ablated) if ablated else 0.0
+        expected = np.full(16, np.nan)
+        for h in range(16):
+            if h not in ablated:
+                expected[h] = scorer.reward([*ablated, h]) - base
+        best = int(np.nanargmax(expected))
+        action = best if pick == "best" else int(np.nanargmin(expected))
+        _, reward, term, _, info = env.step(action)
+        assert term == (step == 2)
+        np.testing.assert_allclose(info["per_head_reward"], expected, atol=1e-4, equal_nan=True)
+        assert reward == pytest.approx(expected[action], abs=1e-4)
+        assert info["oracle_head"] == best and info["oracle_reward"] == pytest.approx(
+            expected[best], abs=1e-4
+        )
+        assert info["top1_hit"] is (pick == "best") and info["top1_hit"] == (action == best)
+        assert info["oracle_recovery"] == pytest.approx(reward / expected[best])
+        assert info["clean_oracle_head"] == int(np.argmax(clean))
+        assert info["clean_oracle_reward"] == pytest.approx(clean.max(), abs=1e-4)
+        ablated.append(action)
+        assert info["action_mask"].tolist() == [0 if h in ablated else 1 for h in range(16)]
+    # after the first step the step's oracle is not the clean single-head one
+    assert info["oracle_head"] != info["clean_oracle_head"]
+
+
+def test_noop_step_and_action_mask_on_every_reset_and_step():
+    env = gym.make("CircuitDiscovery-Toy-IOI-v1", pool_size=3, batch_size=4, episode_length=3)
+    obs, info = env.reset(seed=1)
+    assert info["action_mask"].dtype == np.int8 and info["action_mask"].sum() == 16 and obs[:, -1].max() == 0
+    obs, r1, term, _, info = env.step(4)
+    assert (
+        not term and info["action_mask"][4] == 0 and obs[4, -2] == 1.0 and obs[0, -1] == pytest.approx(1 / 3)
+    )
+    damages = info["task_damage"], info["general_damage"]
     _, r_again, term, _, info = env.step(4)  # already ablated: a no-op
-    assert r_again == 0.0 and not term
-    _, r3, term, _, info = env.step(7)
-    assert term and obs.shape == (16, N_FEATURES)
-    # the marginal rewards add up to the joint reward of the set
-    joint = info["task_damage"] - 1.0 * info["general_damage"]
-    assert r1 + r_again + r3 == pytest.approx(joint, abs=1e-5)
+    assert r_again == 0.0 and not term and (info["task_damage"], info["general_damage"]) == damages
+    assert np.isnan(info["per_head_reward"][4]) and info["action_mask"].sum() == 15
+    _, _, term, _, info = env.step(7)
+    assert term and info["action_mask"].sum() == 14
+    _, info = env.reset()
+    assert info["action_mask"].sum() == 16
 
 
 def test_live_ablation_equals_cached_numbers():
     kwargs = dict(pool_size=2, batch_size=4, episode_length=2)
-    cached = gym.make("CircuitDiscovery-Toy-Docstring-v0", cache=True, **kwargs)
-    live = gym.make("CircuitDiscovery-Toy-Docstring-v0", cache=False, **kwargs)
+    cached = gym.make("CircuitDiscovery-Toy-Docstring-v1", cache=True, **kwargs)
+    live = gym.make("CircuitDiscovery-Toy-Docstring-v1", cache=False, **kwargs)
     for env in (cached, live):
         env.reset(seed=3)
     for a in (5, 11):
@@ -127,6 +246,7 @@ def test_live_ablation_equals_cached_numbers():
         assert rc == pytest.approx(rl, abs=1e-5)
         assert ic["task_damage"] == pytest.approx(il["task_damage"], abs=1e-5)
         assert ic["general_damage"] == pytest.approx(il["general_damage"], abs=1e-5)
+        np.testing.assert_allclose(ic["per_head_reward"], il["per_head_reward"], atol=1e-5, equal_nan=True)
 
 
 @pytest.mark.parametrize(
@@ -140,16 +260,18 @@ def test_live_ablation_equals_cached_numbers():
         (dict(pool_size=0), "pool_size"),
         (dict(tasks=["ioi", "sentiment"]), "tasks"),
         (dict(cache="yes"), "cache"),
+        (dict(oracle_info=1), "oracle_info"),
         (dict(reference="news"), "reference"),
+        (dict(render_mode="svg"), "render_mode"),
     ],
 )
 def test_invalid_kwargs_name_the_argument(kwargs, arg):
     with pytest.raises(ValueError, match=arg):
-        gym.make("CircuitDiscovery-Toy-Multi-v0", **kwargs)
+        gym.make("CircuitDiscovery-Toy-Multi-v1", **kwargs)
 
 
 def test_multi_samples_training_tasks_and_docstring_only_when_asked():
-    env = gym.make("CircuitDiscovery-Toy-Multi-v0", pool_size=2, batch_size=2)
+    env = gym.make("CircuitDiscovery-Toy-Multi-v1", pool_size=2, batch_size=2)
     seen = {env.reset(seed=s)[1]["task"] for s in range(12)}
     assert seen == {"induction", "ioi"}
     _, info = env.reset(options={"task": "docstring"})
@@ -158,8 +280,10 @@ def test_multi_samples_training_tasks_and_docstring_only_when_asked():
         env.reset(options={"task": "summarisation"})
 
 
+# ------------------------------------------------------------------ hiding the oracle
 def test_hide_oracle_wrapper_and_best_of_k():
-    env = HideOracleInfo(gym.make("CircuitDiscovery-Toy-Docstring-v0", pool_size=2, batch_size=4))
+    env = HideOracleInfo(gym.make("CircuitDiscovery-Toy-Docstring-v1", pool_size=2, batch_size=4))
+    assert env.unwrapped.oracle_info is False  # and so the oracle fields are not computed
     obs, info = env.reset(seed=0)
     assert set(info) == {"action_mask"}
     scores = -np.arange(16, dtype=float)  # prefers heads 0, 1, 2, ...
@@ -172,12 +296,40 @@ def test_hide_oracle_wrapper_and_best_of_k():
         top_k_heads(np.array([np.nan, 1.0]), 1)
 
 
+def test_oracle_info_off_gives_the_same_rewards():
+    kwargs = dict(pool_size=2, batch_size=4, episode_length=2)
+    on = gym.make("CircuitDiscovery-Toy-IOI-v1", **kwargs)
+    off = gym.make("CircuitDiscovery-Toy-IOI-v1", oracle_info=False, **kwargs)
+    for env in (on, off):
+        env.reset(seed=4)
+    for a in (2, 9):
+        _, r_on, _, _, i_on = on.step(a)
+        _, r_off, _, _, i_off = off.step(a)
+        assert r_on == r_off and not set(ORACLE_INFO_KEYS[1:]) & set(i_off)
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_make_vec(mode):
-    envs = gym.make_vec("CircuitDiscovery-Toy-Multi-v0", num_envs=4, vectorization_mode=mode,
+    envs = gym.make_vec("CircuitDiscovery-Toy-Multi-v1", num_envs=4, vectorization_mode=mode,
                         pool_size=2, batch_size=2)  # fmt: skip
     obs, infos = envs.reset(seed=0)
-    assert obs.shape == (4, 16, N_FEATURES)
+    assert obs.shape == (4, 16, N_FEATURES) and infos["action_mask"].shape == (4, 16)
     obs, rewards, term, trunc, infos = envs.step(np.array([0, 1, 2, 3]))
     assert rewards.shape == (4,) and term.all()
+    assert infos["per_head_reward"].shape == (4, 16) and infos["action_mask"].shape == (4, 16)
+    envs.close()
+
+
+def test_hide_oracle_info_under_make_vec():
+    envs = gym.make_vec("CircuitDiscovery-Toy-Multi-v1", num_envs=2, vectorization_mode="sync",
+                        wrappers=[HideOracleInfo], pool_size=2, batch_size=2, episode_length=2)  # fmt: skip
+    hidden = {*ORACLE_INFO_KEYS, "batch_index"}
+    _, infos = envs.reset(seed=0)
+    assert not {k.lstrip("_") for k in infos} & hidden and infos["action_mask"].shape == (2, 16)
+    # two steps of an episode, then the vector env's autoreset step (it returns reset's info)
+    for actions, stepped in (([0, 1], True), ([2, 3], True), ([4, 5], False)):
+        _, _, _, _, infos = envs.step(np.array(actions))
+        assert not {k.lstrip("_") for k in infos} & hidden
+        assert infos["action_mask"].shape == (2, 16)
+        assert ({"task_damage", "general_damage"} <= set(infos)) == stepped
     envs.close()

@@ -1,12 +1,12 @@
 """Gymnasium environments for circuit discovery."""
 
-from circuit_gym.envs.circuit_env import CircuitDiscoveryEnv
+from circuit_gym.envs.circuit_env import ORACLE_INFO_KEYS, CircuitDiscoveryEnv
 from circuit_gym.envs.features import FEATURE_NAMES
 from circuit_gym.envs.planning import PlanResult, best_of_k, top_k_heads
-from circuit_gym.envs.registration import env_ids, list_envs, register_envs
+from circuit_gym.envs.registration import VERSIONS, SupersededEnvWarning, env_ids, list_envs, register_envs
 from circuit_gym.envs.wrappers import HideOracleInfo
 
 __all__ = [
-    "FEATURE_NAMES", "CircuitDiscoveryEnv", "HideOracleInfo", "PlanResult", "best_of_k", "env_ids",
-    "list_envs", "register_envs", "top_k_heads",
+    "FEATURE_NAMES", "ORACLE_INFO_KEYS", "VERSIONS", "CircuitDiscoveryEnv", "HideOracleInfo", "PlanResult",
+    "SupersededEnvWarning", "best_of_k", "env_ids", "list_envs", "register_envs", "top_k_heads",
 ]  # fmt: skip

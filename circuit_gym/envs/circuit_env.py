@@ -9,69 +9,132 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from circuit_gym.ablation.contrastive import contrastive_reward
 from circuit_gym.ablation.engine import ABLATIONS, default_ablation
 from circuit_gym.envs.features import FEATURE_BOUND, N_FEATURES, N_STATIC
 from circuit_gym.envs.pool import Episode, shared_model, shared_pool
+from circuit_gym.envs.render import render_grid
 from circuit_gym.tasks import SPLITS, list_tasks
 from circuit_gym.tasks.reference import REFERENCE_CHOICES
 
-ORACLE_INFO_KEYS = ("task", "oracle_head", "oracle_reward", "oracle_recovery", "top1_hit", "per_head_reward")
+# Fields computed from the oracle (exhaustive) tables, and the task name: HideOracleInfo removes
+# them. "oracle_*", "top1_hit" and "per_head_reward" are of the current step (marginal table
+# from the set already ablated); "clean_oracle_*" of the single-head table of the batch.
+ORACLE_INFO_KEYS = (
+    "task", "oracle_head", "oracle_reward", "oracle_recovery", "top1_hit", "per_head_reward",
+    "clean_oracle_head", "clean_oracle_reward",
+)  # fmt: skip
 
 
 class CircuitDiscoveryEnv(gym.Env):
-    """Find the attention head whose ablation damages a task most, relative to ordinary text.
+    """Find the attention heads whose ablation damages a task most, relative to ordinary text.
 
     ## Description
-    Each episode draws a prompt batch of a task (induction, IOI, docstring, ...) from a
-    finite seeded pool. The agent ablates attention heads one at a time; each ablation
-    stays in place for the rest of the episode.
+    Circuit discovery as a bandit / short-horizon control problem. Each episode draws one
+    prompt batch of a task (induction, IOI, docstring, or any registered task) from a
+    finite seeded pool. The agent ablates attention heads one at a time; an ablation stays
+    in place for the rest of the episode. A good agent ablates the heads the task depends
+    on (its circuit's bottlenecks) and not the heads every prediction depends on. The
+    observation never names the task, so one policy can be scored on held-out tasks.
 
-    ## Action space
-    ``Discrete(n_layers * n_heads)``: the flat head id ``layer * n_heads + head``
-    (144 actions for GPT-2 small, 16 for the embedded model).
+    ## Action Space
+    ``Discrete(n_layers * n_heads)``: the flat head id ``layer * n_heads + head`` (16 actions
+    on the embedded model, 144 on GPT-2 small). Re-choosing an ablated head is allowed and
+    is a no-op with reward 0; ``info["action_mask"]`` marks the heads still available.
 
-    ## Observation space
-    ``Box(-10, 10, (n_layers * n_heads, 12), float32)``: one row of features per head,
-    computed from the clean run on this episode's prompts (attention to BOS / previous
-    token / earlier copies / induction stripe, entropies, copying score, output norm,
-    depth), plus whether the head is already ablated and the step fraction. See
-    ``circuit_gym.envs.features`` for every feature. It carries no task identity and no
-    answer labels.
+    ## Observation Space
+    ``Box(-10, 10, (n_layers * n_heads, 12), float32)``: one row per head. Columns 0-9 are
+    computed once per episode from the clean run on its prompts (attention to BOS, to the
+    previous token, to earlier copies of the current token, to the induction stripe,
+    attention entropy, the same at the final position, a copying score, output norm,
+    depth); column 10 is 1 for heads already ablated, column 11 the fraction of the
+    episode's steps taken. ``circuit_gym.envs.features`` documents each feature. No task
+    identity, no answer labels.
 
     ## Rewards
-    The marginal contrastive reward of the step: ``R(S + a) - R(S)`` where ``S`` is the set
-    already ablated and ``R(S) = task_damage(S) - lam * general_damage(S)``. Task damage is
-    the drop of the task metric on the prompts; general damage the rise of next-token loss
-    on a fixed reference batch. Choosing an already ablated head is a no-op with reward 0.
+    The marginal contrastive reward of the step, ``R(S + a) - R(S)``, where ``S`` is the
+    set already ablated and ``R(S) = task_damage(S) - lam * general_damage(S)``
+    (``circuit_gym.ablation.contrastive_reward``):
 
-    ## Episode end
-    Terminated after ``episode_length`` steps (default 1: the single-head bottleneck).
-    Never truncated.
+    - ``task_damage``: the drop of the task metric, averaged over the batch, in the task's
+      unit (``circuit_gym.tasks.get_task(name).unit``): logit difference for IOI (logit of
+      the indirect object minus logit of the subject) and docstring (logit of the next
+      parameter minus the mean logit of the documented ones); log-probability in nats for
+      induction (mean log-prob of the repeated tokens);
+    - ``general_damage``: the rise of next-token loss on a fixed reference batch, in nats.
 
-    ## Info
-    ``action_mask`` (int8, 1 = not yet ablated), ``task``, ``task_damage``,
-    ``general_damage`` (of the whole ablated set), ``oracle_head`` / ``oracle_reward``
-    (best single head of this batch, from an exhaustive sweep), ``oracle_recovery``
-    (this step's reward / oracle reward; NaN when the oracle reward is not positive),
-    ``top1_hit`` and ``per_head_reward`` (the full single-head table). Oracle fields come
-    from the cached sweep; ``HideOracleInfo`` removes them for held-out evaluation.
+    So the reward is in the task's unit, ``lam`` converting nats of general damage into it.
+    Positive = the head matters more for the task than for text in general. The rewards of
+    an episode add up to ``R`` of the final set. No reward shaping, no discount assumptions.
+
+    ## Starting State
+    ``reset`` picks the task uniformly from ``tasks`` unless ``options["task"]`` names one
+    (any registered task), then a batch uniformly from the task's pool of ``pool_size``
+    batches unless ``options["batch_index"]`` gives one; both draws use ``self.np_random``
+    (seeded by ``reset(seed=...)``). Batch ``i`` of a pool is always the same prompts (seed
+    ``i``). Nothing is ablated at the start.
+
+    ## Episode End
+    Terminated after ``episode_length`` steps (no-op steps count). Never truncated.
 
     ## Arguments
-    ``model`` ("toy", "gpt2" or a transformer_lens name), ``model_path``, ``tasks``
-    (one or more registered task names; the reset picks uniformly), ``split``
-    ("train"/"eval"/"test"), ``episode_length``, ``lam``, ``ablation``
-    ("zero"/"mean"/"resample"; default: resample on the embedded model, zero on GPT-2),
-    ``batch_size``, ``pool_size``, ``reference``, ``cache``.
-    ``reset(options={"task": name})`` forces a task (any registered one) and
-    ``reset(options={"batch_index": i})`` a batch of the pool (evaluation uses both).
+    ``gymnasium.make(id, **kwargs)``; bad values raise ``ValueError`` naming the argument.
+
+    | argument | meaning | default |
+    |---|---|---|
+    | `model` | `"toy"` (the embedded model), `"gpt2"` or a TransformerLens name | set by the ID |
+    | `tasks` | task name or names sampled at reset | set by the ID |
+    | `split` | `"train"`, `"eval"` or `"test"`: prompt templates and fillers | `"train"` |
+    | `episode_length` | steps (ablations) per episode, 1 to the number of heads | `1` |
+    | `lam` | weight of general damage in the reward (task unit per nat) | `1.0` |
+    | `ablation` | `"zero"`, `"mean"` or `"resample"`: what replaces a head's output | `"resample"` on embedded models, `"zero"` otherwise |
+    | `batch_size` | prompts per batch | `8` |
+    | `pool_size` | batches per task and split | `32` |
+    | `cache` | reuse single-head tables from the disk cache and ablated-set results in memory | `True` |
+    | `model_path` | directory of the model's weights | `None` (the loader's search) |
+    | `reference` | the general-damage reference batch (`"stdlib+taskstyle"`, `"prose"`, ...) | `None` (the model's default) |
+    | `render_mode` | `None`, `"ansi"` (one line of text) or `"rgb_array"` (the layer x head grid) | `None` |
+    | `oracle_info` | compute the oracle fields of `info` (see Info) | `True` |
+    | `device` | torch device of the model: `"cpu"`, `"cuda"`, `"cuda:1"`, `"mps"` | `"cpu"` |
+
+    ## Info
+    Every ``reset`` and ``step``: ``action_mask`` (int8 per head, 1 = not yet ablated),
+    ``task`` and ``batch_index``. Every ``step`` adds ``task_damage`` and ``general_damage``
+    (of the whole ablated set) and, unless ``oracle_info=False``, the oracle fields. These are
+    **of the current step**: the table is the marginal reward ``R(S + h) - R(S)`` of every
+    head ``h`` not in ``S``, the set ablated before this step.
+
+    - ``per_head_reward``: that table, float64 per head; NaN for heads already in ``S``
+      (choosing one is a no-op with reward 0);
+    - ``oracle_head`` / ``oracle_reward``: the best head of this step and its reward;
+    - ``oracle_recovery``: this step's reward / ``oracle_reward`` (NaN when ``oracle_reward``
+      is not positive; ``circuit_gym.evaluation.oracle_recovery``);
+    - ``top1_hit``: the action is this step's ``oracle_head``;
+    - ``clean_oracle_head`` / ``clean_oracle_reward``: the best single head of the batch
+      (the single-head table, the same for every step).
+
+    On the first step ``S`` is empty and the step's table is the single-head table, read from
+    the cache (the fast path). From the second step on it costs one exact ablation per head
+    not yet ablated (16 on the embedded model, 144 on GPT-2); results are memoised per set
+    when ``cache=True``. ``HideOracleInfo`` removes the oracle fields and turns their
+    computation off.
+
+    ## Version History
+    * v1: resample ablation is the default on the embedded model (zero ablation also removed
+      layer-0 heads' constant contribution, so they looked like bottlenecks); each IOI batch
+      uses one name order (IO first or second); the duplicate-token and induction features are averaged over the query
+      positions that have such a key.
+    * v0: first release. Its behaviour cannot be reproduced; the v0 IDs now build the v1
+      environment and warn (``SupersededEnvWarning``).
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, model: str = "toy", tasks: str | Sequence[str] = ("ioi",), split: str = "train",
                  episode_length: int = 1, lam: float = 1.0, ablation: str | None = None, batch_size: int = 8,
                  pool_size: int = 32, cache: bool = True, model_path: str | None = None,
-                 reference: str | None = None, render_mode: str | None = None) -> None:  # fmt: skip
+                 reference: str | None = None, render_mode: str | None = None,
+                 oracle_info: bool = True, device: str = "cpu") -> None:  # fmt: skip
         tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
         _check_choice("split", split, SPLITS)
         ablation = default_ablation(model) if ablation is None else ablation
@@ -92,10 +155,11 @@ class CircuitDiscoveryEnv(gym.Env):
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if not isinstance(lam, int | float) or not np.isfinite(lam) or lam < 0:
             raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
-        if not isinstance(cache, bool):
-            raise ValueError(f"cache must be True or False, got {cache!r}")
+        for name, value in (("cache", cache), ("oracle_info", oracle_info)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be True or False, got {value!r}")
 
-        self.model = shared_model(model, model_path)
+        self.model = shared_model(model, model_path, device)
         info = self.model.circuit_gym_info
         self.n_layers, self.n_heads, self.n_total = info.n_layers, info.n_heads, info.n_heads_total
         if episode_length > self.n_total:
@@ -106,6 +170,8 @@ class CircuitDiscoveryEnv(gym.Env):
         self.lam, self.ablation, self.cache = float(lam), ablation, cache
         self.batch_size, self.pool_size, self.reference = int(batch_size), int(pool_size), reference
         self.render_mode = render_mode
+        # Public so that HideOracleInfo can switch the oracle fields' computation off.
+        self.oracle_info = oracle_info
         self.action_space = spaces.Discrete(self.n_total)
         self.observation_space = spaces.Box(
             -FEATURE_BOUND, FEATURE_BOUND, (self.n_total, N_FEATURES), np.float32
@@ -116,6 +182,8 @@ class CircuitDiscoveryEnv(gym.Env):
         self._steps = 0
         self._set_reward = 0.0
         self._damages = (0.0, 0.0)
+        self._last_action: int | None = None
+        self._last_table: np.ndarray | None = None  # the last step's per-head table (for render)
 
     # ----------------------------------------------------------------- helpers
     def pool(self, task: str):
@@ -146,7 +214,8 @@ class CircuitDiscoveryEnv(gym.Env):
         return {"action_mask": self.action_mask(), "task": self._task, "batch_index": self._episode.index}
 
     def single_head_rewards(self, heads: Sequence[int]) -> np.ndarray:
-        """Marginal reward of ablating each head from the current state (for best-of-k planning)."""
+        """Marginal reward of ablating each head from the current state (0 for a head already
+        ablated: choosing it is a no-op). Used by best-of-k planning."""
         out = []
         for h in heads:
             h = int(h)
@@ -154,8 +223,21 @@ class CircuitDiscoveryEnv(gym.Env):
                 out.append(0.0)
                 continue
             td, gd = self._episode.damages(frozenset(self._ablated | {h}), self.cache)
-            out.append(td - self.lam * gd - self._set_reward)
+            out.append(contrastive_reward(td, gd, self.lam) - self._set_reward)
         return np.asarray(out, dtype=np.float64)
+
+    def marginal_rewards(self) -> np.ndarray:
+        """This step's per-head table: ``R(S + h) - R(S)`` for each head ``h`` not in the ablated
+        set ``S``, NaN for the heads in ``S``. With ``S`` empty it is the single-head table
+        (cached); otherwise one exact ablation per head not in ``S`` (memoised with ``cache``)."""
+        if self._episode is None:
+            raise RuntimeError("call reset() first")
+        if not self._ablated:
+            return self._episode.table.reward
+        table = np.full(self.n_total, np.nan)
+        free = [h for h in range(self.n_total) if h not in self._ablated]
+        table[free] = self.single_head_rewards(free)
+        return table
 
     # -------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -175,6 +257,7 @@ class CircuitDiscoveryEnv(gym.Env):
         self._episode = self.pool(task).episode(int(index))
         self._ablated, self._steps, self._set_reward = set(), 0, 0.0
         self._damages = (0.0, 0.0)
+        self._last_action, self._last_table = None, None
         return self._obs(), self._base_info()
 
     def step(self, action):
@@ -183,31 +266,69 @@ class CircuitDiscoveryEnv(gym.Env):
         if not self.action_space.contains(action):
             raise ValueError(f"action must be a head id in [0, {self.n_total}), got {action!r}")
         head = int(action)
-        table = self._episode.table
+        first = not self._ablated  # S empty: the step's table is the cached single-head table
+        # The step's table comes from the state before the action (and, with cache=True,
+        # memoises the damages of S + head that the reward below needs).
+        table = self.marginal_rewards() if self.oracle_info else None
         if head in self._ablated:
             reward = 0.0  # a no-op; the damages of the set are unchanged
         else:
             self._ablated.add(head)
             self._damages = self._episode.damages(frozenset(self._ablated), self.cache)
-            new_total = self._damages[0] - self.lam * self._damages[1]
+            new_total = contrastive_reward(*self._damages, self.lam)
             reward, self._set_reward = new_total - self._set_reward, new_total
         self._steps += 1
+        self._last_action, self._last_table = head, table
         td, gd = self._damages
-        oracle = table.oracle_reward
         info = self._base_info()
-        info.update(
-            task_damage=td, general_damage=gd, oracle_head=table.oracle_head, oracle_reward=oracle,
-            oracle_recovery=reward / oracle if oracle > 0 else float("nan"),
-            top1_hit=head == table.oracle_head, per_head_reward=table.reward.copy(),
-        )  # fmt: skip
+        info["task_damage"], info["general_damage"] = td, gd
+        if table is not None:
+            oracle_head = int(np.argmax(table) if first else np.nanargmax(table))
+            oracle_reward = float(table[oracle_head])
+            if first:
+                clean_head, clean_reward = oracle_head, oracle_reward
+            else:
+                clean = self._episode.table.reward
+                clean_head = int(np.argmax(clean))
+                clean_reward = float(clean[clean_head])
+            info.update(
+                oracle_head=oracle_head, oracle_reward=oracle_reward,
+                oracle_recovery=oracle_recovery(reward, oracle_reward), top1_hit=head == oracle_head,
+                per_head_reward=table.copy(), clean_oracle_head=clean_head, clean_oracle_reward=clean_reward,
+            )  # fmt: skip
         terminated = self._steps >= self.episode_length
         return self._obs(), float(reward), terminated, False, info
 
-    def render(self) -> str | None:
-        if self.render_mode != "ansi" or self._episode is None:
-            return None
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode == "ansi":
+            return self._render_text()
+        if self.render_mode == "rgb_array":
+            return self._render_rgb()
+        return None
+
+    def _render_text(self) -> str:
+        if self._episode is None:
+            return "not reset"
         names = ", ".join(f"{h // self.n_heads}.{h % self.n_heads}" for h in sorted(self._ablated)) or "none"
-        return f"task {self._task} batch {self._episode.index} step {self._steps}: ablated {names}, R={self._set_reward:.3f}"
+        return (
+            f"task {self._task} batch {self._episode.index} step {self._steps}/{self.episode_length}: "
+            f"ablated {names}, R={self._set_reward:.3f}"
+        )
+
+    def _render_rgb(self) -> np.ndarray:
+        table = self._last_table
+        if table is None and self._episode is not None and self.oracle_info and not self._ablated:
+            table = self._episode.table.reward  # the first step's table, from the cache
+        return render_grid(self.n_layers, self.n_heads, table, sorted(self._ablated), self._last_action,
+                           self._steps / self.episode_length)  # fmt: skip
+
+
+def oracle_recovery(reward: float, oracle_reward: float) -> float:
+    # The one definition lives in circuit_gym.evaluation, which imports this package (and
+    # scipy); import it on first use.
+    from circuit_gym.evaluation import oracle_recovery as definition
+
+    return definition(reward, oracle_reward)
 
 
 def _check_choice(name: str, value, allowed: tuple) -> None:

@@ -26,12 +26,22 @@ _MODELS: dict[tuple[str, str | None], object] = {}
 _POOLS: dict[tuple, EpisodePool] = {}
 
 
-def shared_model(name: str, path: str | None = None):
-    """One loaded model per (name, path) per process."""
-    key = (name, None if path is None else str(path))
+def shared_model(name: str, path: str | None = None, device: str = "cpu"):
+    """One loaded model per (name, path, device) per process."""
+    key = (name, None if path is None else str(path), str(device))
     if key not in _MODELS:
-        _MODELS[key] = load_model(name, path=path)
+        _MODELS[key] = load_model(name, path=path, device=device)
     return _MODELS[key]
+
+
+def clear_caches() -> None:
+    """Forget every model, pool and general-damage sweep held by this process (tests use it
+    to check that results do not depend on what an earlier environment computed)."""
+    from circuit_gym.ablation import tables
+
+    _MODELS.clear()
+    _POOLS.clear()
+    tables._GENERAL.clear()
 
 
 @dataclass

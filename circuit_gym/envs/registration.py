@@ -1,15 +1,32 @@
 """Gymnasium IDs, registered on ``import circuit_gym``.
 
-``CircuitDiscovery-{Toy,GPT2}-{Induction,IOI,Docstring,Multi}-v0``. Multi samples
+``CircuitDiscovery-{model}-{task set}-v{N}``, one row of :data:`VERSIONS` per version.
+Gymnasium's rule: a change of behaviour bumps ``N`` and the old ID keeps working. When
+the old behaviour can no longer be reproduced (v0: the code that defined it is gone), the
+old ID is registered as *superseded*: ``gym.make`` builds the newer version's environment
+and emits a :class:`SupersededEnvWarning` (a ``DeprecationWarning``) naming the ID to use.
+
+Adding a version is one entry of :data:`VERSIONS` (models, task sets, notes); IDs that a
+version does not define keep their latest earlier version as current. Multi samples
 induction and IOI; the held-out docstring task only when asked
 (``reset(options={"task": "docstring"})`` or ``tasks=[...]``).
 """
 
 from __future__ import annotations
 
+import sys
+import warnings
+from dataclasses import dataclass, field
+
 import gymnasium as gym
 
+from circuit_gym.envs.circuit_env import CircuitDiscoveryEnv
+
 ENTRY_POINT = "circuit_gym.envs.circuit_env:CircuitDiscoveryEnv"
+SUPERSEDED_ENTRY_POINT = "circuit_gym.envs.registration:make_superseded"
+PREFIX = "CircuitDiscovery"
+
+# The model and task-set parts of the IDs of v0 and v1 (the names of the ID, not of the model).
 MODELS = {"Toy": "toy", "GPT2": "gpt2"}
 TASK_SETS = {
     "Induction": ("induction",),
@@ -19,22 +36,143 @@ TASK_SETS = {
 }
 
 
-def env_ids() -> list[str]:
-    return [f"CircuitDiscovery-{m}-{t}-v0" for m in MODELS for t in TASK_SETS]
+@dataclass(frozen=True)
+class Version:
+    """One version of the environment IDs.
+
+    ``models``: ID part -> ``load_model`` name; ``task_sets``: ID part -> tasks sampled at
+    reset; ``kwargs``: extra ``make`` defaults that pin this version's behaviour;
+    ``superseded_by``: set when this version's behaviour cannot be reproduced any more, so
+    its IDs build that version's environment and warn.
+    """
+
+    models: dict[str, str]
+    task_sets: dict[str, tuple[str, ...]]
+    notes: str
+    kwargs: dict = field(default_factory=dict)
+    superseded_by: int | None = None
+
+
+VERSIONS: dict[int, Version] = {
+    0: Version(MODELS, TASK_SETS, "first release", superseded_by=1),
+    1: Version(
+        MODELS,
+        TASK_SETS,
+        "resample ablation by default on the embedded model; IOI batches use one name order each; "
+        "the duplicate-token and induction features are averaged over the queries that have such a key",
+    ),
+}
+
+
+class SupersededEnvWarning(DeprecationWarning):
+    """An ID whose version was superseded: it now builds a newer version's environment."""
+
+
+def env_id(model_key: str, task_key: str, version: int) -> str:
+    return f"{PREFIX}-{model_key}-{task_key}-v{version}"
+
+
+def _ids(version: int) -> list[tuple[str, str]]:
+    v = VERSIONS[version]
+    return [(m, t) for m in v.models for t in v.task_sets]
+
+
+def _current_versions() -> dict[tuple[str, str], int]:
+    """(model part, task part) -> the highest version that defines it and is not superseded."""
+    current: dict[tuple[str, str], int] = {}
+    for version in sorted(VERSIONS):
+        if VERSIONS[version].superseded_by is None:
+            for key in _ids(version):
+                current[key] = version
+    return current
+
+
+def _resolve(version: int) -> int:
+    """Follow ``superseded_by`` to the version whose behaviour an ID now has."""
+    seen = set()
+    while VERSIONS[version].superseded_by is not None:
+        if version in seen:
+            raise RuntimeError(f"superseded_by cycle in VERSIONS at v{version}")
+        seen.add(version)
+        version = VERSIONS[version].superseded_by
+    return version
+
+
+def list_envs(all_versions: bool = False) -> list[dict]:
+    """The registered IDs with model, tasks, version and notes; current versions only unless
+    ``all_versions`` (then superseded IDs too, with ``current=False`` and ``use`` = the ID to use)."""
+    current = _current_versions()
+    rows = []
+    for version in sorted(VERSIONS):
+        v = VERSIONS[version]
+        for model_key, task_key in _ids(version):
+            is_current = current.get((model_key, task_key)) == version
+            if not (is_current or all_versions):
+                continue
+            row = {
+                "id": env_id(model_key, task_key, version), "model": v.models[model_key],
+                "tasks": list(v.task_sets[task_key]), "version": version, "current": is_current,
+                "notes": v.notes,
+            }  # fmt: skip
+            if not is_current:
+                row["use"] = env_id(
+                    model_key, task_key, current.get((model_key, task_key), _resolve(version))
+                )
+            rows.append(row)
+    return rows
+
+
+def env_ids(all_versions: bool = False) -> list[str]:
+    """The current IDs (every registered one with ``all_versions``)."""
+    return [row["id"] for row in list_envs(all_versions)]
 
 
 def register_envs() -> None:
-    for model_key, model in MODELS.items():
-        for task_key, tasks in TASK_SETS.items():
-            env_id = f"CircuitDiscovery-{model_key}-{task_key}-v0"
-            if env_id not in gym.registry:
-                gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"model": model, "tasks": tasks})
+    for version, v in VERSIONS.items():
+        for model_key, task_key in _ids(version):
+            id_ = env_id(model_key, task_key, version)
+            if id_ in gym.registry:
+                continue
+            kwargs = {"model": v.models[model_key], "tasks": v.task_sets[task_key], **v.kwargs}
+            if v.superseded_by is None:
+                gym.register(id=id_, entry_point=ENTRY_POINT, kwargs=kwargs)
+            else:
+                target = VERSIONS[_resolve(version)]
+                kwargs = {"model": target.models[model_key], "tasks": target.task_sets[task_key],
+                          **target.kwargs, "registered_id": id_}  # fmt: skip
+                gym.register(id=id_, entry_point=SUPERSEDED_ENTRY_POINT, kwargs=kwargs)
 
 
-def list_envs() -> list[dict]:
-    """Every registered ID with its model and tasks."""
-    return [
-        {"id": f"CircuitDiscovery-{m}-{t}-v0", "model": MODELS[m], "tasks": list(TASK_SETS[t])}
-        for m in MODELS
-        for t in TASK_SETS
-    ]
+def make_superseded(registered_id: str, **kwargs) -> CircuitDiscoveryEnv:
+    """Entry point of a superseded ID: warn, then build the environment of the version it
+    now behaves as (``kwargs`` are that version's)."""
+    name, sep, version = registered_id.rpartition("-v")
+    if not (sep and name.startswith(PREFIX) and version.isdigit()):
+        raise ValueError(f"not an ID of this package: {registered_id!r}")
+    now = _resolve(int(version))
+    new_id = f"{name}-v{now}"
+    warnings.warn(
+        f"{registered_id} is deprecated: its original behaviour cannot be reproduced, so it now "
+        f"builds exactly the {new_id} environment (v{now}: {VERSIONS[now].notes}). "
+        f"Use {new_id}; results made with it are v{now} results.",
+        SupersededEnvWarning,
+        stacklevel=_caller_stacklevel(),
+    )
+    return CircuitDiscoveryEnv(**kwargs)
+
+
+# gym.make reads the entry point's metadata to validate render_mode (and to apply its
+# human/_list rendering wrappers); give the function the class's.
+make_superseded.metadata = CircuitDiscoveryEnv.metadata
+
+
+def _caller_stacklevel() -> int:
+    """The stacklevel of the first frame outside this module and gymnasium, so the warning is
+    attributed to (and, for DeprecationWarning in ``__main__``, shown to) the code calling make."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not (module == __name__ or module.startswith("gymnasium")):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 2

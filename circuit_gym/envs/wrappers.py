@@ -12,9 +12,20 @@ HIDDEN_KEYS = (*ORACLE_INFO_KEYS, "batch_index")
 class HideOracleInfo(gym.Wrapper):
     """Remove the task name, oracle fields and batch index from ``info``.
 
-    What a policy sees under evaluation on a held-out task: observations, rewards and the
-    action mask. The observation itself never carries task identity.
+    What a policy sees under evaluation on a held-out task: observations, rewards, the
+    action mask and the damages of the ablated set. The observation itself never carries
+    task identity.
+
+    It also switches the oracle fields' computation off in the wrapped environment
+    (``env.unwrapped.oracle_info = False``): from the second step of an episode on, they cost
+    one exact ablation per head. Evaluators that need the oracle read the single-head table
+    from ``env.unwrapped.episode.table``, which is unaffected.
     """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        if hasattr(env.unwrapped, "oracle_info"):
+            env.unwrapped.oracle_info = False
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
