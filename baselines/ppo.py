@@ -2,8 +2,9 @@
 
 The policy network scores every head from its own feature row with shared weights, so it
 applies to any number of heads and to tasks it never saw; the critic pools the same
-per-head embeddings. Ablated heads are masked out of the action distribution using the
-observation's ``ablated`` column.
+per-head embeddings. Ablated heads are masked out of the action distribution with the
+environment's ``info["action_mask"]``, which :class:`MaskInObservation` carries next to
+the observation it belongs to (Tianshou stores a step's info with the *next* observation).
 
     python -m circuit_gym.baselines.ppo --out runs/ppo --epochs 8            # train, log, checkpoint
     tensorboard --logdir runs/ppo                                  # learning curves
@@ -27,7 +28,25 @@ from torch import nn
 import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym.envs.features import N_FEATURES, N_STATIC
 
-ABLATED_COLUMN = N_STATIC
+
+class MaskInObservation(gym.Wrapper):
+    """Observation -> ``{"obs": observation, "mask": info["action_mask"]}`` at every reset
+    and step, so the mask always travels with the observation it belongs to."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        n = env.action_space.n
+        self.observation_space = gym.spaces.Dict(
+            {"obs": env.observation_space, "mask": gym.spaces.Box(0, 1, (n,), np.int8)}
+        )
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return {"obs": obs, "mask": info["action_mask"]}, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return {"obs": obs, "mask": info["action_mask"]}, reward, terminated, truncated, info
 
 
 @dataclass
@@ -79,10 +98,11 @@ class HeadScorer(nn.Module):
         self.value_embed = nn.Sequential(nn.Linear(n_features, hidden), nn.Tanh())
         self.value = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
 
-    def logits(self, obs: torch.Tensor) -> torch.Tensor:
+    def logits(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Per-head logits [batch, heads]; heads whose ``mask`` is 0 get -1e9."""
         x = self.embed(obs)  # obs: [batch, heads, features]
         out = self.logit(torch.cat([x, self.mix(x)], dim=-1)).squeeze(-1)
-        return out.masked_fill(obs[..., ABLATED_COLUMN] > 0.5, -1e9)
+        return out if mask is None else out.masked_fill(mask == 0, -1e9)
 
     def state_value(self, obs: torch.Tensor) -> torch.Tensor:
         x = self.value_embed(obs)
@@ -112,7 +132,7 @@ def build_algorithm(config: PPOConfig, action_space: gym.Space, net: HeadScorer)
             return nn.Identity()
 
         def forward(self, obs, state=None, info=None):
-            return self.net.logits(_as_tensor(obs)), state
+            return self.net.logits(_as_tensor(obs.obs), _as_tensor(obs.mask)), state
 
     class Critic(ModuleWithVectorOutput):
         def __init__(self) -> None:
@@ -120,7 +140,7 @@ def build_algorithm(config: PPOConfig, action_space: gym.Space, net: HeadScorer)
             self.net = net
 
         def forward(self, obs, state=None, info=None):
-            return self.net.state_value(_as_tensor(obs))
+            return self.net.state_value(_as_tensor(obs.obs))
 
     policy = ProbabilisticActorPolicy(
         actor=Actor(), dist_fn=dist_fn_categorical_from_logits, action_space=action_space,
@@ -139,7 +159,7 @@ def make_env_fn(config: PPOConfig, seed: int):
                       episode_length=config.episode_length, device=config.device)  # fmt: skip
         if config.model_path:
             kwargs["model_path"] = config.model_path
-        env = gym.make(config.env_id, **kwargs)
+        env = MaskInObservation(gym.make(config.env_id, **kwargs))
         env.reset(seed=seed)
         return env
 
@@ -240,7 +260,9 @@ class PPOPolicy:
 
     @torch.no_grad()
     def rank_heads(self, observation: np.ndarray) -> np.ndarray:
-        logits = self.net.logits(_as_tensor(observation)[None])[0]
+        """The policy protocol passes the observation only: its ``ablated`` column masks."""
+        obs = _as_tensor(observation)[None]
+        logits = self.net.logits(obs, mask=(obs[..., N_STATIC] < 0.5).to(torch.int8))[0]
         return logits.clamp_min(-1e6).numpy().astype(np.float64)
 
 

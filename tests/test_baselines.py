@@ -112,3 +112,17 @@ def test_main_job_quick_writes_every_artifact(tmp_path, monkeypatch):
                                                                    ("docstring", "test")}  # fmt: skip
     for name in ("results.md", "learning_curve.png", "heatmap_ioi.png", "heatmap_docstring.png"):
         assert (res / name).stat().st_size > 100
+
+
+def test_ppo_reads_the_action_mask_from_info():
+    from circuit_gym.baselines.ppo import HeadScorer, MaskInObservation
+
+    env = MaskInObservation(gym.make("CircuitDiscovery-Toy-IOI-v1", episode_length=3, pool_size=2))
+    obs, info = env.reset(seed=0)
+    assert np.array_equal(obs["mask"], info["action_mask"]) and obs["mask"].all()
+    obs, _, _, _, info = env.step(5)
+    assert np.array_equal(obs["mask"], info["action_mask"]) and obs["mask"][5] == 0
+    assert env.observation_space.contains(obs)
+    net = HeadScorer()
+    logits = net.logits(torch.as_tensor(obs["obs"])[None], torch.as_tensor(obs["mask"])[None])[0]
+    assert logits[5] < -1e8 and (logits[np.arange(len(logits)) != 5] > -1e8).all()
