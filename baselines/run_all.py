@@ -28,6 +28,7 @@ from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train
 from circuit_gym.baselines.random_policy import RandomPolicy
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.evaluation import evaluate, results_as_dicts, summarize
+from circuit_gym.models.loading import is_embedded
 from circuit_gym.plots import head_heatmap_pair
 from circuit_gym.reporting import learning_curve, markdown_table
 from circuit_gym.stats import mean_ci95
@@ -40,7 +41,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
         ppo: PPOConfig | None = None, seed: int = 0, device: str = "cpu") -> dict:  # fmt: skip
     start = time.time()
     out.mkdir(parents=True, exist_ok=True)
-    env_id = f"CircuitDiscovery-{'Toy' if model == 'toy' else 'GPT2'}-Multi-v1"
+    env_id = f"CircuitDiscovery-{'Toy' if is_embedded(model) else 'GPT2'}-Multi-v1"
     config = replace(ppo or PPOConfig(), env_id=env_id, model_path=model_path, seed=seed, device=device)
     print(
         f"[1/4] training PPO on {env_id} ({config.epochs} epochs x {config.steps_per_epoch} steps)",

@@ -131,15 +131,22 @@ def _cmd_lb_score(args: argparse.Namespace) -> int:
     k5 = result["scores"]["overall"]["k5"]
     k1 = result["scores"]["overall"]["k1"]
     passes = result["scores"]["compute"]
-    print(f"{args.name}: held-out best-of-5 recovery {k5['recovery']:.3f} {k5['recovery_ci95']}, "
-          f"best-of-1 {k1['recovery']:.3f}, top-1 {k1['top1_rate']:.2f} ({k5['episodes']} episodes, "
+
+    def num(v) -> str:  # NaN is stored as None
+        return "nan" if v is None else f"{v:.3f}"
+
+    def ci(c: list) -> str:
+        return f"[{num(c[0])}, {num(c[1])}]"
+
+    print(f"{args.name}: held-out best-of-5 recovery {num(k5['recovery'])} {ci(k5['recovery_ci95'])}, "
+          f"best-of-1 {num(k1['recovery'])}, top-1 {k1['top1_rate']:.2f} ({k5['episodes']} episodes, "
           f"{k5['episodes_without_positive_oracle']} without a positive oracle); LM passes per episode: "
           f"{passes['forward_passes_per_episode']:g} forward, {passes['partial_passes_per_episode']:g} partial, "
           f"{passes['backward_passes_per_episode']:g} backward -> {path}")  # fmt: skip
     if result.get("private"):
         pk5, pk1 = (result["private"]["scores"]["overall"][k] for k in ("k5", "k1"))
         print(f"private seeds ({result['private']['n_seeds']}, file sha256 {result['private']['seed_file_sha256'][:12]}): "
-              f"best-of-5 {pk5['recovery']:.3f} {pk5['recovery_ci95']}, best-of-1 {pk1['recovery']:.3f}")  # fmt: skip
+              f"best-of-5 {num(pk5['recovery'])} {ci(pk5['recovery_ci95'])}, best-of-1 {num(pk1['recovery'])}")  # fmt: skip
     return 0
 
 

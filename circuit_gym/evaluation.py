@@ -5,6 +5,12 @@ policy sees the observation only; its top-k heads are ablated one at a time from
 clean state and the best counts (best-of-k). The evaluator, not the policy, reads the
 oracle table to compute **oracle recovery** (chosen reward / oracle reward) and the
 **top-1 hit** (chosen head == oracle head).
+
+Aggregated over episodes, recovery is a **ratio of sums** (:func:`recovery_summary`): the
+sum of chosen rewards over the sum of oracle rewards, over the episodes whose oracle reward
+is positive, with a paired bootstrap interval. An episode with a tiny positive oracle reward
+therefore weighs as little as its reward, instead of dominating a mean of ratios; episodes
+without a positive oracle are counted, never dropped silently.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy import stats
 
 from circuit_gym.envs.planning import best_of_k
 from circuit_gym.policy import check_scores
@@ -77,25 +84,89 @@ def episode_results(env, scores: np.ndarray, solver: str, ks: Sequence[int]) -> 
 
 
 def summarize(results: Sequence[EpisodeResult]) -> list[dict]:
-    """One row per (solver, task, split, k): the README/leaderboard numbers."""
+    """One row per (solver, task, split, k): the README/leaderboard numbers (:func:`recovery_summary`)."""
     groups: dict[tuple, list[EpisodeResult]] = {}
     for r in results:
         groups.setdefault((r.solver, r.task, r.split, r.k), []).append(r)
-    return [
-        {"solver": solver, "task": task, "split": split, "k": k,
-         **recovery_summary([r.recovery for r in rs], [r.top1 for r in rs])}
-        for (solver, task, split, k), rs in groups.items()
-    ]  # fmt: skip
+    rows = []
+    for (solver, task, split, k), rs in groups.items():
+        row = recovery_summary([r.reward for r in rs], [r.oracle_reward for r in rs], [r.top1 for r in rs])
+        rows.append({"solver": solver, "task": task, "split": split, "k": k, **row})
+    return rows
 
 
-def recovery_summary(recoveries: Sequence[float], hits: Sequence[bool]) -> dict:
-    """Mean recovery and top-1 rate with 95% intervals; NaN recoveries (no positive oracle) are
-    counted, not averaged."""
-    mean, ci = mean_ci95(recoveries)
-    n, n_hits = len(hits), int(sum(hits))
+# Per-episode recoveries are clipped to this range for the secondary mean: a chosen head can
+# never beat the oracle (recovery <= 1), but with a tiny positive oracle reward a harmful
+# choice gives an unbounded negative ratio.
+RECOVERY_CLIP = (-1.0, 1.0)
+BOOTSTRAP_RESAMPLES = 9999
+BOOTSTRAP_SEED = 0  # fixed: the same episodes always give the same interval
+
+
+def _ratio_of_sums(chosen: np.ndarray, oracle: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.sum(chosen, axis=axis) / np.sum(oracle, axis=axis)
+
+
+def ratio_of_sums_ci95(chosen: Sequence[float], oracle: Sequence[float]) -> list[float]:
+    """95% interval of ``sum(chosen) / sum(oracle)`` from ``scipy.stats.bootstrap``, resampling
+    episodes (the pairs stay together), BCa with a fixed seed; the percentile interval where BCa
+    is undefined. Needs positive ``oracle`` values; NaN below two episodes, a zero-width interval
+    when every episode has the same ratio."""
+    chosen, oracle = np.asarray(chosen, dtype=np.float64), np.asarray(oracle, dtype=np.float64)
+    if len(chosen) < 2:
+        return [float("nan"), float("nan")]
+    ratios = chosen / oracle
+    if np.ptp(ratios) == 0:  # every resample has this ratio; scipy would warn and give NaN
+        value = float(_ratio_of_sums(chosen, oracle))
+        return [value, value]
+    for method in ("BCa", "percentile"):
+        ci = stats.bootstrap((chosen, oracle), _ratio_of_sums, n_resamples=BOOTSTRAP_RESAMPLES, paired=True,
+                             vectorized=True, method=method, rng=np.random.default_rng(BOOTSTRAP_SEED),
+                             ).confidence_interval  # fmt: skip
+        if np.isfinite(ci.low) and np.isfinite(ci.high):
+            break
+    return [float(ci.low), float(ci.high)]
+
+
+def recovery_summary(rewards: Sequence[float], oracle_rewards: Sequence[float], hits: Sequence[bool]) -> dict:
+    """Oracle recovery and top-1 rate of a set of episodes, with 95% intervals.
+
+    ``rewards[i]`` is the chosen head's reward in episode ``i``, ``oracle_rewards[i]`` the
+    oracle's, ``hits[i]`` whether the chosen head is the oracle head.
+
+    - ``recovery``: ``sum(rewards) / sum(oracle_rewards)`` over the episodes with a positive
+      oracle reward; ``recovery_ci95``: paired bootstrap over those episodes
+      (:func:`ratio_of_sums_ci95`);
+    - ``recovery_clipped_mean``: the mean of the per-episode recoveries
+      (:func:`oracle_recovery`) clipped to :data:`RECOVERY_CLIP`, with a Student-t interval
+      (secondary);
+    - ``top1_rate``: over all episodes, Wilson interval;
+    - ``episodes_without_positive_oracle``: counted here, not in the recovery numbers (no
+      head helps there, so there is nothing to recover).
+    """
+    rewards = np.asarray(rewards, dtype=np.float64)
+    oracle = np.asarray(oracle_rewards, dtype=np.float64)
+    if not rewards.shape == oracle.shape == (len(hits),):
+        raise ValueError(
+            f"rewards, oracle_rewards and hits must be 1-D of one length, got {rewards.shape}, "
+            f"{oracle.shape} and {len(hits)}"
+        )
+    with np.errstate(invalid="ignore"):
+        positive = oracle > 0
+    chosen, best = rewards[positive], oracle[positive]
+    if not np.isfinite(chosen).all():
+        raise ValueError("a chosen reward is not finite in an episode with a positive oracle reward")
+    recovery = float(_ratio_of_sums(chosen, best)) if len(best) else float("nan")
+    per_episode = np.clip([oracle_recovery(c, o) for c, o in zip(chosen, best, strict=True)], *RECOVERY_CLIP)
+    clipped_mean, clipped_ci = mean_ci95(per_episode)
+    n, n_hits = len(hits), int(sum(bool(h) for h in hits))
     return {
-        "recovery_mean": mean, "recovery_ci95": ci, "top1_rate": n_hits / n, "top1_ci95": wilson_ci95(n_hits, n),
-        "episodes": n, "episodes_without_positive_oracle": int(sum(not np.isfinite(v) for v in recoveries)),
+        "recovery": recovery, "recovery_ci95": ratio_of_sums_ci95(chosen, best),
+        "recovery_clipped_mean": clipped_mean, "recovery_clipped_mean_ci95": clipped_ci,
+        "recovery_clip": list(RECOVERY_CLIP),
+        "top1_rate": n_hits / n if n else float("nan"), "top1_ci95": wilson_ci95(n_hits, n), "episodes": n,
+        "episodes_with_positive_oracle": int(positive.sum()),
+        "episodes_without_positive_oracle": int(n - positive.sum()),
     }  # fmt: skip
 
 

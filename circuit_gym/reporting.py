@@ -11,14 +11,14 @@ from circuit_gym.plots import _pyplot
 def markdown_table(rows: Sequence[dict]) -> str:
     """Rows from ``circuit_gym.evaluation.summarize`` as a Markdown table."""
     lines = [
-        "| solver | task | split | k | oracle recovery (95% CI) | top-1 hit (95% CI) | episodes |",
+        "| solver | task | split | k | oracle recovery: ratio of sums (95% bootstrap CI) | top-1 hit (95% CI) | episodes |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in sorted(rows, key=lambda r: (r["split"] != "eval", r["task"], r["k"], r["solver"])):
         lo, hi = r["recovery_ci95"]
         tlo, thi = r["top1_ci95"]
         lines.append(
-            f"| {r['solver']} | {r['task']} | {r['split']} | {r['k']} | {r['recovery_mean']:.3f} "
+            f"| {r['solver']} | {r['task']} | {r['split']} | {r['k']} | {r['recovery']:.3f} "
             f"[{lo:.3f}, {hi:.3f}] | {r['top1_rate']:.2f} [{tlo:.2f}, {thi:.2f}] | {r['episodes']} |"
         )
     return "\n".join(lines)

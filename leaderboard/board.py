@@ -1,9 +1,19 @@
 """Build the leaderboard from scorer-written result files only.
 
-Each file is verified before it is shown: its content hash must match its content, and
-its provenance must match the current benchmark (version, tasks, split, seeds, ablation,
-lambda, package version, model weights). A refused file is named with the reason and
-never shown. The reference entries (random, greedy, PPO) must be present.
+Each file is verified before it is shown: its entry name must be valid, its content hash
+must match its content, and its provenance must match the current benchmark (version,
+tasks, split, seeds, ablation, lambda, package version, model weights). A refused file is
+named with the reason and never shown. Every entry's row says how far it was checked:
+
+- ``hash-checked``: content hash and provenance match (anyone can recompute a hash, so this
+  proves no more than that the file is internally consistent);
+- ``rescored``: ``render --rescore`` re-ran the scorer on the recorded policy and got the
+  same scores;
+- ``verified``: rescored, and its private scores (on the maintainers' private seeds) were
+  re-computed from a seed file with the recorded SHA-256 and matched.
+
+The reference entries (random, fixed, greedy, PPO) must be present; they are recognised by
+provenance (``scorer.reference_name``), and their names are reserved for them.
 """
 
 from __future__ import annotations
@@ -16,7 +26,7 @@ import numpy as np
 
 import circuit_gym
 from circuit_gym.leaderboard import benchmark as B
-from circuit_gym.leaderboard.scorer import content_hash
+from circuit_gym.leaderboard.scorer import check_name, content_hash, read_private_seeds, reference_name
 from circuit_gym.plots import _pyplot
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -37,6 +47,10 @@ def verify(path: Path, weights_hash: str | None) -> dict:
         raise RefusedResultError(
             f"{path}: no content hash; only files written by `circuit-gym leaderboard score` count"
         )
+    try:
+        check_name(result.get("name"))
+    except ValueError as err:
+        raise RefusedResultError(f"{path}: {err}") from None
     if content_hash(result) != result["content_hash"]:
         raise RefusedResultError(f"{path}: content hash mismatch: the file was edited after scoring")
     prov = result.get("provenance", {})
@@ -54,79 +68,159 @@ def verify(path: Path, weights_hash: str | None) -> dict:
     return result
 
 
-def rescore_matches(path: Path, result: dict) -> None:
+def rescore_matches(
+    path: Path, result: dict, private_seeds: Path | None = None, model_path: str | None = None
+) -> str:
     """Re-run the scorer on the recorded policy; refuse unless the scores are identical.
 
     A content hash proves a file was not edited by accident, but anyone can recompute
-    it; re-scoring is what makes hand-edited numbers impossible to slip in.
+    it; re-scoring is what makes hand-edited numbers impossible to slip in. Returns
+    ``"verified"`` when the entry's private scores were re-computed too (``private_seeds``
+    has the SHA-256 the entry records) and matched, else ``"rescored"``.
     """
     from circuit_gym.leaderboard.scorer import canonical_json, score
 
     prov = result["provenance"]
     policy = prov["policy"]
     builtin = policy.split(":", 1)[1] if policy.startswith("builtin:") else None
-    fresh = score(result["name"], policy_spec=None if builtin else policy, checkpoint=prov.get("checkpoint"),
-                  builtin=builtin, model=prov["model"])  # fmt: skip
+    private = result.get("private") or None
+    with_private = (
+        private is not None
+        and private_seeds is not None
+        and read_private_seeds(private_seeds)[1] == private.get("seed_file_sha256")
+    )
+    try:
+        fresh = score(result["name"], policy_spec=None if builtin else policy, checkpoint=prov.get("checkpoint"),
+                      builtin=builtin, model=prov["model"], model_path=model_path,
+                      private_seeds=private_seeds if with_private else None)  # fmt: skip
+    except (ImportError, ValueError) as err:  # e.g. the policy's module is gone
+        raise RefusedResultError(f"{path}: cannot re-score {policy}: {err}") from None
     if fresh.get("status") != result.get("status") or canonical_json(fresh.get("scores")) != canonical_json(
         result.get("scores")
     ):
         raise RefusedResultError(f"{path}: re-scoring {policy} gives different scores than the file claims")
     if fresh["provenance"]["policy_files_hash"] != prov["policy_files_hash"]:
         raise RefusedResultError(f"{path}: the policy's files changed since it was scored")
+    if with_private:
+        if canonical_json(fresh.get("private")) != canonical_json(private):
+            raise RefusedResultError(
+                f"{path}: re-scoring {policy} on the private seeds gives different scores than the file claims"
+            )
+        return "verified"
+    return "rescored"
 
 
-def collect(
-    paths: list[Path], weights_hash: str | None, rescore: bool = False
-) -> tuple[list[dict], list[str], list[dict]]:
-    """(scored entries, refusal messages, failure records)."""
-    entries, refused, failed = [], [], []
+def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, private_seeds: Path | None = None,
+            model_path: str | None = None) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
+    """(scored entries, refusal messages, failure records), in ``paths`` order.
+
+    Each returned result gets ``result["board"] = {"check": ..., "reference": name or None}``
+    (not part of the file). A name is refused when it repeats an earlier file's, or when it
+    is a reference entry's name but the file's provenance is not that reference's.
+    """
+    entries, refused, failed, seen = [], [], [], set()
     for path in paths:
         try:
             result = verify(path, weights_hash)
-            if rescore:
-                rescore_matches(path, result)
+            name, reference = result["name"], reference_name(result)
+            if reference is None and name in B.REFERENCE_POLICIES:
+                raise RefusedResultError(
+                    f"{path}: the name {name!r} is reserved for the reference entry, and this file was not "
+                    f"scored with it ({B.REFERENCE_POLICIES[name][0]}, its files as in this checkout)"
+                )
+            if name in seen:
+                raise RefusedResultError(f"{path}: another result file already uses the name {name!r}")
+            check = rescore_matches(path, result, private_seeds, model_path) if rescore else "hash-checked"
         except RefusedResultError as err:
             refused.append(str(err))
             continue
+        seen.add(name)
+        result["board"] = {"check": check, "reference": reference}
         (entries if result.get("status") == "scored" else failed).append(result)
     return entries, refused, failed
 
 
+def _f(x) -> float:
+    """A stored number (None where the scorer had NaN) as a float."""
+    return float("nan") if x is None else float(x)
+
+
 def _row(e: dict) -> dict:
-    s = e["scores"]
+    s, prov, board = e["scores"], e["provenance"], e["board"]
+    private = (e.get("private") or {}).get("scores")
+    k5, k1 = s["overall"]["k5"], s["overall"]["k1"]
     return {
-        "name": e["name"], "k5": s["overall"]["k5"]["recovery_mean"], "k5_ci": s["overall"]["k5"]["recovery_ci95"],
-        "k1": s["overall"]["k1"]["recovery_mean"], "top1": s["overall"]["k1"]["top1_rate"],
-        "spread": s["reproducibility"]["k5_recovery_spread"],
-        "consistency": float(np.mean(list(s["consistency_top5_jaccard"].values()))),
-        "white_box": e["provenance"]["white_box"], "policy": e["provenance"]["policy"],
-        "episodes": s["overall"]["k5"]["episodes"],
+        "name": e["name"], "k5": _f(k5["recovery"]), "k5_ci": [_f(x) for x in k5["recovery_ci95"]],
+        "k1": _f(k1["recovery"]), "top1": _f(k1["top1_rate"]),
+        "private_k5": _f(private["overall"]["k5"]["recovery"]) if private else None,
+        "private_k5_ci": [_f(x) for x in private["overall"]["k5"]["recovery_ci95"]] if private else None,
+        "private_k1": _f(private["overall"]["k1"]["recovery"]) if private else None,
+        "no_positive_oracle": k5["episodes_without_positive_oracle"],
+        "forward": s["compute"]["forward_passes_per_episode"], "partial": s["compute"]["partial_passes_per_episode"],
+        "backward": s["compute"]["backward_passes_per_episode"],
+        "spread": _f(s["reproducibility"]["k5_recovery_spread"]),
+        "consistency": float(np.mean([_f(v) for v in s["consistency_top5_jaccard"].values()])),
+        "white_box": prov["white_box"], "policy": prov["policy"], "episodes": k5["episodes"],
+        "check": board["check"], "reference": board["reference"],
     }  # fmt: skip
+
+
+def _num(x, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(ci) -> str:
+    return f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci is not None and np.isfinite(ci).all() else ""
+
+
+def _label(r: dict) -> str:
+    tags = (["reference"] if r["reference"] else []) + (
+        ["white-box: reads the task metric"] if r["white_box"] else []
+    )
+    return r["name"] + (f" ({'; '.join(tags)})" if tags else "")
 
 
 def rank_rows(rows: list[dict]) -> list[dict]:
     """Best-of-5 recovery first; ties (common with 16 heads) go to best-of-1, then top-1 hits."""
-    return sorted(rows, key=lambda r: (-r["k5"], -r["k1"], -r["top1"]))
+
+    def key(r: dict) -> tuple:
+        return tuple(-r[k] if np.isfinite(r[k]) else np.inf for k in ("k5", "k1", "top1"))
+
+    return sorted(rows, key=key)
 
 
 def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
     lines = [
         f"Benchmark `{B.BENCHMARK_VERSION}`: held-out tasks {', '.join(B.HELD_OUT_TASKS)} ({B.SPLIT} split), "
-        f"seeds 0-{len(B.EVAL_SEEDS) - 1}, {B.ABLATION} ablation, lambda {B.LAM}.",
+        f"seeds 0-{len(B.EVAL_SEEDS) - 1}, {B.ABLATION} ablation, lambda {B.LAM}. Recovery: sum of chosen "
+        "rewards / sum of oracle rewards over the episodes with a positive oracle reward (95% paired "
+        "bootstrap interval); private: the same on the maintainers' private seeds. LM passes: language-model "
+        "passes the solver made per episode inside its rank call (full forward / partial / backward). "
+        "Check: hash-checked (content hash and provenance only), rescored (`render --rescore` matched), "
+        "verified (rescored, private scores included).",
         "",
-        "| rank | entry | best-of-5 recovery (95% CI) | best-of-1 recovery | top-1 hit | reproducibility spread | top-5 consistency | policy |",
-        "|---|---|---|---|---|---|---|---|",
+        "| rank | entry | check | best-of-5 recovery (95% CI) | best-of-1 recovery | top-1 hit "
+        "| private best-of-5 (95% CI) | private best-of-1 | LM passes / episode (fwd / partial / bwd) "
+        "| reproducibility spread | top-5 consistency | policy |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(rows, 1):
-        wb = " (white-box: reads the task metric)" if r["white_box"] else ""
         lines.append(
-            f"| {i} | {r['name']}{wb} | {r['k5']:.3f} [{r['k5_ci'][0]:.3f}, {r['k5_ci'][1]:.3f}] | {r['k1']:.3f} "
-            f"| {r['top1']:.2f} | {r['spread']:.3f} | {r['consistency']:.2f} | `{r['policy']}` |"
+            f"| {i} | {_label(r)} | {r['check']} | {r['k5']:.3f}{_ci(r['k5_ci'])} | {r['k1']:.3f} | {r['top1']:.2f} "
+            f"| {_num(r['private_k5'])}{_ci(r['private_k5_ci'])} | {_num(r['private_k1'])} "
+            f"| {r['forward']:g} / {r['partial']:g} / {r['backward']:g} | {r['spread']:.3f} | {r['consistency']:.2f} "
+            f"| `{r['policy']}` |"
         )
+    without = {r["name"]: r["no_positive_oracle"] for r in rows if r["no_positive_oracle"]}
+    if without:
+        lines += ["", "Episodes without a positive oracle reward (counted, not in recovery): "
+                  + ", ".join(f"{k}: {v}" for k, v in without.items())]  # fmt: skip
     if failed:
         lines += ["", "Failed submissions (no score):"]
         lines += [
-            f"- {f['name']}: {f['failure']['type']}: {f['failure']['reason'].splitlines()[0]}" for f in failed
+            f"- {f['name']} ({f['board']['check']}): {f['failure']['type']}: "
+            f"{f['failure']['reason'].splitlines()[0]}"
+            for f in failed
         ]
     if refused:
         lines += ["", "Refused result files:"] + [f"- {r}" for r in refused]
@@ -139,7 +233,13 @@ def _bar_chart(rows: list[dict], path: Path) -> None:
     names = [r["name"] for r in rows][::-1]
     vals = [r["k5"] for r in rows][::-1]
     errs = np.array([[r["k5"] - r["k5_ci"][0], r["k5_ci"][1] - r["k5"]] for r in rows][::-1]).T
-    ax.barh(names, vals, xerr=errs, color=["#c44" if r["white_box"] else "#48a" for r in rows][::-1])
+    errs = np.clip(np.nan_to_num(errs), 0, None)  # a bootstrap interval need not contain the estimate
+    ax.barh(
+        names,
+        np.nan_to_num(vals),
+        xerr=errs,
+        color=["#c44" if r["white_box"] else "#48a" for r in rows][::-1],
+    )
     ax.axvline(0.96, ls="--", c="gray", lw=1)
     ax.set_xlabel("held-out best-of-5 oracle recovery")
     ax.set_title(B.BENCHMARK_VERSION, fontsize=9)
@@ -158,7 +258,7 @@ def _radar(row: dict, path: Path) -> None:
         "top-5\nconsistency",
     ]
     vals = [row["k5"], row["k1"], row["top1"], 1 - min(1.0, row["spread"]), row["consistency"]]
-    vals = [float(np.clip(v, 0, 1)) for v in vals]
+    vals = [float(np.clip(np.nan_to_num(v), 0, 1)) for v in vals]
     angles = np.linspace(0, 2 * np.pi, len(axes), endpoint=False).tolist()
     fig = plt.figure(figsize=(3.6, 3.6))
     ax = fig.add_subplot(polar=True)
@@ -174,19 +274,29 @@ def _radar(row: dict, path: Path) -> None:
 
 
 def render(result_paths: list[Path] | None = None, out: Path | None = None, model: str = "toy",
-           model_path: str | None = None, rescore: bool = False) -> dict:  # fmt: skip
-    """Verify results and write the Markdown table, HTML page, bar chart and radar charts."""
+           model_path: str | None = None, rescore: bool = False, private_seeds: Path | None = None) -> dict:  # fmt: skip
+    """Verify results and write the Markdown table, HTML page, bar chart and radar charts.
+
+    ``private_seeds`` (with ``rescore``): the maintainers' private seed file, to re-compute the
+    private scores of the entries scored on it (the same SHA-256) and call them verified.
+    """
     out = out or Path(__file__).resolve().parent
     paths = sorted(result_paths or RESULTS_DIR.glob("*.json"))
+    if private_seeds is not None and not rescore:
+        raise ValueError(
+            "private_seeds only makes sense with rescore=True (the private scores are re-computed)"
+        )
     weights = circuit_gym.load_model(model, path=model_path).circuit_gym_info.weights_hash
-    entries, refused, failed = collect(paths, weights, rescore)
-    present = {e["name"] for e in entries}
-    missing = [r for r in B.REFERENCE_ENTRIES if r not in present]
+    entries, refused, failed = collect(paths, weights, rescore, private_seeds, model_path)
+    present = {e["board"]["reference"] for e in entries}
+    missing = [r for r in B.REFERENCE_POLICIES if r not in present]
     if missing:
         raise RefusedResultError(
-            f"reference entries missing from the board: {missing}. Score them first, e.g. "
-            "`circuit-gym leaderboard score --name random --policy circuit_gym.baselines.random_policy:make_policy "
+            f"reference entries missing from the board: {missing} (recognised by provenance: policy spec, "
+            "checkpoint and the hash of those files in this checkout). Score them from the repository root, "
+            "e.g. `circuit-gym leaderboard score --name random --policy circuit_gym.baselines.random_policy:make_policy "
             "--out leaderboard/results/random.json`"
+            + ("" if not refused else "; refused: " + " | ".join(refused))
         )
     rows = rank_rows([_row(e) for e in entries])
     table = markdown(rows, refused, failed)
@@ -195,7 +305,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     radar_dir = out / "radar"
     radar_dir.mkdir(exist_ok=True)
     for r in rows:
-        _radar(r, radar_dir / f"{r['name']}.png")
+        _radar(r, radar_dir / f"{check_name(r['name'])}.png")
     readme = out / "README.md"
     text = readme.read_text() if readme.exists() else f"# Leaderboard\n\n{MARK_BEGIN}\n{MARK_END}\n"
     if MARK_BEGIN not in text:
@@ -204,9 +314,10 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     tail = rest.split(MARK_END, 1)[1]
     readme.write_text(f"{head}{MARK_BEGIN}\n{table}\n\n![board](board.png)\n{MARK_END}{tail}")
     cells = "".join(
-        f"<tr><td>{i}</td><td>{html.escape(r['name'])}</td><td>{r['k5']:.3f}</td><td>{r['k1']:.3f}</td>"
-        f"<td>{r['top1']:.2f}</td><td>{r['spread']:.3f}</td><td>{r['consistency']:.2f}</td>"
-        f"<td><img src='radar/{html.escape(r['name'])}.png' width='160'></td></tr>"
+        f"<tr><td>{i}</td><td>{html.escape(_label(r))}</td><td>{r['check']}</td><td>{r['k5']:.3f}</td>"
+        f"<td>{r['k1']:.3f}</td><td>{r['top1']:.2f}</td><td>{_num(r['private_k5'])}</td><td>{_num(r['private_k1'])}</td>"
+        f"<td>{r['forward']:g} / {r['partial']:g} / {r['backward']:g}</td><td>{r['spread']:.3f}</td>"
+        f"<td>{r['consistency']:.2f}</td><td><img src='radar/{html.escape(r['name'])}.png' width='160'></td></tr>"
         for i, r in enumerate(rows, 1)
     )
     notes = "".join(f"<li>{html.escape(m)}</li>" for m in refused)
@@ -214,8 +325,10 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
         f"<!doctype html><meta charset='utf-8'><title>circuit_gym leaderboard</title>"
         f"<h1>circuit_gym leaderboard</h1><p>{html.escape(B.BENCHMARK_VERSION)}: held-out "
         f"{', '.join(B.HELD_OUT_TASKS)}, {len(B.EVAL_SEEDS)} seeds</p><img src='board.png'>"
-        f"<table border='1' cellpadding='4'><tr><th>rank</th><th>entry</th><th>best-of-5</th><th>best-of-1</th>"
-        f"<th>top-1</th><th>spread</th><th>consistency</th><th>profile</th></tr>{cells}</table>"
+        f"<table border='1' cellpadding='4'><tr><th>rank</th><th>entry</th><th>check</th><th>best-of-5</th>"
+        f"<th>best-of-1</th><th>top-1</th><th>private best-of-5</th><th>private best-of-1</th>"
+        f"<th>LM passes / episode (fwd / partial / bwd)</th><th>spread</th><th>consistency</th>"
+        f"<th>profile</th></tr>{cells}</table>"
         f"{'<h2>Refused</h2><ul>' + notes + '</ul>' if notes else ''}"
     )
     return {"rows": rows, "refused": refused, "failed": [f["name"] for f in failed]}

@@ -1,12 +1,18 @@
 """Score a policy on the held-out tasks and write a verifiable result file.
 
-The policy runs sandboxed (``circuit_gym.leaderboard.sandbox``) and sees observations only. The
-scorer computes, per held-out task and overall, best-of-1 and best-of-5 oracle recovery
-and top-1 hit rate with 95% intervals, plus three qualities beyond a number:
+The policy runs sandboxed (``circuit_gym.leaderboard.sandbox``) and sees observations only;
+its module is imported only in the sandbox's child process. The scorer computes, per
+held-out task and overall, best-of-1 and best-of-5 oracle recovery (a ratio of sums over
+episodes, see :func:`circuit_gym.evaluation.recovery_summary`) and top-1 hit rate with 95%
+intervals, plus:
 
 - reproducibility: recovery re-scored on other seeds, and its spread;
 - generalisation: recovery on each held-out task separately;
-- consistency: agreement (Jaccard) of the policy's top-5 head sets across episodes of a task.
+- consistency: agreement (Jaccard) of the policy's top-5 head sets across episodes of a task;
+- compute: the language-model forward, partial and backward passes the solver made inside
+  its rank call, per episode (:class:`PassCounter`);
+- private scores, when the maintainers pass their private seed file: the same summary on
+  those batch seeds, stored with the file's SHA-256 and never the seeds.
 
 The result JSON carries its provenance and a SHA-256 content hash. ``scores`` is
 deterministic: scoring the same policy twice gives byte-identical ``scores``.
@@ -17,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -29,10 +36,26 @@ from circuit_gym.envs import HideOracleInfo
 from circuit_gym.envs.planning import top_k_heads
 from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.leaderboard import benchmark as B
-from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, load_factory
+from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, policy_files, split_spec
+from circuit_gym.models.loading import is_embedded
 from circuit_gym.policy import InvalidScoresError, check_scores
 
-BUILTIN_WHITE_BOX = {"greedy"}  # reference solvers that read the task metric, run in-process
+# Reference solvers that read the task metric and run in-process: name -> the function whose
+# module file names the run in ``policy_files_hash``.
+BUILTIN_WHITE_BOX = {"greedy": "circuit_gym.baselines.greedy:attribution_scores"}
+# Entry names become file names (radar charts): letters, digits, '_', '.', '-', no '..'.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def check_name(name: object) -> str:
+    """``name`` if it is a valid entry name, else ValueError."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or ".." in name:
+        raise ValueError(
+            f"entry name must match {NAME_PATTERN.pattern} (1-64 letters, digits, '_', '.', '-', starting "
+            f"with a letter or digit, no '..'), got {name!r}"
+        )
+    return name
 
 
 def canonical_json(obj) -> str:
@@ -46,27 +69,28 @@ def content_hash(result: dict) -> str:
 
 def _git_commit() -> str:
     try:
-        root = Path(__file__).resolve().parents[1]
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
         )
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
-def _files_hash(spec: str | None, checkpoint: str | None) -> str:
-    """Hash of the policy's module file(s) and checkpoint, so a result names what was run."""
+def files_hash(spec: str | None, checkpoint: str | Path | None, base: Path | None = None) -> str:
+    """Hash of the policy's module file(s) and checkpoint, so a result names what was run.
+
+    The module is located without importing it (``sandbox.policy_files``): a wrong path is a
+    ModuleNotFoundError here, and nothing of the submission runs in the scorer's process. A
+    relative ``checkpoint`` is resolved against ``base`` (default: the working directory).
+    """
     h = hashlib.sha256()
     if spec:
-        module = __import__(spec.split(":")[0], fromlist=["_"])
-        path = Path(getattr(module, "__file__", "") or "")
-        files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
-        for f in files:
-            if f.is_file():
-                h.update(f.read_bytes())
+        for f in policy_files(spec):
+            h.update(f.read_bytes())
     if checkpoint:
         cp = Path(checkpoint)
+        cp = cp if cp.is_absolute() or base is None else base / cp
         for f in sorted(cp.rglob("*")) if cp.is_dir() else [cp]:
             if f.is_file() and "tensorboard" not in f.parts:
                 h.update(f.name.encode())
@@ -74,27 +98,143 @@ def _files_hash(spec: str | None, checkpoint: str | None) -> str:
     return h.hexdigest()[:16]
 
 
-def _make_env(model: str, model_path: str | None, seeds: tuple[int, ...]):
+def _same_checkpoint(a: str | None, b: str | None) -> bool:
+    """Whether two recorded checkpoints name the same path (relative ones: to the repository root)."""
+    if a is None or b is None:
+        return a is None and b is None
+    return (REPO_ROOT / a).resolve() == (REPO_ROOT / b).resolve()
+
+
+def reference_name(result: dict) -> str | None:
+    """The reference entry ``result`` is, judged by provenance, not by its name: the policy spec
+    and checkpoint it was scored with are a reference's (``benchmark.REFERENCE_POLICIES``) and
+    its ``policy_files_hash`` equals the hash of those files in this checkout."""
+    prov = result.get("provenance") or {}
+    for name, (policy, checkpoint) in B.REFERENCE_POLICIES.items():
+        if prov.get("policy") != policy or not _same_checkpoint(prov.get("checkpoint"), checkpoint):
+            continue
+        spec = (
+            BUILTIN_WHITE_BOX.get(policy.removeprefix("builtin:"))
+            if policy.startswith("builtin:")
+            else policy
+        )
+        try:
+            current = files_hash(spec, checkpoint, base=REPO_ROOT)
+        except (ImportError, OSError, ValueError):
+            return None
+        return name if prov.get("policy_files_hash") == current else None
+    return None
+
+
+def read_private_seeds(path: str | Path) -> tuple[tuple[int, ...], str]:
+    """(seeds, SHA-256 of the file's bytes) of a private seed file: a JSON list of non-negative
+    ints, or one int per line (blank lines and '#' comments allowed). Error messages never
+    repeat the seeds."""
+    raw = Path(path).read_bytes()
+    sha = hashlib.sha256(raw).hexdigest()
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        raise ValueError(f"private seed file {path}: not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, list):
+        lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+        try:
+            data = [int(line) for line in lines if line]
+        except ValueError:
+            raise ValueError(
+                f"private seed file {path}: expected a JSON list of ints or one int per line"
+            ) from None
+    if not data or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**63 for s in data):
+        raise ValueError(f"private seed file {path}: expected a non-empty list of ints in [0, 2**63)")
+    if len(set(data)) != len(data):
+        raise ValueError(f"private seed file {path}: a seed appears more than once")
+    return tuple(int(s) for s in data), sha
+
+
+class PassCounter:
+    """Counts the language-model passes made on ``model`` while active (a context manager).
+
+    - ``forward``: full forward passes, one per call of the embedding module ``model.embed``;
+    - ``partial``: calls of the last block ``model.blocks[-1]`` that are not the end of a full
+      pass (the ablation engine restarts mid-model by calling blocks directly);
+    - ``backward``: backward passes through the last block (a full backward hook on it).
+
+    A pass over a batch counts once, whatever the batch size. Hooks are installed on enter and
+    removed on exit, so nothing outside the counted window is touched.
+    """
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.forward = self.partial = self.backward = 0
+        self._pending = 0
+        self._handles: list = []
+
+    def _on_embed(self, *args) -> None:
+        self.forward += 1
+        self._pending += 1
+
+    def _on_last_block(self, *args) -> None:
+        if self._pending:
+            self._pending -= 1  # the end of a full pass
+        else:
+            self.partial += 1
+
+    def _on_backward(self, *args) -> None:
+        self.backward += 1
+
+    def __enter__(self) -> PassCounter:
+        self.forward = self.partial = self.backward = self._pending = 0
+        embed, blocks = getattr(self.model, "embed", None), getattr(self.model, "blocks", None)
+        if embed is None or not blocks:
+            raise TypeError(f"cannot count passes of {type(self.model).__name__}: no embed / blocks modules")
+        last = blocks[-1]
+        self._handles = [embed.register_forward_hook(self._on_embed), last.register_forward_hook(self._on_last_block),
+                         last.register_full_backward_hook(self._on_backward)]  # fmt: skip
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def counts(self) -> dict:
+        return {"forward": self.forward, "partial": self.partial, "backward": self.backward}
+
+
+def _make_env(model: str, model_path: str | None, seeds: tuple[int, ...], cache: bool = True):
     kwargs = dict(split=B.SPLIT, pool_size=max(seeds) + 1, batch_size=B.PROMPTS_PER_EPISODE,
-                  ablation=B.ABLATION, lam=B.LAM)  # fmt: skip
+                  ablation=B.ABLATION, lam=B.LAM, cache=cache)  # fmt: skip
     if model_path:
         kwargs["model_path"] = model_path
-    env_id = f"CircuitDiscovery-{'Toy' if model == 'toy' else 'GPT2'}-Multi-v0"
+    env_id = f"CircuitDiscovery-{'Toy' if is_embedded(model) else 'GPT2'}-Multi-{B.ENV_VERSION}"
     return HideOracleInfo(gym.make(env_id, **kwargs))
 
 
-def _episodes(env, rank, seeds) -> list[dict]:
+def _episodes(env, rank, seeds, prepare=None) -> list[dict]:
+    """One row per (held-out task, seed). ``prepare(env)`` runs before the counted rank call:
+    the environment's own per-episode state a white-box solver reads (not its compute)."""
     base = env.unwrapped
+    counter = PassCounter(base.model)
     out = []
     for task in B.HELD_OUT_TASKS:
         for seed in seeds:
             obs, _ = env.reset(options={"task": task, "batch_index": int(seed)})
-            scores = check_scores(rank(obs, env), base.n_total)
+            if prepare is not None:
+                prepare(env)
+            with counter:
+                raw = rank(obs, env)
+            scores = check_scores(raw, base.n_total)
             table = base.episode.table
             row = {"task": task, "seed": int(seed), "oracle_head": table.oracle_head,
-                   "oracle_reward": table.oracle_reward, "top5": top_k_heads(scores, 5, base.action_mask())}  # fmt: skip
+                   "oracle_reward": table.oracle_reward, "top5": top_k_heads(scores, 5, base.action_mask()),
+                   "lm_passes": counter.counts()}  # fmt: skip
             for r in episode_results(env, scores, "submission", B.KS):
                 row[f"head_k{r.k}"] = r.head
+                row[f"reward_k{r.k}"] = r.reward
                 row[f"recovery_k{r.k}"] = r.recovery if np.isfinite(r.recovery) else None
             out.append(row)
     return out
@@ -103,11 +243,21 @@ def _episodes(env, rank, seeds) -> list[dict]:
 def _summary(episodes: list[dict]) -> dict:
     return {
         f"k{k}": recovery_summary(
-            [float("nan") if e[f"recovery_k{k}"] is None else e[f"recovery_k{k}"] for e in episodes],
+            [e[f"reward_k{k}"] for e in episodes],
+            [e["oracle_reward"] for e in episodes],
             [e[f"head_k{k}"] == e["oracle_head"] for e in episodes],
         )
         for k in B.KS
     }
+
+
+def _compute(episodes: list[dict]) -> dict:
+    """Mean language-model passes per episode made by the solver inside its rank call."""
+    out = {
+        f"{kind}_passes_per_episode": float(np.mean([e["lm_passes"][kind] for e in episodes]))
+        for kind in ("forward", "partial", "backward")
+    }
+    return {**out, "episodes": len(episodes)}
 
 
 def _consistency(episodes: list[dict]) -> float:
@@ -128,22 +278,31 @@ def _round(obj, digits: int = 10):
 
 
 def score(name: str, policy_spec: str | None = None, checkpoint: str | None = None, builtin: str | None = None,
-          model: str = "toy", model_path: str | None = None) -> dict:  # fmt: skip
-    """Score one policy; returns the result dict (with ``status`` "scored" or "failed")."""
+          model: str = "toy", model_path: str | None = None,
+          private_seeds: str | Path | None = None) -> dict:  # fmt: skip
+    """Score one policy; returns the result dict (with ``status`` "scored" or "failed").
+
+    ``private_seeds``: the maintainers' private seed file (see :func:`read_private_seeds`);
+    the policy is then also scored on those batch seeds of the test-split pool, and the
+    result stores those scores with the file's SHA-256 (never the seeds or their episodes).
+    """
+    check_name(name)
     if (policy_spec is None) == (builtin is None):
         raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
     if builtin is not None and builtin not in BUILTIN_WHITE_BOX:
         raise ValueError(f"builtin must be one of {sorted(BUILTIN_WHITE_BOX)}, got {builtin!r}")
     if policy_spec is not None:
-        load_factory(policy_spec)  # a clear error now for a wrong import path
+        split_spec(policy_spec)
+    # Located without importing: a wrong import path is a ModuleNotFoundError now.
+    policy_hash = files_hash(policy_spec or BUILTIN_WHITE_BOX[builtin], checkpoint)
+    private = read_private_seeds(private_seeds) if private_seeds is not None else None
     start = time.time()
     env = _make_env(model, model_path, B.EVAL_SEEDS + B.REPRO_SEEDS)
     info = env.unwrapped.model.circuit_gym_info
     provenance = {
         **B.definition(), "package_version": circuit_gym.__version__, "git_commit": _git_commit(),
         "model": info.name, "weights_hash": info.weights_hash, "policy": policy_spec or f"builtin:{builtin}",
-        "checkpoint": str(checkpoint) if checkpoint else None,
-        "policy_files_hash": _files_hash(policy_spec or "circuit_gym.baselines.greedy:attribution_scores", checkpoint),
+        "checkpoint": str(checkpoint) if checkpoint else None, "policy_files_hash": policy_hash,
         "white_box": builtin is not None,
     }  # fmt: skip
     result: dict = {"name": name, "provenance": provenance}
@@ -154,22 +313,35 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
 
             def rank(obs, e):
                 return attribution_scores(e)
+
+            def prepare(e):
+                # The episode's live scorer (clean and counterfactual activations) is the
+                # environment's state, built before the count starts: only the solver's own
+                # passes are counted, whether or not an earlier run already built it.
+                return e.unwrapped.episode.scorer
+
         else:
             sandbox = SandboxedPolicy(
                 policy_spec, checkpoint, timeout_s=B.CALL_TIMEOUT_S, memory_mb=B.MEMORY_LIMIT_MB
             )
+            prepare = None
 
             def rank(obs, e):
                 return sandbox.rank_heads(obs)
 
-        main = _episodes(env, rank, B.EVAL_SEEDS)
-        repro = _episodes(env, rank, B.REPRO_SEEDS)
+        main = _episodes(env, rank, B.EVAL_SEEDS, prepare)
+        repro = _episodes(env, rank, B.REPRO_SEEDS, prepare)
+        if private is not None:
+            # No disk cache: the oracle tables of private batches never reach a file the
+            # policy's process could read.
+            private_env = _make_env(model, model_path, private[0], cache=False)
+            hidden = _episodes(private_env, rank, private[0], prepare)
     except (PolicyFailureError, InvalidScoresError) as err:
         result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
     else:
         per_task = {t: _summary([e for e in main if e["task"] == t]) for t in B.HELD_OUT_TASKS}
         repro_rec = {
-            t: _summary([e for e in repro if e["task"] == t])["k5"]["recovery_mean"] for t in B.HELD_OUT_TASKS
+            t: _summary([e for e in repro if e["task"] == t])["k5"]["recovery"] for t in B.HELD_OUT_TASKS
         }
         overall = _summary(main)
         result.update(
@@ -180,18 +352,26 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
                     "per_task": per_task,
                     "reproducibility": {
                         "k5_recovery_other_seeds": repro_rec,
-                        "k5_recovery_spread": max(
-                            abs(overall["k5"]["recovery_mean"] - v) for v in repro_rec.values()
-                        ),
+                        "k5_recovery_spread": max(abs(overall["k5"]["recovery"] - v) for v in repro_rec.values()),
                     },
-                    "generalisation": {t: per_task[t]["k5"]["recovery_mean"] for t in B.HELD_OUT_TASKS},
+                    "generalisation": {t: per_task[t]["k5"]["recovery"] for t in B.HELD_OUT_TASKS},
                     "consistency_top5_jaccard": {
                         t: _consistency([e for e in main if e["task"] == t]) for t in B.HELD_OUT_TASKS
                     },
+                    "compute": _compute(main),
                     "episodes": main,
                 }
-            ),  # fmt: skip
-        )
+            ),
+        )  # fmt: skip
+        if private is not None:
+            result["private"] = {
+                "seed_file_sha256": private[1],
+                "n_seeds": len(private[0]),
+                "scores": _round({
+                    "overall": _summary(hidden),
+                    "per_task": {t: _summary([e for e in hidden if e["task"] == t]) for t in B.HELD_OUT_TASKS},
+                }),
+            }  # fmt: skip
     finally:
         if sandbox is not None:
             sandbox.close()

@@ -1,8 +1,21 @@
-"""Policies for the leaderboard tests, imported by the sandbox's child process."""
+"""Policies for the leaderboard tests, imported by the sandbox's child process.
 
+Some of them are deliberately hostile; they take their instructions from environment
+variables that the tests set (the child inherits the scorer's environment).
+"""
+
+import json
+import os
 import time
+from pathlib import Path
 
 import numpy as np
+
+# Import-time side effect, for the test that the scorer never imports a submission itself:
+# record which process executed this module.
+if os.environ.get("CIRCUIT_GYM_TEST_IMPORT_MARKER"):
+    with open(os.environ["CIRCUIT_GYM_TEST_IMPORT_MARKER"], "a") as marker:
+        marker.write(f"{os.getpid()}\n")
 
 
 class _Fn:
@@ -12,6 +25,15 @@ class _Fn:
 
 def good():
     return _Fn(lambda obs: -np.arange(obs.shape[0], dtype=float))
+
+
+def constant_ranking(n_heads: int) -> np.ndarray:
+    """The ranking ``constant`` always returns: head ``n - 3`` first, then its neighbours."""
+    return -np.abs(np.arange(n_heads) - (n_heads - 3.0)) - 0.01 * np.arange(n_heads)
+
+
+def constant():
+    return _Fn(lambda obs: constant_ranking(obs.shape[0]))
 
 
 def crash_on_load():
@@ -40,11 +62,70 @@ def a_head_not_scores():
 
 def memory_hog():
     def rank(obs):
-        hog = np.ones((400, 1024, 1024), dtype=np.uint8)  # 400 MB, touched
-        return hog.sum(axis=(1, 2))[: obs.shape[0]]
+        hog = np.ones((800, 1024, 1024), dtype=np.uint8)  # 800 MB, touched
+        return hog.sum(axis=(1, 2))[: obs.shape[0]].astype(float)
 
     return _Fn(rank)
 
 
 def no_rank_heads():
     return object()
+
+
+def seed_file_reader():
+    """Tries to learn the private seeds: from a path it was told (CIRCUIT_GYM_TEST_SEED_PATH),
+    from its own arguments and environment, and from its parent's command line. Writes what
+    it found to CIRCUIT_GYM_TEST_REPORT."""
+    report: dict = {"pid": os.getpid(), "ppid": os.getppid()}
+    told = os.environ.get("CIRCUIT_GYM_TEST_SEED_PATH")
+    try:
+        report["told_path_content"] = Path(told).read_text() if told else None
+    except OSError as err:
+        report["told_path_content"] = f"unreadable: {err}"
+    try:
+        report["parent_cmdline"] = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().decode(errors="replace")
+    except OSError as err:
+        report["parent_cmdline"] = f"unreadable: {err}"
+    try:
+        report["own_cmdline"] = Path("/proc/self/cmdline").read_bytes().decode(errors="replace")
+    except OSError as err:
+        report["own_cmdline"] = f"unreadable: {err}"
+    report["own_environ"] = {k: v for k, v in os.environ.items() if k != "CIRCUIT_GYM_TEST_SEED_PATH"}
+    Path(os.environ["CIRCUIT_GYM_TEST_REPORT"]).write_text(json.dumps(report))
+    return constant()
+
+
+def pool_rebuilder():
+    """The cheat a public seed list invites: rebuild the test-split pool of batch seeds
+    0..N-1 (N = CIRCUIT_GYM_TEST_PUBLIC_SEEDS) with the published settings, find the batch
+    whose observation equals the one received, and put that batch's oracle head first.
+    Unknown observations get ``constant``'s ranking."""
+    state: dict = {}
+
+    def build() -> None:
+        import gymnasium as gym
+
+        from circuit_gym.leaderboard import benchmark as B
+
+        n = int(os.environ["CIRCUIT_GYM_TEST_PUBLIC_SEEDS"])
+        env = gym.make(f"CircuitDiscovery-Toy-Multi-{B.ENV_VERSION}", split=B.SPLIT, pool_size=n, batch_size=B.PROMPTS_PER_EPISODE,
+                       ablation=B.ABLATION, lam=B.LAM)  # fmt: skip
+        obs, heads = [], []
+        for task in B.HELD_OUT_TASKS:
+            for i in range(n):
+                o, _ = env.reset(options={"task": task, "batch_index": i})
+                obs.append(np.asarray(o, dtype=np.float32))
+                heads.append(env.unwrapped.episode.table.oracle_head)
+        state["obs"], state["heads"] = np.stack(obs), heads
+
+    def rank(obs):
+        if not state:
+            build()
+        scores = constant_ranking(obs.shape[0])  # fallback
+        distance = np.abs(state["obs"] - obs[None]).max(axis=(1, 2))
+        best = int(np.argmin(distance))
+        if distance[best] < 1e-5:
+            scores[state["heads"][best]] = scores.max() + 1.0
+        return scores
+
+    return _Fn(rank)

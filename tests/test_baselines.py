@@ -103,8 +103,9 @@ def test_main_job_quick_writes_every_artifact(tmp_path, monkeypatch):
             "task",
             "split",
             "k",
-            "recovery_mean",
+            "recovery",
             "recovery_ci95",
+            "episodes_without_positive_oracle",
             "top1_rate",
             "episodes",
         } <= set(row)

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from circuit_gym.ablation import ContrastiveScorer, SweepTable
-from circuit_gym.evaluation import evaluate, oracle_recovery, summarize
+from circuit_gym.evaluation import (
+    RECOVERY_CLIP,
+    evaluate,
+    oracle_recovery,
+    ratio_of_sums_ci95,
+    recovery_summary,
+    summarize,
+)
 from circuit_gym.policy import InvalidScoresError, check_scores
 from circuit_gym.stats import adjust_pvalues, mean_ci95, mean_ci_columns, spearman, wilson_ci95
 
@@ -148,26 +155,64 @@ def test_recovery_and_top1_of_a_wrong_ranker_on_hand_made_tables():
     results = evaluate(HandMadeEnv(), lambda obs, env: np.array([0.5, 0.1, 1.0, 0.0]), "wrong", ["ioi"],
                        range(3), ks=(1, 2, 3))  # fmt: skip
     rows = {r["k"]: r for r in summarize(results)}
-    # k=1: head 2 everywhere -> recoveries 1.5/2, 0/2, NaN; top-1 only in episode 2
+    # k=1: head 2 everywhere -> rewards 1.5 and 0 against oracle rewards 2 and 2 (episode 2 has
+    # no positive oracle: counted, not in the ratio); top-1 only in episode 2
     assert [r.recovery for r in results if r.k == 1][:2] == [0.75, 0.0]
-    assert rows[1]["recovery_mean"] == pytest.approx(0.375)
-    assert rows[1]["recovery_ci95"] == pytest.approx([0.375 - 0.375 * T975_DF1, 0.375 + 0.375 * T975_DF1])
+    assert rows[1]["recovery"] == pytest.approx((1.5 + 0.0) / (2.0 + 2.0))
+    assert rows[1]["recovery_mean"] == rows[1]["recovery"]  # transitional alias
+    # Two episodes resampled in pairs: the bootstrap ratio is 0 (1/4 of resamples), 0.375 (1/2)
+    # or 0.75 (1/4), so the 2.5% and 97.5% quantiles are the two extremes.
+    assert rows[1]["recovery_ci95"] == pytest.approx([0.0, 0.75])
+    assert rows[1]["recovery_clipped_mean"] == pytest.approx(0.375)
     assert rows[1]["top1_rate"] == pytest.approx(1 / 3)
     assert rows[1]["top1_ci95"] == pytest.approx(_wilson_by_hand(1, 3))
     assert rows[1]["episodes"] == 3 and rows[1]["episodes_without_positive_oracle"] == 1
-    # k=2 tries heads 2 and 0: 1.5/2 in episode 0, 2/2 in episode 1
-    assert rows[2]["recovery_mean"] == pytest.approx(0.875)
-    assert rows[2]["recovery_ci95"] == pytest.approx([0.875 - 0.125 * T975_DF1, 0.875 + 0.125 * T975_DF1])
+    assert rows[1]["episodes_with_positive_oracle"] == 2
+    # k=2 tries heads 2 and 0: 1.5 of 2 in episode 0, 2 of 2 in episode 1
+    assert rows[2]["recovery"] == pytest.approx(3.5 / 4.0)
+    assert rows[2]["recovery_ci95"] == pytest.approx([0.75, 1.0])
     assert rows[2]["top1_rate"] == pytest.approx(2 / 3)
     # k=3 reaches the oracle head in every episode
-    assert rows[3]["recovery_mean"] == 1.0 and rows[3]["recovery_ci95"] == [1.0, 1.0]
+    assert rows[3]["recovery"] == 1.0 and rows[3]["recovery_ci95"] == [1.0, 1.0]
     assert rows[3]["top1_rate"] == 1.0
+
+
+def test_recovery_is_a_ratio_of_sums_so_a_tiny_oracle_cannot_dominate():
+    # episode 0 has a tiny positive oracle reward and a harmful choice: its ratio is -1000
+    rewards, oracle = [-0.001, 1.0, 0.9, 0.8, 0.5], [1e-6, 1.0, 1.0, 1.0, -0.2]
+    s = recovery_summary(rewards, oracle, [False, True, False, False, False])
+    assert s["recovery"] == pytest.approx((-0.001 + 1.0 + 0.9 + 0.8) / (1e-6 + 3.0))
+    old_mean = np.mean([oracle_recovery(r, o) for r, o in zip(rewards[:4], oracle[:4], strict=True)])
+    assert old_mean < -200  # the mean of ratios this replaces
+    assert s["episodes"] == 5 and s["episodes_without_positive_oracle"] == 1
+    lo, hi = RECOVERY_CLIP
+    assert s["recovery_clip"] == [lo, hi]
+    assert s["recovery_clipped_mean"] == pytest.approx((lo + 1.0 + 0.9 + 0.8) / 4)
+    assert s == recovery_summary(rewards, oracle, [False, True, False, False, False])  # deterministic
+    with pytest.raises(ValueError, match="one length"):
+        recovery_summary([1.0], [1.0, 2.0], [True])
+
+
+def test_recovery_interval_matches_an_independent_paired_bootstrap():
+    rng = np.random.default_rng(3)
+    oracle = rng.uniform(0.2, 3.0, 48)
+    chosen = oracle * rng.uniform(0.2, 1.0, 48)
+    lo, hi = ratio_of_sums_ci95(chosen, oracle)
+    idx = np.random.default_rng(11).integers(0, 48, size=(20_000, 48))  # resample episodes, pairs together
+    boot = chosen[idx].sum(axis=1) / oracle[idx].sum(axis=1)
+    assert lo < chosen.sum() / oracle.sum() < hi
+    assert [lo, hi] == pytest.approx(np.percentile(boot, [2.5, 97.5]), abs=0.01)
+    # unpaired resampling would be much wider: the pairing is what the interval relies on
+    other = np.random.default_rng(12).integers(0, 48, size=(20_000, 48))
+    unpaired = chosen[idx].sum(axis=1) / oracle[other].sum(axis=1)
+    assert np.subtract(*np.percentile(unpaired, [97.5, 2.5])) > 1.5 * (hi - lo)
+    assert np.isnan(ratio_of_sums_ci95([1.0], [2.0])).all()
 
 
 def test_fixed_head_ranker_on_the_embedded_model_matches_a_separate_scorer(toy_model):
     """End to end on the real environment: a ranker that always picks head 5 must score the
     recovery R(5) / R(oracle), with R(5) measured by a separately built ContrastiveScorer."""
-    env = gym.make("CircuitDiscovery-Toy-Multi-v0", split="eval", pool_size=3, batch_size=4)
+    env = gym.make("CircuitDiscovery-Toy-Multi-v1", split="eval", pool_size=3, batch_size=4)
     scores = -np.abs(np.arange(16) - 5.0)  # head 5 first, then its neighbours
     results = evaluate(env, lambda obs, e: scores, "head5", ["ioi"], range(3), ks=(1, 16))
     base = env.unwrapped

@@ -1,19 +1,47 @@
 import json
-import shutil
+import os
+import re
+import resource
+import sys
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
+from circuit_gym.ablation import ContrastiveScorer
 from circuit_gym.leaderboard import benchmark as B
-from circuit_gym.leaderboard.board import render
-from circuit_gym.leaderboard.scorer import canonical_json, content_hash, score, write_result
+from circuit_gym.leaderboard.board import RefusedResultError, render, rescore_matches
+from circuit_gym.leaderboard.scorer import (
+    PassCounter,
+    canonical_json,
+    content_hash,
+    files_hash,
+    read_private_seeds,
+    reference_name,
+    score,
+    write_result,
+)
+
+RANDOM_SPEC = "circuit_gym.baselines.random_policy:make_policy"
+# Small reference set for the board tests: "ppo" stands in for the real checkpoint-based one.
+TEST_REFERENCES = {"random": (RANDOM_SPEC, None), "greedy": ("builtin:greedy", None),
+                   "ppo": ("policies_for_tests:good", None)}  # fmt: skip
 
 
-@pytest.fixture
-def small_benchmark(monkeypatch, tmp_path):
-    monkeypatch.setattr(B, "EVAL_SEEDS", (0, 1, 2))
-    monkeypatch.setattr(B, "REPRO_SEEDS", (3, 4))
-    monkeypatch.setattr(B, "CALL_TIMEOUT_S", 3.0)
-    monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))
+@pytest.fixture(scope="module")
+def small_benchmark(tmp_path_factory):
+    """3 evaluation seeds, 2 reproducibility seeds, 3 s per call, a private disk cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(B, "EVAL_SEEDS", (0, 1, 2))
+        mp.setattr(B, "REPRO_SEEDS", (3, 4))
+        mp.setattr(B, "CALL_TIMEOUT_S", 3.0)
+        mp.setenv("CIRCUIT_GYM_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
+def _recovery_by_hand(rewards, oracle):
+    pos = np.asarray(oracle) > 0
+    return float(np.sum(np.asarray(rewards)[pos]) / np.sum(np.asarray(oracle)[pos]))
 
 
 def test_scoring_twice_gives_byte_identical_scores(small_benchmark):
@@ -36,6 +64,15 @@ def test_scoring_twice_gives_byte_identical_scores(small_benchmark):
     s = a["scores"]
     assert s["overall"]["k5"]["episodes"] == 3 and set(s["generalisation"]) == set(B.HELD_OUT_TASKS)
     assert 0.0 <= s["consistency_top5_jaccard"]["docstring"] <= 1.0
+    # recovery is the ratio of sums of the per-episode rewards the file records
+    eps = s["episodes"]
+    for k in B.KS:
+        expected = _recovery_by_hand([e[f"reward_k{k}"] for e in eps], [e["oracle_reward"] for e in eps])
+        assert s["overall"][f"k{k}"]["recovery"] == pytest.approx(expected, abs=1e-9)
+    # a sandboxed policy sees observations only: it makes no pass of the benchmark's model
+    assert s["compute"] == {"forward_passes_per_episode": 0.0, "partial_passes_per_episode": 0.0,
+                            "backward_passes_per_episode": 0.0, "episodes": 3}  # fmt: skip
+    assert "private" not in a
 
 
 @pytest.mark.parametrize(
@@ -44,80 +81,291 @@ def test_scoring_twice_gives_byte_identical_scores(small_benchmark):
         ("crash_on_load", "loading the policy failed"),
         ("crash", "ZeroDivisionError"),
         ("hang", "time limit"),
-        ("wrong_shape", "expected 16 scores"),
+        ("wrong_shape", r"expected \d+ scores"),
         ("nan_scores", "NaN"),
-        ("a_head_not_scores", "expected 16 scores"),
+        ("a_head_not_scores", r"expected \d+ scores"),
         ("no_rank_heads", "rank_heads"),
     ],
 )
 def test_bad_policies_get_a_failure_record_not_a_score(small_benchmark, factory, reason):
     result = score(factory, policy_spec=f"policies_for_tests:{factory}")
     assert result["status"] == "failed" and "scores" not in result
-    assert reason in result["failure"]["reason"]
+    assert re.search(reason, result["failure"]["reason"]), result["failure"]
 
 
-def test_memory_limit(small_benchmark, monkeypatch):
-    monkeypatch.setattr(B, "MEMORY_LIMIT_MB", 300)
+def test_memory_limit_is_an_rlimit_in_the_child(small_benchmark, monkeypatch):
+    # The child imports torch and circuit_gym (~220 MB of private memory measured) before the
+    # limit applies; the policy then allocates 800 MB.
+    monkeypatch.setattr(B, "MEMORY_LIMIT_MB", 500)
+    before = resource.getrlimit(resource.RLIMIT_DATA)
     result = score("hog", policy_spec="policies_for_tests:memory_hog")
-    assert result["status"] == "failed" and "memory limit" in result["failure"]["reason"]
+    assert result["status"] == "failed"
+    reason = result["failure"]["reason"]
+    assert "memory limit of 500 MB" in reason and "while ranking heads" in reason and "MemoryError" in reason
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before  # the scorer's own limit is untouched
+    monkeypatch.undo()
+    assert score("after", policy_spec="policies_for_tests:good")["status"] == "scored"  # and it goes on
 
 
 def test_a_wrong_import_path_is_a_clear_error(small_benchmark):
     with pytest.raises(ValueError, match="package.module:factory"):
         score("x", policy_spec="no_colon_here")
-    with pytest.raises(ModuleNotFoundError):
+    with pytest.raises(ModuleNotFoundError, match="not_a_module_anywhere"):
         score("x", policy_spec="not_a_module_anywhere:make")
+    with pytest.raises(ModuleNotFoundError, match="is not a package"):
+        score("x", policy_spec="json.decoder.nothing:make")
 
 
-def test_board_shows_only_verified_results(small_benchmark, tmp_path):
-    results = tmp_path / "results"
-    for name, kwargs in (("random", dict(policy_spec="circuit_gym.baselines.random_policy:make_policy")),
-                         ("greedy", dict(builtin="greedy")), ("ppo", dict(policy_spec="policies_for_tests:good")),
-                         ("fixed", dict(policy_spec="policies_for_tests:good")),
-                         ("entry", dict(policy_spec="policies_for_tests:good"))):  # fmt: skip
-        write_result(score(name, **kwargs), results / f"{name}.json")
+@pytest.mark.parametrize("name", ["../evil", "a/b", "", ".hidden", "a..b", "x" * 65, "sp ace", "naïve", None])
+def test_bad_entry_names_are_refused_before_scoring(name):
+    with pytest.raises(ValueError, match="entry name"):
+        score(name, policy_spec="policies_for_tests:good")
 
-    # 1. edited numbers, hash not updated
-    forged = json.loads((results / "entry.json").read_text())
-    forged["name"] = "forged"
-    forged["scores"]["overall"]["k5"]["recovery_mean"] += 0.123
-    (results / "forged.json").write_text(json.dumps(forged))
-    # 2. edited numbers with a recomputed hash: caught only by re-scoring
-    rehashed = dict(forged, name="rehashed")
-    rehashed["content_hash"] = content_hash(rehashed)
-    (tmp_path / "rehashed.json").write_text(json.dumps(rehashed))
-    # 3. a result from another benchmark version
-    other = json.loads((results / "entry.json").read_text())
-    other["name"], other["provenance"]["benchmark_version"] = "old", "circuit-gym-heldout-v-1"
-    other["content_hash"] = content_hash(other)
-    (results / "old.json").write_text(json.dumps(other))
 
-    out = tmp_path / "board"
-    summary = render(sorted(results.glob("*.json")), out)
-    names = [r["name"] for r in summary["rows"]]
-    assert set(names) == {"random", "fixed", "greedy", "ppo", "entry"}
-    assert any("forged.json" in m and "content hash" in m for m in summary["refused"])
-    assert any("old.json" in m and "benchmark_version" in m for m in summary["refused"])
+def test_constant_policy_matches_an_independent_computation_and_is_imported_only_in_the_child(
+    small_benchmark, monkeypatch, tmp_path, toy_model
+):
+    marker = tmp_path / "imported_by.txt"
+    monkeypatch.setenv("CIRCUIT_GYM_TEST_IMPORT_MARKER", str(marker))
+    sys.modules.pop("policies_for_tests", None)  # so an import by the scorer would run the module again
+    result = score("constant", policy_spec="policies_for_tests:constant")
+    assert result["status"] == "scored", result.get("failure")
+    # the module's import-time code ran, but only in the sandbox's child
+    pids = [int(line) for line in marker.read_text().split()]
+    assert pids and os.getpid() not in pids
+    assert "policies_for_tests" not in sys.modules
+    monkeypatch.delenv("CIRCUIT_GYM_TEST_IMPORT_MARKER")
+    from policies_for_tests import constant_ranking
+
+    # Independently: every head's reward from a separately built ContrastiveScorer.
+    env = gym.make(f"CircuitDiscovery-Toy-Multi-{B.ENV_VERSION}", split=B.SPLIT, pool_size=max(B.EVAL_SEEDS) + 1,
+                   batch_size=B.PROMPTS_PER_EPISODE, ablation=B.ABLATION, lam=B.LAM)  # fmt: skip
+    n = env.unwrapped.n_total
+    order = np.argsort(-constant_ranking(n), kind="stable")
+    rewards = {1: [], 5: []}
+    oracle = []
+    for task in B.HELD_OUT_TASKS:
+        pool = env.unwrapped.pool(task)
+        for seed in B.EVAL_SEEDS:
+            batch = pool.episode(seed).batch
+            scorer = ContrastiveScorer(toy_model, pool.task, batch, pool.reference, pool.ablation, pool.lam)
+            per_head = np.array([scorer.reward([h]) for h in range(n)])
+            oracle.append(per_head.max())
+            for k in (1, 5):
+                rewards[k].append(per_head[order[:k]].max())
+    episodes = result["scores"]["episodes"]
+    assert [e["head_k1"] for e in episodes] == [int(order[0])] * len(episodes)
+    assert [e["oracle_reward"] for e in episodes] == pytest.approx(oracle, abs=1e-5)
+    for k in (1, 5):
+        got = result["scores"]["overall"][f"k{k}"]["recovery"]
+        assert got == pytest.approx(_recovery_by_hand(rewards[k], oracle), abs=1e-4)
+
+
+def test_what_a_policy_can_learn_about_the_private_seeds(small_benchmark, monkeypatch, tmp_path):
+    """Documents the protection (leaderboard/README.md): the scorer hands the child no path,
+    seed or episode; the result keeps only summaries and the file's hash. And its limit: the
+    child runs as the same user, so a policy that knows the path reads the file."""
+    seeds = [912345677, 887766551]
+    seed_file = tmp_path / "private_seeds.txt"
+    seed_file.write_text("# maintainers only\n" + "\n".join(map(str, seeds)) + "\n")
+    report_file = tmp_path / "report.json"
+    monkeypatch.setenv("CIRCUIT_GYM_TEST_SEED_PATH", str(seed_file))  # the test tells it the path
+    monkeypatch.setenv("CIRCUIT_GYM_TEST_REPORT", str(report_file))
+    result = score("reader", policy_spec="policies_for_tests:seed_file_reader", private_seeds=seed_file)
+    assert result["status"] == "scored", result.get("failure")
+    report = json.loads(report_file.read_text())
+    # what the scorer passes: nothing that names the file
+    assert report["ppid"] == os.getpid() and report["pid"] != os.getpid()
+    assert str(seed_file) not in report["own_cmdline"] and str(seed_file) not in json.dumps(
+        report["own_environ"]
+    )
+    # what it stores: the hash and the summaries, never the seeds or their episodes
+    private = result["private"]
+    assert private["seed_file_sha256"] == read_private_seeds(seed_file)[1] and private["n_seeds"] == 2
+    assert set(private["scores"]) == {"overall", "per_task"}  # summaries, no per-episode rows
+    assert not any(str(s) in json.dumps(result) for s in seeds)
+    # the limit: told the path (or finding it in the scorer's command line), it reads the seeds
+    assert report["told_path_content"] == seed_file.read_text()
+
+
+def test_rebuilding_the_public_pool_scores_on_public_seeds_only(small_benchmark, monkeypatch, tmp_path):
+    monkeypatch.setattr(B, "CALL_TIMEOUT_S", 120.0)  # the first call rebuilds the pool in the child
+    monkeypatch.setenv("CIRCUIT_GYM_TEST_PUBLIC_SEEDS", str(max(B.EVAL_SEEDS + B.REPRO_SEEDS) + 1))
+    seed_file = tmp_path / "private.json"
+    seed_file.write_text(
+        json.dumps(sorted(np.random.default_rng(7).choice(10**9, 3, replace=False).tolist()))
+    )
+    result = score("cheat", policy_spec="policies_for_tests:pool_rebuilder", private_seeds=seed_file)
+    assert result["status"] == "scored", result.get("failure")
+    public = result["scores"]["overall"]["k1"]
+    private = result["private"]["scores"]["overall"]["k1"]
+    assert public["recovery"] > 0.99 and public["top1_rate"] == 1.0
+    assert private["recovery"] < 0.5 and private["top1_rate"] < 0.5, private
+
+
+def test_private_seed_files():
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "s"
+        for text, seeds in (
+            ("[3, 10, 7]", (3, 10, 7)),
+            ("3\n\n10 # a comment\n7\n", (3, 10, 7)),
+            ("5", (5,)),
+        ):
+            f.write_text(text)
+            assert read_private_seeds(f)[0] == seeds
+        f.write_text("[3, 10, 7]")
+        import hashlib
+
+        assert read_private_seeds(f)[1] == hashlib.sha256(b"[3, 10, 7]").hexdigest()
+        for bad in ("[]", "[1, 1]", "[-4]", "[true]", "[1.5]", "x\n", "123456789 abc"):
+            f.write_text(bad)
+            with pytest.raises(ValueError, match="private seed file") as err:
+                read_private_seeds(f)
+            assert "123456789" not in str(err.value)
+
+
+def test_pass_counter_counts_full_partial_and_backward_passes():
+    import torch
+
+    from circuit_gym.baselines.greedy import attribution_scores
+
+    env = gym.make("CircuitDiscovery-Toy-Multi-v1", split="test", pool_size=1, batch_size=4)
+    env.reset(options={"task": "docstring", "batch_index": 0})
+    base = env.unwrapped
+    engine = base.episode.scorer.task_engine
+    with PassCounter(base.model) as counter:
+        engine.score([base.n_total - 1])  # restarts at the last layer: one partial pass
+    assert counter.counts() == {"forward": 0, "partial": 1, "backward": 0}
+    with PassCounter(base.model) as counter, torch.no_grad():
+        base.model(engine.ev.tokens)
+    assert counter.counts() == {"forward": 1, "partial": 0, "backward": 0}
+    with PassCounter(base.model) as counter:
+        attribution_scores(env)  # one forward and one backward pass per evaluation (task, reference)
+    assert counter.counts() == {"forward": 2, "partial": 0, "backward": 2}
+    assert not base.model.embed._forward_hooks and not base.model.blocks[-1]._backward_hooks  # removed
+
+
+def test_reference_entries_are_recognised_by_provenance_not_by_name(monkeypatch):
+    monkeypatch.setattr(B, "REFERENCE_POLICIES", TEST_REFERENCES)
+    good = {"policy": RANDOM_SPEC, "checkpoint": None, "policy_files_hash": files_hash(RANDOM_SPEC, None)}
+    assert reference_name({"name": "anything", "provenance": good}) == "random"
+    assert reference_name({"name": "random", "provenance": {**good, "policy_files_hash": "0" * 16}}) is None
+    assert (
+        reference_name({"name": "ppo", "provenance": {**good, "policy": "policies_for_tests:constant"}})
+        is None
+    )
+    assert reference_name({"name": "random", "provenance": {**good, "checkpoint": "x.json"}}) is None
+
+
+@pytest.fixture(scope="module")
+def scored(small_benchmark, tmp_path_factory):
+    """Result files of a small board: three references, an entry with private scores, an
+    entry that calls itself "ppo", and hand-made bad files."""
+    d = tmp_path_factory.mktemp("board")
+    results = d / "results"
+    seeds = d / "private_seeds.json"
+    seeds.write_text("[5, 6]")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(B, "REFERENCE_POLICIES", TEST_REFERENCES)
+        for file, name, kwargs in (
+            ("random", "random", dict(policy_spec=RANDOM_SPEC)),
+            ("greedy", "greedy", dict(builtin="greedy")),
+            ("ppo", "ppo", dict(policy_spec="policies_for_tests:good")),
+            ("entry", "entry", dict(policy_spec="policies_for_tests:constant", private_seeds=seeds)),
+            ("imposter", "ppo", dict(policy_spec="policies_for_tests:constant")),
+        ):
+            write_result(score(name, **kwargs), results / f"{file}.json")
+
+    def edited(name: str, edit, rehash: bool) -> dict:
+        r = json.loads((results / "entry.json").read_text())
+        r["name"] = name
+        edit(r)
+        if rehash:
+            r["content_hash"] = content_hash(r)
+        return r
+
+    def bump_public(r):
+        r["scores"]["overall"]["k5"]["recovery"] += 0.123
+
+    def bump_private(r):
+        r["private"]["scores"]["overall"]["k5"]["recovery"] += 0.123
+
+    def old_version(r):
+        r["provenance"]["benchmark_version"] = "circuit-gym-heldout-v-1"
+
+    bad = d / "bad"
+    bad.mkdir()
+    for file, r in (("forged", edited("forged", bump_public, rehash=False)),
+                    ("rehashed", edited("rehashed", bump_public, rehash=True)),
+                    ("private_rehashed", edited("private_rehashed", bump_private, rehash=True)),
+                    ("old", edited("old", old_version, rehash=True)),
+                    ("evil", edited("../evil", lambda r: None, rehash=True))):  # fmt: skip
+        (bad / f"{file}.json").write_text(json.dumps(r))
+    return {"results": results, "bad": bad, "seeds": seeds, "dir": d}
+
+
+def test_board_shows_only_verified_results_and_says_how_they_were_checked(scored, monkeypatch):
+    monkeypatch.setattr(B, "REFERENCE_POLICIES", TEST_REFERENCES)
+    results, bad = scored["results"], scored["bad"]
+    out = scored["dir"] / "board"
+    summary = render(sorted(results.glob("*.json")) + sorted(bad.glob("*.json")), out)
+    rows = {r["name"]: r for r in summary["rows"]}
+    assert set(rows) == {"random", "greedy", "ppo", "entry", "private_rehashed", "rehashed"}
+    refused = "\n".join(summary["refused"])
+    assert "forged.json" in refused and "content hash" in refused
+    assert "old.json" in refused and "benchmark_version" in refused
+    assert "evil.json" in refused and "entry name" in refused
+    assert "imposter.json" in refused and "reserved for the reference entry" in refused
+    # without --rescore nothing is more than hash-checked, however it was edited
+    assert {r["check"] for r in rows.values()} == {"hash-checked"}
+    assert {n for n, r in rows.items() if r["reference"]} == {"random", "greedy", "ppo"}
+    assert rows["entry"]["private_k5"] is not None and rows["random"]["private_k5"] is None
+    # compute: attribution patching makes one forward and one backward pass per evaluation
+    # (task prompts and reference batch); sandboxed policies make none of the model's passes
+    assert (rows["greedy"]["forward"], rows["greedy"]["partial"], rows["greedy"]["backward"]) == (2, 0, 2)
+    assert (rows["entry"]["forward"], rows["entry"]["backward"]) == (0, 0)
     k5 = [r["k5"] for r in summary["rows"]]
     assert k5 == sorted(k5, reverse=True)
     board = (out / "README.md").read_text()
-    assert "forged" not in board.split("Refused")[0] and "| 1 |" in board
+    table = board.split("Refused")[0]
+    assert "forged" not in table and "| 1 |" in table and "hash-checked" in table and "2 / 0 / 2" in table
+    assert "ppo (reference)" in table and "greedy (reference; white-box" in table
     assert (out / "index.html").exists() and (out / "board.png").stat().st_size > 1000
-    assert (out / "radar" / "ppo.png").exists()
+    assert (out / "radar" / "ppo.png").exists() and not (out / "evil.png").exists()
 
-    summary = render([results / "random.json", results / "greedy.json", results / "ppo.json", results / "fixed.json",
-                      tmp_path / "rehashed.json"], tmp_path / "board2", rescore=True)  # fmt: skip
-    assert any("rehashed.json" in m and "re-scoring" in m for m in summary["refused"]), summary["refused"]
-    assert "rehashed" not in [r["name"] for r in summary["rows"]]
+    # the imposter named "ppo" does not stand in for the reference
+    with pytest.raises(RefusedResultError, match=r"reference entries missing.*'ppo'"):
+        render([results / "random.json", results / "greedy.json", results / "imposter.json"], out)
 
-    shutil.move(results / "ppo.json", tmp_path / "ppo.json")
-    with pytest.raises(ValueError, match="reference entries missing"):
-        render(sorted(results.glob("*.json")), out)
+
+def test_rescoring_tells_rescored_from_verified_and_refuses_edits(scored, monkeypatch):
+    monkeypatch.setattr(B, "REFERENCE_POLICIES", {"random": TEST_REFERENCES["random"]})
+    results, bad, seeds = scored["results"], scored["bad"], scored["seeds"]
+    paths = [
+        results / "random.json",
+        results / "entry.json",
+        bad / "rehashed.json",
+        bad / "private_rehashed.json",
+    ]
+    summary = render(paths, scored["dir"] / "board2", rescore=True, private_seeds=seeds)
+    rows = {r["name"]: r for r in summary["rows"]}
+    assert rows["random"]["check"] == "rescored"  # no private scores: never "verified"
+    assert rows["entry"]["check"] == "verified"
+    refused = "\n".join(summary["refused"])
+    assert "rehashed.json" in refused and "re-scoring" in refused
+    assert "private_rehashed.json" in refused and "private seeds" in refused
+    # without the seed file, the same entry is only rescored
+    entry = json.loads((results / "entry.json").read_text())
+    assert rescore_matches(results / "entry.json", entry) == "rescored"
 
 
 def test_board_ranks_by_best_of_5_then_best_of_1():
     from circuit_gym.leaderboard.board import rank_rows
 
     rows = [{"name": "a", "k5": 1.0, "k1": 0.4, "top1": 0.0}, {"name": "b", "k5": 0.9, "k1": 1.0, "top1": 1.0},
-            {"name": "c", "k5": 1.0, "k1": 1.0, "top1": 0.9}]  # fmt: skip
-    assert [r["name"] for r in rank_rows(rows)] == ["c", "a", "b"]
+            {"name": "c", "k5": 1.0, "k1": 1.0, "top1": 0.9}, {"name": "d", "k5": float("nan"), "k1": 1.0,
+            "top1": 1.0}]  # fmt: skip
+    assert [r["name"] for r in rank_rows(rows)] == ["c", "a", "b", "d"]
