@@ -19,11 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats
 
 from circuit_gym.envs.planning import best_of_k
 from circuit_gym.policy import check_scores
-from circuit_gym.stats import mean_ci95, wilson_ci95
+from circuit_gym.stats import mean_ci95, ratio_of_sums_ci95, wilson_ci95
 
 RankFn = Callable[[np.ndarray, object], np.ndarray]  # (observation, env) -> scores
 
@@ -99,33 +98,6 @@ def summarize(results: Sequence[EpisodeResult]) -> list[dict]:
 # never beat the oracle (recovery <= 1), but with a tiny positive oracle reward a harmful
 # choice gives an unbounded negative ratio.
 RECOVERY_CLIP = (-1.0, 1.0)
-BOOTSTRAP_RESAMPLES = 9999
-BOOTSTRAP_SEED = 0  # fixed: the same episodes always give the same interval
-
-
-def _ratio_of_sums(chosen: np.ndarray, oracle: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.sum(chosen, axis=axis) / np.sum(oracle, axis=axis)
-
-
-def ratio_of_sums_ci95(chosen: Sequence[float], oracle: Sequence[float]) -> list[float]:
-    """95% interval of ``sum(chosen) / sum(oracle)`` from ``scipy.stats.bootstrap``, resampling
-    episodes (the pairs stay together), BCa with a fixed seed; the percentile interval where BCa
-    is undefined. Needs positive ``oracle`` values; NaN below two episodes, a zero-width interval
-    when every episode has the same ratio."""
-    chosen, oracle = np.asarray(chosen, dtype=np.float64), np.asarray(oracle, dtype=np.float64)
-    if len(chosen) < 2:
-        return [float("nan"), float("nan")]
-    ratios = chosen / oracle
-    if np.ptp(ratios) == 0:  # every resample has this ratio; scipy would warn and give NaN
-        value = float(_ratio_of_sums(chosen, oracle))
-        return [value, value]
-    for method in ("BCa", "percentile"):
-        ci = stats.bootstrap((chosen, oracle), _ratio_of_sums, n_resamples=BOOTSTRAP_RESAMPLES, paired=True,
-                             vectorized=True, method=method, rng=np.random.default_rng(BOOTSTRAP_SEED),
-                             ).confidence_interval  # fmt: skip
-        if np.isfinite(ci.low) and np.isfinite(ci.high):
-            break
-    return [float(ci.low), float(ci.high)]
 
 
 def recovery_summary(rewards: Sequence[float], oracle_rewards: Sequence[float], hits: Sequence[bool]) -> dict:
@@ -156,7 +128,7 @@ def recovery_summary(rewards: Sequence[float], oracle_rewards: Sequence[float], 
     chosen, best = rewards[positive], oracle[positive]
     if not np.isfinite(chosen).all():
         raise ValueError("a chosen reward is not finite in an episode with a positive oracle reward")
-    recovery = float(_ratio_of_sums(chosen, best)) if len(best) else float("nan")
+    recovery = float(chosen.sum() / best.sum()) if len(best) else float("nan")
     per_episode = np.clip([oracle_recovery(c, o) for c, o in zip(chosen, best, strict=True)], *RECOVERY_CLIP)
     clipped_mean, clipped_ci = mean_ci95(per_episode)
     n, n_hits = len(hits), int(sum(bool(h) for h in hits))

@@ -6,6 +6,8 @@ quantile tables or interval formulas anywhere else).
 - :func:`wilson_ci95`: Wilson score interval of a rate
   (``scipy.stats.binomtest(...).proportion_ci(method="wilson")``);
 - :func:`spearman`: Spearman rank correlation (``scipy.stats.spearmanr``, average ranks for ties);
+- :func:`ratio_of_sums_ci95`: paired bootstrap interval of a ratio of sums
+  (``scipy.stats.bootstrap``, BCa, fixed seed);
 - :func:`t_tests_against_zero`: one-sample t-tests of many columns at once, with p-values
   adjusted for multiple comparisons (``scipy.stats.false_discovery_control``).
 """
@@ -147,3 +149,32 @@ def t_tests_against_zero(x: np.ndarray, alpha: float = 0.05, method: str = "bh")
     x = _as_columns(x)
     mean, lo, hi, p = _t_columns(x, CONFIDENCE)
     return ColumnTests(len(x), mean, lo, hi, p, adjust_pvalues(p, method), method, alpha)
+
+
+BOOTSTRAP_RESAMPLES = 9999
+BOOTSTRAP_SEED = 0  # fixed: the same episodes always give the same interval
+
+
+def _ratio_of_sums(chosen: np.ndarray, oracle: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.sum(chosen, axis=axis) / np.sum(oracle, axis=axis)
+
+
+def ratio_of_sums_ci95(chosen: Sequence[float], oracle: Sequence[float]) -> list[float]:
+    """95% interval of ``sum(chosen) / sum(oracle)`` from ``scipy.stats.bootstrap``, resampling
+    episodes (the pairs stay together), BCa with a fixed seed; the percentile interval where BCa
+    is undefined. Needs positive ``oracle`` values; NaN below two episodes, a zero-width interval
+    when every episode has the same ratio."""
+    chosen, oracle = np.asarray(chosen, dtype=np.float64), np.asarray(oracle, dtype=np.float64)
+    if len(chosen) < 2:
+        return [float("nan"), float("nan")]
+    ratios = chosen / oracle
+    if np.ptp(ratios) == 0:  # every resample has this ratio; scipy would warn and give NaN
+        value = float(_ratio_of_sums(chosen, oracle))
+        return [value, value]
+    for method in ("BCa", "percentile"):
+        ci = stats.bootstrap((chosen, oracle), _ratio_of_sums, n_resamples=BOOTSTRAP_RESAMPLES, paired=True,
+                             vectorized=True, method=method, rng=np.random.default_rng(BOOTSTRAP_SEED),
+                             ).confidence_interval  # fmt: skip
+        if np.isfinite(ci.low) and np.isfinite(ci.high):
+            break
+    return [float(ci.low), float(ci.high)]

@@ -10,12 +10,18 @@ from circuit_gym.evaluation import (
     RECOVERY_CLIP,
     evaluate,
     oracle_recovery,
-    ratio_of_sums_ci95,
     recovery_summary,
     summarize,
 )
 from circuit_gym.policy import InvalidScoresError, check_scores
-from circuit_gym.stats import adjust_pvalues, mean_ci95, mean_ci_columns, spearman, wilson_ci95
+from circuit_gym.stats import (
+    adjust_pvalues,
+    mean_ci95,
+    mean_ci_columns,
+    ratio_of_sums_ci95,
+    spearman,
+    wilson_ci95,
+)
 
 # Two-sided 95% t quantiles in closed form: 1 degree of freedom is the Cauchy distribution,
 # 2 degrees of freedom have F(t) = 1/2 + t / (2 sqrt(2 + t^2)).
@@ -159,7 +165,6 @@ def test_recovery_and_top1_of_a_wrong_ranker_on_hand_made_tables():
     # no positive oracle: counted, not in the ratio); top-1 only in episode 2
     assert [r.recovery for r in results if r.k == 1][:2] == [0.75, 0.0]
     assert rows[1]["recovery"] == pytest.approx((1.5 + 0.0) / (2.0 + 2.0))
-    assert rows[1]["recovery_mean"] == rows[1]["recovery"]  # transitional alias
     # Two episodes resampled in pairs: the bootstrap ratio is 0 (1/4 of resamples), 0.375 (1/2)
     # or 0.75 (1/4), so the 2.5% and 97.5% quantiles are the two extremes.
     assert rows[1]["recovery_ci95"] == pytest.approx([0.0, 0.75])
