@@ -218,6 +218,13 @@ def pick(rng: np.random.Generator, items, what: str, split: str):
     return items[int(rng.integers(len(items)))]
 
 
+def same_frame(rng: np.random.Generator, items, what: str, split: str, frame_of=lambda it: it[0]) -> list:
+    """The items of a split that share one drawn item's frame (template, opening, ...): a
+    batch uses one frame so every prompt has one token length."""
+    frame = frame_of(pick(rng, items, what, split))
+    return [it for it in items if frame_of(it) == frame]
+
+
 def next_token_batch(tokenizer, task: str, split: str, template: str, texts: list[str], cf_texts: list[str],
                       answers: list, distractors: list) -> PromptBatch:  # fmt: skip
     """A batch whose metric reads the logits at the last position only."""

@@ -15,8 +15,8 @@ from circuit_gym.tasks.base import (
     Task,
     logit_diff,
     next_token_batch,
-    pick,
     register_task,
+    same_frame,
     single_token_ids,
 )
 
@@ -34,9 +34,8 @@ def make_brackets_batch(tokenizer, split: str, batch_size: int, rng: np.random.G
     words = F.BRACKET_IDENTIFIERS[:12]
     single_token_ids(tokenizer, words, prefix="")
     single_token_ids(tokenizer, words)
-    items = F.bracket_items(split)
-    var = pick(rng, items, "bracket items", split)[0]
-    pool = [it for it in items if it[0] == var]
+    pool = same_frame(rng, F.bracket_items(split), "bracket items", split)
+    var = pool[0][0]
     texts, cf_texts, answers, distractors = [], [], [], []
     for _ in range(batch_size):
         _, fn, bracket, outer, in1, in2 = pool[int(rng.integers(len(pool)))]

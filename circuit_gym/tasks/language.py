@@ -15,8 +15,8 @@ from circuit_gym.tasks.base import (
     Task,
     logit_diff,
     next_token_batch,
-    pick,
     register_task,
+    same_frame,
     single_token_ids,
 )
 
@@ -27,12 +27,10 @@ def make_pronoun_batch(tokenizer, split: str, batch_size: int, rng: np.random.Ge
     The counterfactual replaces the name by one of the other gender, which flips the
     answer.
     """
-    names = F.FEMALE_NAMES + F.MALE_NAMES
-    ids = single_token_ids(tokenizer, names)
+    single_token_ids(tokenizer, F.FEMALE_NAMES + F.MALE_NAMES)  # a clear error if a name is not one token
     he_she = single_token_ids(tokenizer, ("he", "she"))
-    items = F.pronoun_items(split)
-    frame = pick(rng, items, "pronoun items", split)[0]
-    pool = [it for it in items if it[0] == frame]
+    pool = same_frame(rng, F.pronoun_items(split), "pronoun items", split)
+    frame = pool[0][0]
     texts, cf_texts, answers, distractors = [], [], [], []
     for _ in range(batch_size):
         _, name, adj, place = pool[int(rng.integers(len(pool)))]
@@ -43,7 +41,6 @@ def make_pronoun_batch(tokenizer, split: str, batch_size: int, rng: np.random.Ge
         right, wrong = ("she", "he") if female else ("he", "she")
         answers.append([he_she[right]])
         distractors.append([[he_she[wrong]]])
-    del ids  # checked above: every name is one token
     return next_token_batch(tokenizer, "pronoun", split, frame, texts, cf_texts, answers, distractors)
 
 
@@ -57,9 +54,8 @@ def make_agreement_batch(tokenizer, split: str, batch_size: int, rng: np.random.
     single_token_ids(tokenizer, nouns)
     verbs = single_token_ids(tokenizer, sorted({v for pair in F.AGREEMENT_OPENINGS.values() for v in pair}))
     single_token_ids(tokenizer, F.AGREEMENT_PREPOSITIONS)
-    items = F.agreement_items(split)
-    opening = pick(rng, items, "agreement items", split)[0]
-    pool = [it for it in items if it[0] == opening]
+    pool = same_frame(rng, F.agreement_items(split), "agreement items", split)
+    opening = pool[0][0]
     singular_verb, plural_verb = F.AGREEMENT_OPENINGS[opening]
 
     def text(subj: str, prep: str, attr: str, plural: bool) -> str:

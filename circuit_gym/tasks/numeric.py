@@ -19,18 +19,12 @@ from circuit_gym.tasks.base import (
     Task,
     logit_diff,
     next_token_batch,
-    pick,
     register_task,
+    same_frame,
     single_token_ids,
 )
 
 TWO_DIGITS = tuple(f"{i:02d}" for i in range(100))
-
-
-def _same_frame(rng: np.random.Generator, items: tuple, split: str, what: str, frame_of) -> list:
-    """All items of the split that share the frame of one drawn item."""
-    frame = frame_of(pick(rng, items, what, split))
-    return [it for it in items if frame_of(it) == frame]
 
 
 # ------------------------------------------------------------------- greater-than
@@ -63,7 +57,7 @@ def make_greater_than_batch(tokenizer, split: str, batch_size: int, rng: np.rand
     candidates = [digits[d] for d in TWO_DIGITS]
     valid = split_years(tokenizer)
     usable = tuple(it for it in F.gt_items(split) if (it[2], it[3]) in valid and (it[2], 1) in valid)
-    pool = _same_frame(rng, usable, split, "year items (of this tokenizer)", lambda it: it[0])
+    pool = same_frame(rng, usable, "year items (of this tokenizer)", split)
     texts, cf_texts, answers, distractors = [], [], [], []
     for _ in range(batch_size):
         frame, noun, century, yy = pool[int(rng.integers(len(pool)))]
@@ -105,7 +99,7 @@ def make_successor_batch(tokenizer, split: str, batch_size: int, rng: np.random.
     words = [w for seq in F.SUCCESSOR_SEQUENCES.values() for w in seq]
     ids = single_token_ids(tokenizer, words)
     # A batch holds one intro and one sequence (one token length).
-    pool = _same_frame(rng, F.successor_items(split), split, "sequence items", lambda it: it[:2])
+    pool = same_frame(rng, F.successor_items(split), "sequence items", split, frame_of=lambda it: it[:2])
     intro, name, _ = pool[0]
     seq = F.SUCCESSOR_SEQUENCES[name]
 
