@@ -29,7 +29,7 @@ from circuit_gym.ablation.engine import check_ablation, default_ablation
 from circuit_gym.ablation.tables import DAMAGE_FIELDS, general_damage, general_engine, sweep_key
 from circuit_gym.models import load_model
 from circuit_gym.tasks import SPLITS, get_task
-from circuit_gym.tasks.reference import reference_batch
+from circuit_gym.tasks.reference import ReferenceBatch, reference_batch
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,11 @@ class Job:
     index: int
 
 
-def damages_payload(model, job: Job, batch_size: int, reference_name: str | None, ablation: str,
+def damages_payload(model, job: Job, batch_size: int, reference: ReferenceBatch, ablation: str,
                     general: np.ndarray) -> tuple[dict, dict]:  # fmt: skip
     """(cache key, payload) of one pool episode's sweep, given the general damages."""
     task = get_task(job.task)
     batch = task.batch(model, job.split, batch_size, seed=job.index)
-    reference = reference_batch(model, reference_name)
     scorer = ContrastiveScorer(model, task, batch, reference, ablation,
                                general_engine=general_engine(model, reference, ablation))  # fmt: skip
     table = scorer.sweep(general)
@@ -91,7 +90,7 @@ def precompute(model_name: str, tasks: Sequence[str], splits: Sequence[str], poo
                            ray_workers, bar, cache)  # fmt: skip
     else:
         for job in todo:
-            cache.store(*damages_payload(model, job, batch_size, reference, ablation, general))
+            cache.store(*damages_payload(model, job, batch_size, ref, ablation, general))
             bar.update(1)
         results = len(todo)
     bar.close()
@@ -143,7 +142,10 @@ class SweepWorker:
 
     def __init__(self, model_name: str, model_path: str | None, device: str) -> None:
         self.model = load_model(model_name, path=model_path, device=device, threads=1)
+        self.references: dict[str | None, ReferenceBatch] = {}
 
     def sweep(self, job: Job, batch_size: int, reference: str | None, ablation: str,
               general: np.ndarray) -> tuple[dict, dict]:  # fmt: skip
-        return damages_payload(self.model, job, batch_size, reference, ablation, general)
+        if reference not in self.references:  # tokenised once per worker, not per sweep
+            self.references[reference] = reference_batch(self.model, reference)
+        return damages_payload(self.model, job, batch_size, self.references[reference], ablation, general)
