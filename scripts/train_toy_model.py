@@ -76,7 +76,7 @@ LONG_NUMBER = re.compile(r"^\u0120?\d{3,}$")  # byte-level BPE writes a leading 
 
 # ----------------------------------------------------------------------------- data
 def generated_text(rng: random.Random, n: int) -> list[str]:
-    makers = [m for k, m in MAKERS.items()]
+    makers = list(MAKERS.values())
     return [rng.choice(makers)(rng) for _ in range(n)]
 
 
@@ -128,7 +128,7 @@ def train_tokenizer(stdlib: list[str], rng: random.Random, vocab_size: int):
                 missing.append(f"{name}/{split}: {err}")
     if missing:
         raise SystemExit("the trained tokenizer cannot express the tasks:\n" + "\n".join(missing))
-    return tok, []
+    return tok
 
 
 def _hf_tokenizer(tok):
@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> None:
     if tok_path.exists():  # the tokenizer is trained once per run and kept
         tok = Tokenizer.from_file(str(tok_path))
     else:
-        tok, _ = train_tokenizer(stdlib_train, random.Random(args.seed), args.vocab)
+        tok = train_tokenizer(stdlib_train, random.Random(args.seed), args.vocab)
         tok.save(str(tok_path))
     print(f"tokenizer: {tok.get_vocab_size()} tokens in {time.time() - t0:.0f}s", flush=True)
     torch.manual_seed(args.seed)
