@@ -127,14 +127,18 @@ def suite_report(model, *, tasks: Sequence[str] | None = None, split: str = "tes
             "structure_all": structure(histograms), "structure_included": structure(included) if included else {}}  # fmt: skip
 
 
-def write_report(report: dict, out: Path, n_layers: int, n_heads: int) -> list[Path]:
-    """JSON plus a grid of per-task oracle-head histograms (layer x head heatmaps)."""
+def write_figure(report: dict, path: Path, n_layers: int, n_heads: int) -> Path:
+    """The grid of per-task oracle-head histograms (layer x head heatmaps)."""
     from circuit_gym.plots import oracle_histograms
 
+    counts = {t: r["oracle_histogram"] for t, r in report["tasks"].items() if "oracle_histogram" in r}
+    return oracle_histograms(counts, n_layers, n_heads, path, included=set(report["included"]))
+
+
+def write_report(report: dict, out: Path, n_layers: int, n_heads: int) -> list[Path]:
+    """The report as JSON plus its figure, named by model and split."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"suite_{report['model']}_{report['split']}.json"
     path.write_text(json.dumps(report, indent=1))
-    counts = {t: r["oracle_histogram"] for t, r in report["tasks"].items() if "oracle_histogram" in r}
-    fig = oracle_histograms(counts, n_layers, n_heads, out / f"oracle_heads_{report['model']}_{report['split']}.png",
-                            included=set(report["included"]))  # fmt: skip
-    return [path, fig]
+    return [path, write_figure(report, out / f"oracle_heads_{report['model']}_{report['split']}.png", n_layers,
+                               n_heads)]  # fmt: skip

@@ -29,7 +29,7 @@ from circuit_gym.ablation.tables import sweep_table  # noqa: E402
 from circuit_gym.models import load_model  # noqa: E402
 from circuit_gym.models.behaviour import induction_metrics, task_metrics  # noqa: E402
 from circuit_gym.models.loading import embedded_dir  # noqa: E402
-from circuit_gym.suite import suite_report, write_report  # noqa: E402
+from circuit_gym.suite import suite_report, write_figure  # noqa: E402
 from circuit_gym.tasks import get_task, list_tasks  # noqa: E402
 from circuit_gym.tasks.reference import reference_batch  # noqa: E402
 
@@ -176,9 +176,9 @@ def main() -> None:
         except ValueError as err:
             print(f"{name}: {err}")
     suite = suite_report(model, split="test", episodes=args.episodes, cache=SweepCache())
-    write_report(suite, directory, model.cfg.n_layers, model.cfg.n_heads)
-    (directory / f"oracle_heads_{args.model}_test.png").replace(directory / "oracle_heads.png")
-    (directory / f"suite_{args.model}_test.json").unlink()
+    write_figure(
+        suite, directory / "oracle_heads.png", model.cfg.n_layers, model.cfg.n_heads
+    )  # JSON: card_metrics
     result = {"weights_hash": model.circuit_gym_info.weights_hash, "behaviour": behaviour,
               "induction": induction_metrics(model, "test"), "suite": suite,
               "top_heads": top_heads(model, args.top_episodes), "ablation": default_ablation(args.model),
