@@ -12,7 +12,17 @@ Reproduces the embedded model from a fixed seed, fully offline, on:
 
 Curriculum (found in trials, see the model card): phase 1 is mostly repeated random
 sequences over a small token subset until an induction circuit forms (repeated-half loss
-below half the first-half loss); phase 2 is the full mixture.
+below half the first-half loss on random sequences over the whole train third of the token
+ids); phase 2 is the full mixture.
+
+Growing (``--seed-layers K``, default 2): phase 1 trains only the first K layers; the
+other layers start with a zero output projection, so they are exact identities and
+skipping them changes nothing. A 2-layer model forms induction in a few hundred fast
+steps, where the full 12-layer stack took 8,000 (run B, see the model card); at the switch
+to phase 2 the whole stack trains, starting from the shallow model's function.
+
+Induction data use only the *train* third of the token ids (``induction_token_pool``), so
+the induction task's eval and test tokens never appear in a repeated sequence.
 
     python scripts/train_toy_model.py --out circuit_gym/models/toy --work runs/toy
     python scripts/train_toy_model.py --out /tmp/smoke --work /tmp/smoke-work --steps 3 --smoke  # CI
@@ -34,6 +44,7 @@ The 4 x 4 model (``tiny``) was trained by this script at commit 9827f71 with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import random
@@ -51,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from circuit_gym.tasks import corpus, get_task, list_tasks  # noqa: E402
 from circuit_gym.tasks import fillers as FL  # noqa: E402
+from circuit_gym.tasks.builtin import induction_token_pool  # noqa: E402
 
 BOS = "<|endoftext|>"
 
@@ -66,9 +78,11 @@ MAKERS = {
     "ordinary": lambda r: corpus.ordinary_name_text(r) if r.random() < 0.5 else corpus.ordinary_code(r),
     "ordinary_suite": corpus.ordinary_suite_text,
 }
-PHASE1 = {"repeat_small": 0.6, "stdlib": 0.2, "ioi": 0.1, "ordinary": 0.1}
+# Half the phase-1 repeats over the whole train third of the token ids: on the small subset
+# alone, "copy any token seen earlier" is nearly as good as induction (runs B and C).
+PHASE1 = {"repeat_small": 0.3, "repeat": 0.3, "stdlib": 0.2, "ioi": 0.1, "ordinary": 0.1}
 PHASE2 = {
-    "stdlib": 0.26, "repeat": 0.12, "ioi": 0.10, "docstring": 0.08, "years": 0.08, "successor": 0.06,
+    "stdlib": 0.23, "repeat": 0.15, "ioi": 0.10, "docstring": 0.08, "years": 0.08, "successor": 0.06,
     "pronoun": 0.07, "agreement": 0.08, "brackets": 0.06, "ordinary": 0.06, "ordinary_suite": 0.03,
 }  # fmt: skip
 LONG_NUMBER = re.compile(r"^\u0120?\d{3,}$")  # byte-level BPE writes a leading space as U+0120
@@ -148,9 +162,9 @@ class Stream:
         ids = [i for doc in tok.encode_batch(stdlib_train) for i in doc.ids + [self.bos]]
         self.stdlib = np.array(ids, dtype=np.int64)
         self.vocab = tok.get_vocab_size()
-        normal = np.arange(1, self.vocab)
-        self.small_subset = self.np_rng.choice(normal, size=96, replace=False)
-        self.normal = normal
+        train_tokens = induction_token_pool(_hf_tokenizer(tok), "train")
+        self.small_subset = self.np_rng.choice(train_tokens, size=96, replace=False)
+        self.normal = train_tokens
         self.sep = tok.encode("\n\n").ids
 
     def state(self) -> dict:
@@ -214,7 +228,23 @@ def build_model(vocab: int, args):
         freq = torch.exp(-math.log(10000.0) * torch.arange(0, args.d_model, 2) / args.d_model)
         model.pos.weight[:, 0::2] = torch.sin(pos * freq) * 0.5
         model.pos.weight[:, 1::2] = torch.cos(pos * freq) * 0.5
+    with torch.no_grad():  # layers beyond the seed stack start as exact identities
+        for block in list(model.layers)[args.seed_layers or args.n_layers :]:
+            block.attn.o.weight.zero_()
+            if block.attn.o.bias is not None:
+                block.attn.o.bias.zero_()
     return model, cfg_dict
+
+
+@contextlib.contextmanager
+def only_first_layers(model, k: int):
+    """Run the model through its first ``k`` layers (the others are identities in phase 1)."""
+    full = model.layers
+    model._modules["layers"] = torch.nn.ModuleList(list(full)[:k])  # same modules, no copies
+    try:
+        yield
+    finally:
+        model._modules["layers"] = full
 
 
 def _sdpa_forward(self, hidden_states, attention_mask=None, position_ids=None, pattern_fn=None, **kwargs):
@@ -245,16 +275,18 @@ def evaluate(model, stream: Stream, held_ids: np.ndarray, args) -> dict:
     """Behaviour on held-out templates and filler combinations (eval split), via the Task API."""
     model.eval()
     out: dict = {}
-    # induction on the phase-1 token subset decides the switch to phase 2
+    # In-context copying, on the phase-1 subset and on the whole train third of the token
+    # ids. On the 96-token subset a model that only learns "tokens seen earlier are likely"
+    # already gets the repeated half to ~ln(30); on ~680 tokens it needs real induction, so
+    # the pool measure decides the switch to phase 2.
     L = min(30, (args.n_ctx - 1) // 2)
     g = torch.Generator().manual_seed(0)
-    small = torch.as_tensor(stream.small_subset)[
-        torch.randint(0, len(stream.small_subset), (32, L), generator=g)
-    ]
-    toks = torch.cat([torch.full((32, 1), stream.bos), small, small], dim=1)
-    lp = F.log_softmax(model(toks)[:, :-1], -1).gather(-1, toks[:, 1:, None])[..., 0]
-    out["subset_loss_first_half"] = float(-lp[:, 1:L].mean())
-    out["subset_loss_repeated_half"] = float(-lp[:, L + 1 :].mean())
+    for label, tokens in (("subset", stream.small_subset), ("pool", stream.normal)):
+        seq = torch.as_tensor(tokens)[torch.randint(0, len(tokens), (32, L), generator=g)]
+        toks = torch.cat([torch.full((32, 1), stream.bos), seq, seq], dim=1)
+        lp = F.log_softmax(model(toks)[:, :-1], -1).gather(-1, toks[:, 1:, None])[..., 0]
+        out[f"{label}_loss_first_half"] = float(-lp[:, 1:L].mean())
+        out[f"{label}_loss_repeated_half"] = float(-lp[:, L + 1 :].mean())
     hf = _hf_tokenizer(stream.tok)
     for name in list_tasks():
         task, acc, score = get_task(name), [], []
@@ -289,7 +321,7 @@ def export(model, cfg_dict: dict, tok, out_dir: Path, card: dict) -> None:
 
 # ----------------------------------------------------------------------------- main
 RESULT_ARGS = ("steps", "batch_size", "n_layers", "n_heads", "d_model", "n_ctx", "vocab", "lr", "warmup",
-               "max_phase1_steps", "seed", "smoke", "eval_every")  # fmt: skip
+               "max_phase1_steps", "seed_layers", "seed", "smoke", "eval_every")  # fmt: skip
 
 
 def parse_args(argv: list[str] | None):
@@ -306,6 +338,7 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--max-phase1-steps", type=int, default=3000)
+    p.add_argument("--seed-layers", type=int, default=2, help="layers trained in phase 1 (0: all)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--eval-every", type=int, default=250)
@@ -317,6 +350,8 @@ def parse_args(argv: list[str] | None):
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if not 0 <= args.seed_layers <= args.n_layers:
+        raise SystemExit(f"--seed-layers must be between 0 and --n-layers ({args.n_layers})")
     torch.set_num_threads(args.threads)
     t0 = time.time()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -374,7 +409,9 @@ def main(argv: list[str] | None = None) -> None:
     use_fast_attention(model)
     for step in range(start, args.steps + 1):
         x = stream.batch(PHASE1 if phase == 1 else PHASE2, args.batch_size)
-        loss = F.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten())
+        shallow = phase == 1 and args.seed_layers
+        with only_first_layers(model, args.seed_layers) if shallow else contextlib.nullcontext():
+            loss = F.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -383,16 +420,20 @@ def main(argv: list[str] | None = None) -> None:
         if step % args.eval_every == 0 or step == args.steps:
             m = evaluate(model, stream, held_ids, args)
             # Phase 2 once induction works on the phase-1 tokens (or, as a fallback, late).
-            formed = m["subset_loss_repeated_half"] < 0.5 * m["subset_loss_first_half"]
+            formed = m["pool_loss_repeated_half"] < 0.5 * m["pool_loss_first_half"]
             if phase == 1 and (formed or step >= args.max_phase1_steps):
                 phase, switched_at = 2, step
             m.update(
-                step=step, phase=phase, train_loss=float(loss), minutes=round((time.time() - t0) / 60, 1)
+                step=step,
+                phase=phase,
+                train_loss=float(loss.detach()),
+                minutes=round((time.time() - t0) / 60, 1),
             )
             log.append(m)
             accs = " ".join(f"{n[:4]} {m[n + '_accuracy']:.2f}" for n in list_tasks())
             print(f"step {step} phase {phase} loss {float(loss):.3f} rep {m['subset_loss_repeated_half']:.2f}/"
-                  f"{m['subset_loss_first_half']:.2f} {accs} stdlib {m['stdlib_heldout_loss']:.2f} "
+                  f"{m['subset_loss_first_half']:.2f} pool {m['pool_loss_repeated_half']:.2f}/"
+                  f"{m['pool_loss_first_half']:.2f} {accs} stdlib {m['stdlib_heldout_loss']:.2f} "
                   f"[{m['minutes']} min]", flush=True)  # fmt: skip
         if step % args.save_every == 0 or step == args.steps:
             state = dict(setup=setup, step=step, phase=phase, switched_at=switched_at, log=log,

@@ -9,23 +9,23 @@ import torch
 from circuit_gym.models import GPT2_ENV_VAR, ModelNotAvailableError, load_model, set_threads, weights_hash
 
 
-def test_toy_model_loads_offline_with_hooks(toy_model):
-    info = toy_model.circuit_gym_info
-    assert info.name == "toy" and info.source == "embedded"
-    assert info.n_heads_total == toy_model.cfg.n_layers * toy_model.cfg.n_heads
-    tokens = toy_model.to_tokens(" Mary and John went to the store")
-    assert tokens[0, 0] == toy_model.tokenizer.bos_token_id
-    logits, cache = toy_model.run_with_cache(tokens)
+def test_toy_model_loads_offline_with_hooks(tiny_model):
+    info = tiny_model.circuit_gym_info
+    assert info.name == "tiny" and info.source == "embedded"
+    assert info.n_heads_total == tiny_model.cfg.n_layers * tiny_model.cfg.n_heads
+    tokens = tiny_model.to_tokens(" Mary and John went to the store")
+    assert tokens[0, 0] == tiny_model.tokenizer.bos_token_id
+    logits, cache = tiny_model.run_with_cache(tokens)
     z = cache["blocks.0.attn.hook_z"]
-    assert z.shape == (1, tokens.shape[1], info.n_heads, toy_model.cfg.d_head)
+    assert z.shape == (1, tokens.shape[1], info.n_heads, tiny_model.cfg.d_head)
     assert "blocks.0.attn.hook_pattern" in cache
 
 
-def test_start_at_layer_reproduces_the_full_forward(toy_model):
-    tokens = toy_model.to_tokens("def load(self, file, mode):")
-    logits, cache = toy_model.run_with_cache(tokens)
-    for layer in range(toy_model.cfg.n_layers):
-        resumed = toy_model(cache[f"blocks.{layer}.hook_resid_pre"], start_at_layer=layer)
+def test_start_at_layer_reproduces_the_full_forward(tiny_model):
+    tokens = tiny_model.to_tokens("def load(self, file, mode):")
+    logits, cache = tiny_model.run_with_cache(tokens)
+    for layer in range(tiny_model.cfg.n_layers):
+        resumed = tiny_model(cache[f"blocks.{layer}.hook_resid_pre"], start_at_layer=layer)
         torch.testing.assert_close(resumed, logits)
 
 
@@ -70,19 +70,19 @@ def test_cli_reports_missing_weights_without_a_traceback(tmp_path):
     assert "Traceback" not in proc.stderr and GPT2_ENV_VAR in proc.stderr
 
 
-def test_weights_hash_changes_with_weights(toy_model):
+def test_weights_hash_changes_with_weights(tiny_model):
     """On a private copy of the weights: the session fixture is never mutated (add_(1) then
     sub_(1) is not exact in float32)."""
     import copy
 
-    before = weights_hash(toy_model)
-    assert before == toy_model.circuit_gym_info.weights_hash
-    clone = copy.deepcopy(toy_model)
+    before = weights_hash(tiny_model)
+    assert before == tiny_model.circuit_gym_info.weights_hash
+    clone = copy.deepcopy(tiny_model)
     assert weights_hash(clone) == before
     with torch.no_grad():
         next(clone.parameters()).view(-1)[0] += 1e-3
     assert weights_hash(clone) != before
-    assert weights_hash(toy_model) == before
+    assert weights_hash(tiny_model) == before
 
 
 def test_threads_setting_takes_effect_in_a_fresh_process():
@@ -105,10 +105,10 @@ def test_threads_setting_takes_effect_in_a_fresh_process():
 
 def test_device_argument_is_checked():
     with pytest.raises(ValueError, match="device"):
-        load_model("toy", device="no-such-device")
+        load_model("tiny", device="no-such-device")
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="not available"):
-            load_model("toy", device="cuda")
+            load_model("tiny", device="cuda")
 
 
 @pytest.mark.gpu

@@ -11,20 +11,20 @@ from circuit_gym.models.behaviour import docstring_metrics, induction_metrics, i
 
 
 @pytest.mark.parametrize("split", ["eval", "test"])
-def test_induction(toy_model, split):
-    m = induction_metrics(toy_model, split)
+def test_induction(tiny_model, split):
+    m = induction_metrics(tiny_model, split)
     assert m["loss_repeated_half"] < 0.5 * m["loss_first_half"]
     assert np.max(m["head_scores"]["induction"]) > 0.5
 
 
 @pytest.mark.parametrize("split", ["eval", "test"])
-def test_ioi(toy_model, split):
-    m = ioi_metrics(toy_model, split)
+def test_ioi(tiny_model, split):
+    m = ioi_metrics(tiny_model, split)
     assert m["accuracy"] >= 0.9, m
 
 
 @pytest.mark.parametrize("split", ["eval", "test"])
-def test_docstring(toy_model, split):
-    m = docstring_metrics(toy_model, split)
+def test_docstring(tiny_model, split):
+    m = docstring_metrics(tiny_model, split)
     # the model card reports 1.000 on both splits; allow a few misses, not a model at chance
     assert m["three_way_accuracy"] >= 0.95 and m["top1_accuracy"] >= 0.9, m

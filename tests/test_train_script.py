@@ -15,7 +15,7 @@ from circuit_gym.models import load_model
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "train_toy_model.py"
 SMALL = ["--smoke", "--n-layers", "2", "--n-heads", "2", "--d-model", "32", "--n-ctx", "64", "--eval-every", "2",
-         "--save-every", "2"]  # fmt: skip
+         "--save-every", "2", "--seed-layers", "1", "--max-phase1-steps", "2"]  # fmt: skip
 
 
 def _train(out: Path, work: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -48,11 +48,37 @@ def test_training_runs_resumes_exactly_and_its_export_loads(tmp_path):
     assert proc.returncode != 0 and "other settings" in proc.stderr
 
 
-def test_fast_training_attention_equals_the_models_own():
+def _train_module():
     spec = importlib.util.spec_from_file_location("train_toy_model", SCRIPT)
     train = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(train)
-    args = argparse.Namespace(n_layers=3, n_heads=4, d_model=32, n_ctx=16, seed=0)
+    return train
+
+
+def test_layers_beyond_the_seed_stack_are_identities_until_phase_2():
+    train = _train_module()
+    args = argparse.Namespace(n_layers=3, n_heads=2, d_model=16, n_ctx=16, seed=0, seed_layers=1)
+    model, _ = train.build_model(40, args)
+    x = torch.randint(0, 40, (2, 16), generator=torch.Generator().manual_seed(1))
+    # a phase-1 step through the first layer only: the skipped layers get no gradient
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    with train.only_first_layers(model, 1):
+        torch.nn.functional.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten()).backward()
+    opt.step()
+    assert len(model.layers) == 3
+    assert all(p.grad is None for p in model.layers[1:].parameters())
+    with train.only_first_layers(model, 1):
+        shallow = model(x)
+    torch.testing.assert_close(model(x), shallow, atol=0, rtol=0)  # growing changes nothing
+    # and the full stack is a different function once a later layer's output is non-zero
+    with torch.no_grad():
+        model.layers[2].attn.o.weight.normal_()
+    assert not torch.allclose(model(x), shallow)
+
+
+def test_fast_training_attention_equals_the_models_own():
+    train = _train_module()
+    args = argparse.Namespace(n_layers=3, n_heads=4, d_model=32, n_ctx=16, seed=0, seed_layers=0)
     model, _ = train.build_model(50, args)
     x = torch.randint(0, 50, (3, 16), generator=torch.Generator().manual_seed(0))
     reference = model(x)

@@ -28,7 +28,6 @@ MODELS_DIR = Path(str(resources.files("circuit_gym") / "models"))
 # Embedded models, shipped in the package: "toy" is the default (GPT-2 small's 12 x 12 head
 # grid); "tiny" (4 x 4) is the first embedded model, kept for fast tests and the v0/v1 IDs.
 EMBEDDED = ("toy", "tiny")
-TOY_DIR = MODELS_DIR / "toy"
 GPT2_ENV_VAR = "CIRCUIT_GYM_GPT2_PATH"
 THREADS_ENV_VAR = "CIRCUIT_GYM_THREADS"
 GPT2_REPO = "openai-community/gpt2"
