@@ -18,11 +18,20 @@ and, per task, whether its modal head is among the 5 heads most often oracle on 
 *other* tasks. Tasks whose modal head is not are the ones memorising other tasks'
 heads cannot solve: the held-out candidates of a benchmark.
 
+**Held-out choice** (:func:`choose_held_out`, for a benchmark): from the included tasks, the
+``HELD_OUT`` = 3 tasks such that each one's modal oracle head is not among the ``OTHER_TOP``
+heads most often oracle on the remaining (training) tasks pooled, and no two of them share a
+modal head; among such sets, the one with held-out tasks from the most families, then the
+highest summed modal share (the clearest bottlenecks), then alphabetical. Run it on the
+*train* split so that nothing about the test episodes chooses the benchmark.
+
     circuit-gym suite --model toy --split test --episodes 48 --out docs/suite
+    circuit-gym suite --model toy --split train --episodes 48 --out docs/suite   # held-out choice
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -41,6 +50,7 @@ MIN_ACCURACY = 0.9
 MIN_POSITIVE_SHARE = 0.9
 MIN_MODAL_SHARE = 0.25
 OTHER_TOP = 5
+HELD_OUT = 3
 
 
 def oracle_heads(model, task: str, split: str, episodes: int, *, batch_size: int = 8, ablation: str | None = None,
@@ -94,6 +104,44 @@ def structure(histograms: dict[str, Counter]) -> dict:
             "per_task": per_task}  # fmt: skip
 
 
+def choose_held_out(histograms: dict[str, Counter], families: dict[str, str], n: int = HELD_OUT) -> dict:
+    """The held-out set by the rule in the module docstring, with the reason for each task.
+
+    ``histograms``: per included task, its oracle-head counts; ``families``: task -> family.
+    Raises ``ValueError`` when no set of ``n`` tasks satisfies the rule.
+    """
+    modal = {t: h.most_common(1)[0][0] for t, h in histograms.items()}
+    share = {t: h.most_common(1)[0][1] / sum(h.values()) for t, h in histograms.items()}
+    valid = []
+    for held in itertools.combinations(sorted(histograms), n):
+        train = [t for t in histograms if t not in held]
+        pooled = sum((histograms[t] for t in train), Counter())
+        top_train = [head for head, _ in pooled.most_common(OTHER_TOP)]
+        if train and len({modal[t] for t in held}) == n and all(modal[t] not in top_train for t in held):
+            key = (-len({families[t] for t in held}), -sum(share[t] for t in held), held)
+            valid.append((key, held, top_train))
+    if not valid:
+        raise ValueError(f"no {n} tasks have modal oracle heads outside the other tasks' top {OTHER_TOP}")
+    _, held, top_train = min(valid)
+    return {
+        "held_out": list(held), "train": sorted(t for t in histograms if t not in held),
+        "train_top_heads": [h if isinstance(h, str) else int(h) for h in top_train], "valid_sets": len(valid),
+        "reasons": {t: f"modal oracle head {modal[t]} ({share[t]:.0%} of episodes) is not among the training "
+                       f"tasks' {OTHER_TOP} most frequent oracle heads {top_train}" for t in held},
+    }  # fmt: skip
+
+
+def held_out_from_reports(train_report: dict, gate_report: dict) -> dict:
+    """The held-out choice among the tasks ``gate_report`` includes (the inclusion gate, test
+    split), from ``train_report``'s oracle histograms (train split): what a benchmark uses."""
+    included = gate_report["included"]
+    missing = [t for t in included if "oracle_histogram" not in train_report["tasks"].get(t, {})]
+    if missing:
+        raise ValueError(f"the train-split report has no oracle histogram for {missing}")
+    histograms = {t: Counter(train_report["tasks"][t]["oracle_histogram"]) for t in included}
+    return choose_held_out(histograms, {t: gate_report["tasks"][t]["family"] for t in included})
+
+
 def suite_report(model, *, tasks: Sequence[str] | None = None, split: str = "test", episodes: int = 48,
                  accuracy_batches: int = 8, cache: SweepCache | None = None, progress: bool = True) -> dict:  # fmt: skip
     """Gate and oracle structure of every task (default: every registered task)."""
@@ -124,7 +172,15 @@ def suite_report(model, *, tasks: Sequence[str] | None = None, split: str = "tes
                      "min_modal_share": MIN_MODAL_SHARE, "others_top": OTHER_TOP},
             "tasks": rows, "included": sorted(included),
             "families_included": sorted({rows[t]["family"] for t in included}),
-            "structure_all": structure(histograms), "structure_included": structure(included) if included else {}}  # fmt: skip
+            "structure_all": structure(histograms), "structure_included": structure(included) if included else {},
+            "held_out_choice": _held_out_or_reason(included, rows)}  # fmt: skip
+
+
+def _held_out_or_reason(included: dict[str, Counter], rows: dict) -> dict:
+    try:
+        return choose_held_out(included, {t: rows[t]["family"] for t in included})
+    except ValueError as err:
+        return {"error": str(err)}
 
 
 def write_figure(report: dict, path: Path, n_layers: int, n_heads: int) -> Path:

@@ -49,3 +49,49 @@ def test_structure_finds_modal_heads_outside_the_other_tasks_top():
     assert s["distinct_modal_heads"] == 2  # a and b share head 1
     assert s["tasks_with_modal_head_outside_others_top"] == ["c"]
     assert s["per_task"]["a"]["others_top"][0] == 1  # b's 8 + c's 1
+
+
+def test_held_out_choice_picks_tasks_whose_modal_heads_the_training_tasks_do_not_use():
+    from collections import Counter
+
+    from circuit_gym.suite import choose_held_out
+
+    hist = {
+        "t1": Counter({0: 5, 1: 4, 2: 3}), "t2": Counter({3: 5, 4: 4, 0: 3}), "t3": Counter({5: 6, 1: 6}),
+        "h1": Counter({100: 6, 0: 2}), "h2": Counter({101: 5, 1: 3}), "h3": Counter({102: 7}),
+    }  # fmt: skip
+    families = {"t1": "f", "t2": "f", "t3": "f", "h1": "a", "h2": "b", "h3": "c"}
+    # Worked by hand: with h1-h3 held out the training counts are 1:10, 0:8, 5:6, 3:5, 4:4, 2:3, so the
+    # top 5 are {0, 1, 3, 4, 5}; 100, 101, 102 are outside it. {h1, h2, t3} is valid too (three
+    # families) but its modal shares sum to 0.75 + 0.625 + 0.5 < 0.75 + 0.625 + 1.
+    choice = choose_held_out(hist, families)
+    assert choice["held_out"] == ["h1", "h2", "h3"] and choice["train"] == ["t1", "t2", "t3"]
+    assert sorted(choice["train_top_heads"]) == [0, 1, 3, 4, 5]
+    assert "102" in choice["reasons"]["h3"] and choice["valid_sets"] >= 2
+    same = {t: Counter({7: 3}) for t in hist}  # every task's bottleneck is one head: no transfer test
+    with pytest.raises(ValueError, match="modal oracle heads"):
+        choose_held_out(same, families)
+
+
+def test_the_benchmark_held_out_tasks_follow_the_rule_on_the_committed_suite_reports():
+    """leaderboard/benchmark.py against docs/suite: the gate (test split) decides which tasks
+    count, the train split's oracle histograms which of them are held out."""
+    import json
+    from pathlib import Path
+
+    from circuit_gym.leaderboard import benchmark as B
+    from circuit_gym.suite import held_out_from_reports
+
+    suite = Path(__file__).resolve().parents[1] / "docs" / "suite"
+    train = json.loads((suite / "suite_toy_train.json").read_text())
+    gate = json.loads((suite / "suite_toy_test.json").read_text())
+    assert (
+        train["split"] == "train"
+        and gate["split"] == "test"
+        and train["weights_hash"] == gate["weights_hash"]
+    )
+    choice = held_out_from_reports(train, gate)
+    assert tuple(choice["held_out"]) == B.HELD_OUT_TASKS and tuple(choice["train"]) == B.TRAIN_TASKS
+    for task in B.HELD_OUT_TASKS:  # the reason, from the numbers: the modal head is not a training favourite
+        modal = Counter(train["tasks"][task]["oracle_histogram"]).most_common(1)[0][0]
+        assert modal not in choice["train_top_heads"]

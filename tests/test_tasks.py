@@ -16,39 +16,39 @@ def test_builtin_tasks_registered():
 
 @pytest.mark.parametrize("name", ["induction", "ioi", "docstring"])
 @pytest.mark.parametrize("split", ["train", "eval", "test"])
-def test_batches_are_valid_and_seeded(toy_model, name, split):
+def test_batches_are_valid_and_seeded(tiny_model, name, split):
     task = get_task(name)
-    a = task.batch(toy_model, split, 6, seed=3)
-    b = task.batch(toy_model, split, 6, seed=3)
-    c = task.batch(toy_model, split, 6, seed=4)
+    a = task.batch(tiny_model, split, 6, seed=3)
+    b = task.batch(tiny_model, split, 6, seed=3)
+    c = task.batch(tiny_model, split, 6, seed=4)
     assert torch.equal(a.tokens, b.tokens) and not torch.equal(a.tokens, c.tokens)
-    assert a.tokens.shape[0] == 6 and (a.tokens[:, 0] == toy_model.tokenizer.bos_token_id).all()
+    assert a.tokens.shape[0] == 6 and (a.tokens[:, 0] == tiny_model.tokenizer.bos_token_id).all()
     assert a.counterfactual is not None and a.counterfactual.shape == a.tokens.shape
-    score = task.score(toy_model(a.tokens), a)
+    score = task.score(tiny_model(a.tokens), a)
     assert score.shape == (6,) and torch.isfinite(score).all()
 
 
-def test_answers_are_the_right_fillers(toy_model):
-    tok = toy_model.tokenizer
-    ioi = get_task("ioi").batch(toy_model, "train", 8, seed=0)
+def test_answers_are_the_right_fillers(tiny_model):
+    tok = tiny_model.tokenizer
+    ioi = get_task("ioi").batch(tiny_model, "train", 8, seed=0)
     for row, ans, dis in zip(ioi.tokens, ioi.answers[:, 0], ioi.distractors[:, 0, 0], strict=True):
         text = tok.decode(row[1:])
         io, s = tok.decode([int(ans)]).strip(), tok.decode([int(dis)]).strip()
         assert text.count(io) == 1 and text.count(s) == 2  # IO once, subject twice
-    doc = get_task("docstring").batch(toy_model, "train", 8, seed=0)
+    doc = get_task("docstring").batch(tiny_model, "train", 8, seed=0)
     for row, ans in zip(doc.tokens, doc.answers[:, 0], strict=True):
         text = tok.decode(row[1:])
         assert text.count(tok.decode([int(ans)])) == 1  # only in the signature
-    ind = get_task("induction").batch(toy_model, "train", 4, seed=0)
+    ind = get_task("induction").batch(tiny_model, "train", 4, seed=0)
     L = (ind.tokens.shape[1] - 1) // 2
     assert torch.equal(ind.tokens[:, 1 : L + 1], ind.tokens[:, L + 1 :])
     assert torch.equal(ind.answers, ind.tokens[:, ind.positions + 1])
 
 
-def test_ioi_batches_have_one_name_order_each(toy_model):
-    tok, orders = toy_model.tokenizer, set()
+def test_ioi_batches_have_one_name_order_each(tiny_model):
+    tok, orders = tiny_model.tokenizer, set()
     for seed in range(12):
-        batch = get_task("ioi").batch(toy_model, "eval", 6, seed=seed)
+        batch = get_task("ioi").batch(tiny_model, "eval", 6, seed=seed)
         io_first = set()
         for row, io, s in zip(batch.tokens, batch.answers[:, 0], batch.distractors[:, 0, 0], strict=True):
             text = tok.decode(row[1:])
@@ -60,7 +60,7 @@ def test_ioi_batches_have_one_name_order_each(toy_model):
     assert orders == {True, False}, "both orders (ABBA and BABA) occur across batches"
 
 
-def test_splits_use_disjoint_fillers_and_templates(toy_model):
+def test_splits_use_disjoint_fillers_and_templates(tiny_model):
     pairs = {s: {frozenset(p) for p in F.ioi_name_pairs(s)} for s in F.SPLITS}
     triples = {s: set(F.docstring_param_triples(s)) for s in F.SPLITS}
     for s1, s2 in [("train", "eval"), ("train", "test"), ("eval", "test")]:
@@ -68,7 +68,7 @@ def test_splits_use_disjoint_fillers_and_templates(toy_model):
         assert not triples[s1] & triples[s2]
         assert not set(F.ioi_templates(s1)) & set(F.ioi_templates(s2))
         assert not set(F.docstring_templates(s1)) & set(F.docstring_templates(s2))
-        pool1, pool2 = (set(induction_token_pool(toy_model.tokenizer, s)) for s in (s1, s2))
+        pool1, pool2 = (set(induction_token_pool(tiny_model.tokenizer, s)) for s in (s1, s2))
         assert not pool1 & pool2
     # every single name, and every template part, still occurs in training
     assert {n for p in F.ioi_name_pairs("train") for n in p} == set(F.NAMES)
@@ -78,12 +78,12 @@ def test_splits_use_disjoint_fillers_and_templates(toy_model):
     assert all(part in train_doc for part in F.DOCSTRING_DESCRIPTIONS + F.DOCSTRING_SUMMARIES)
 
 
-def test_bad_inputs_give_clear_errors(toy_model):
+def test_bad_inputs_give_clear_errors(tiny_model):
     ioi = get_task("ioi")
     with pytest.raises(ValueError, match="split"):
-        ioi.batch(toy_model, "validation", 4, seed=0)
+        ioi.batch(tiny_model, "validation", 4, seed=0)
     with pytest.raises(ValueError, match="batch_size"):
-        ioi.batch(toy_model, "train", 0, seed=0)
+        ioi.batch(tiny_model, "train", 0, seed=0)
 
     def multi_token_filler(tokenizer, split, batch_size, rng):
         from circuit_gym.tasks import single_token_ids
@@ -91,21 +91,21 @@ def test_bad_inputs_give_clear_errors(toy_model):
         single_token_ids(tokenizer, ["Supercalifragilistic"])
 
     with pytest.raises(ValueError, match="not single tokens"):
-        Task("bad", multi_token_filler, logit_diff).batch(toy_model, "train", 2, seed=0)
+        Task("bad", multi_token_filler, logit_diff).batch(tiny_model, "train", 2, seed=0)
 
     def too_long(tokenizer, split, batch_size, rng):
-        n = toy_model.cfg.n_ctx + 5
+        n = tiny_model.cfg.n_ctx + 5
         t = torch.ones((batch_size, n), dtype=torch.long)
         z = torch.zeros((batch_size, 1), dtype=torch.long)
         return PromptBatch("long", split, 0, "", t, torch.tensor([n - 1]), z, z[..., None])
 
     with pytest.raises(ValueError, match="context"):
-        Task("long", too_long, logit_diff).batch(toy_model, "train", 2, seed=0)
+        Task("long", too_long, logit_diff).batch(tiny_model, "train", 2, seed=0)
 
 
-def test_user_task_defined_in_a_test(toy_model):
+def test_user_task_defined_in_a_test(tiny_model):
     """A user-defined task: after 'A B C A B', predict 'C'. Registered without touching the package."""
-    tok = toy_model.tokenizer
+    tok = tiny_model.tokenizer
 
     def make(tokenizer, split, batch_size, rng):
         from circuit_gym.tasks import encode_prompts, single_token_ids
@@ -121,17 +121,17 @@ def test_user_task_defined_in_a_test(toy_model):
 
     task = register_task(Task("repeat3_test", make, logit_diff), overwrite=True)
     assert get_task("repeat3_test") is task
-    batch = task.batch(toy_model, "eval", 5, seed=0)
+    batch = task.batch(tiny_model, "eval", 5, seed=0)
     assert batch.tokens.shape == (5, 6) and tok.decode(batch.tokens[0, 1:2]).strip() in F.NAMES
-    assert task.score(toy_model(batch.tokens), batch).shape == (5,)
+    assert task.score(tiny_model(batch.tokens), batch).shape == (5,)
     with pytest.raises(ValueError, match="already registered"):
         register_task(task)
 
 
 @pytest.mark.parametrize("name", REFERENCE_CHOICES)
-def test_reference_batches_are_fixed(toy_model, name):
-    a, b = reference_batch(toy_model, name), reference_batch(toy_model, name)
+def test_reference_batches_are_fixed(tiny_model, name):
+    a, b = reference_batch(tiny_model, name), reference_batch(tiny_model, name)
     assert torch.equal(a.tokens, b.tokens) and a.fingerprint == b.fingerprint
     assert a.tokens.shape == (32, 48)
     with pytest.raises(ValueError):
-        reference_batch(toy_model, "wikipedia")
+        reference_batch(tiny_model, "wikipedia")
