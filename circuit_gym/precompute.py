@@ -6,10 +6,11 @@ pools up front turns every later ``reset``/``step`` into a cache read, which is 
 with many GPUs or nodes prepare GPT-2 or larger models:
 
     circuit-gym precompute --model gpt2 --tasks ioi docstring --splits train eval --pool-size 64
+    circuit-gym precompute ... --workers 2      # local worker processes (one model each)
     circuit-gym precompute ... --ray            # one Ray task per sweep (pip install circuit-gym[ray])
 
-With ``--ray`` every worker loads the model once (a Ray actor) and returns the damages to
-the driver, which writes them into its own cache: the files are byte-for-byte what the
+With ``--workers N`` (local processes, ``concurrent.futures``) or ``--ray`` (Ray actors,
+also across nodes) every worker loads the model once and returns the damages to the driver, which writes them into its own cache: the files are byte-for-byte what the
 serial path writes, and workers on other nodes need no shared file system. The
 general-damage sweep (one per model, reference and ablation) runs first, on the driver,
 and is handed to the workers.
@@ -17,8 +18,10 @@ and is handed to the workers.
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,15 +69,31 @@ def precompute(model_name: str, tasks: Sequence[str], splits: Sequence[str], poo
                model_path: str | None = None, batch_size: int = 8, ablation: str | None = None,
                reference: str | None = None, device: str = "cpu", threads: int | None = None,
                cache: SweepCache | None = None, use_ray: bool = False, ray_workers: int | None = None,
-               progress: bool = True) -> dict:  # fmt: skip
+               workers: int = 1, progress: bool = True) -> dict:  # fmt: skip
     """Fill ``cache`` with the sweeps of the given pools; returns counts and timings.
 
+    ``workers`` > 1 runs the sweeps in that many local processes (``use_ray`` on Ray instead).
     The defaults (``batch_size=8``, the model's default ablation and reference) are the
     environments' defaults, so the IDs read exactly these tables.
     """
+    return precompute_jobs(model_name, plan(tasks, splits, pool_size), model_path=model_path, batch_size=batch_size,
+                           ablation=ablation, reference=reference, device=device, threads=threads, cache=cache,
+                           use_ray=use_ray, ray_workers=ray_workers, workers=workers, progress=progress)  # fmt: skip
+
+
+def precompute_jobs(model_name: str, jobs: Sequence[Job], *, model_path: str | None = None, batch_size: int = 8,
+                    ablation: str | None = None, reference: str | None = None, device: str = "cpu",
+                    threads: int | None = None, cache: SweepCache | None = None, use_ray: bool = False,
+                    ray_workers: int | None = None, workers: int = 1, progress: bool = True,
+                    spawn: bool = False) -> dict:  # fmt: skip
+    """:func:`precompute` for any list of pool episodes (e.g. several pools of different sizes).
+
+    ``spawn``: sweep in spawned worker processes even with one worker, so that a caller can
+    run this in a thread beside its own work (the main job trains PPO meanwhile)."""
     cache = cache or SweepCache()
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
     ablation = check_ablation(ablation or default_ablation(model_name))
-    jobs = plan(tasks, splits, pool_size)
     t0 = time.perf_counter()
     model = load_model(model_name, path=model_path, device=device, threads=threads)
     ref = reference_batch(model, reference)
@@ -88,6 +107,9 @@ def precompute(model_name: str, tasks: Sequence[str], splits: Sequence[str], poo
     if use_ray:
         results = _run_ray(todo, model_name, model_path, batch_size, reference, ablation, device, general,
                            ray_workers, bar, cache)  # fmt: skip
+    elif (workers > 1 and len(todo) > 1) or (spawn and todo):
+        results = _run_processes(todo, (model_name, model_path, device), (batch_size, reference, ablation, general),
+                                 min(workers, len(todo)), bar, cache)  # fmt: skip
     else:
         for job in todo:
             cache.store(*damages_payload(model, job, batch_size, ref, ablation, general))
@@ -137,8 +159,36 @@ def _run_ray(todo: list[Job], model_name: str, model_path: str | None, batch_siz
             ray.shutdown()
 
 
+_PROCESS_WORKER: dict = {}
+
+
+def _init_process_worker(model_name: str, model_path: str | None, device: str) -> None:
+    _PROCESS_WORKER["worker"] = SweepWorker(model_name, model_path, device)
+
+
+def _process_sweep(job: Job, batch_size: int, reference: str | None, ablation: str,
+                   general: np.ndarray) -> tuple[dict, dict]:  # fmt: skip
+    return _PROCESS_WORKER["worker"].sweep(job, batch_size, reference, ablation, general)
+
+
+def _run_processes(
+    todo: list[Job], model_args: tuple, sweep_args: tuple, workers: int, bar, cache: SweepCache
+) -> int:
+    """Sweeps in ``workers`` spawned processes, each with its own model (one thread); the
+    driver writes every result, as on Ray."""
+    context = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_process_worker,
+                             initargs=model_args) as executor:  # fmt: skip
+        futures = [executor.submit(_process_sweep, job, *sweep_args) for job in todo]
+        for future in as_completed(futures):
+            cache.store(*future.result())
+            bar.update(1)
+    return len(todo)
+
+
 class SweepWorker:
-    """A Ray actor: loads the model once (one thread), then computes sweeps on request."""
+    """A worker (a Ray actor or a local process): loads the model once (one thread), then
+    computes sweeps on request."""
 
     def __init__(self, model_name: str, model_path: str | None, device: str) -> None:
         self.model = load_model(model_name, path=model_path, device=device, threads=1)

@@ -14,11 +14,12 @@ from circuit_gym.tasks.reference import reference_batch
 
 @pytest.mark.parametrize("kind", ABLATIONS)
 @pytest.mark.parametrize("name", ["induction", "ioi", "docstring"])
-def test_fast_sweep_equals_the_naive_loop(toy_model, kind, name):
+def test_fast_sweep_equals_the_naive_loop(tiny_model, kind, name):
     task = get_task(name)
     engine = AblationEngine(
-        toy_model, Evaluation.for_task(task, task.batch(toy_model, "train", 6, seed=1)), kind
+        tiny_model, Evaluation.for_task(task, task.batch(tiny_model, "train", 6, seed=1)), kind
     )
+    assert engine._fast is not None  # the attention-only model takes the SDPA replay
     np.testing.assert_allclose(engine.sweep(), engine.naive_sweep(), rtol=1e-5, atol=1e-5)
 
 
@@ -27,29 +28,30 @@ def test_fast_sweep_equals_the_naive_loop_on_gpt2_shape(random_gpt2_dir, kind):
     model = load_model("gpt2", path=random_gpt2_dir)
     task = get_task("ioi")
     engine = AblationEngine(model, Evaluation.for_task(task, task.batch(model, "train", 4, seed=0)), kind)
+    assert engine._fast is None  # GPT-2's blocks have MLPs: the bridge's blocks are called
     np.testing.assert_allclose(engine.sweep(), engine.naive_sweep(), rtol=1e-4, atol=1e-4)
 
 
-def test_reference_sweep_equals_the_naive_loop(toy_model):
-    engine = AblationEngine(toy_model, Evaluation.for_reference(reference_batch(toy_model)), "zero")
+def test_reference_sweep_equals_the_naive_loop(tiny_model):
+    engine = AblationEngine(tiny_model, Evaluation.for_reference(reference_batch(tiny_model)), "zero")
     np.testing.assert_allclose(engine.sweep(), engine.naive_sweep(), rtol=1e-5, atol=1e-5)
 
 
-def test_set_ablation_matches_hooks_on_a_full_forward(toy_model):
+def test_set_ablation_matches_hooks_on_a_full_forward(tiny_model):
     task = get_task("ioi")
-    batch = task.batch(toy_model, "train", 6, seed=2)
-    engine = AblationEngine(toy_model, Evaluation.for_task(task, batch), "zero")
+    batch = task.batch(tiny_model, "train", 6, seed=2)
+    engine = AblationEngine(tiny_model, Evaluation.for_task(task, batch), "zero")
     heads = [1, 6, 13]  # layers 0, 1, 3
 
     def hook(z, hook):
         layer = int(hook.name.split(".")[1])
         for h in heads:
-            if h // toy_model.cfg.n_heads == layer:
-                z[:, :, h % toy_model.cfg.n_heads] = 0
+            if h // tiny_model.cfg.n_heads == layer:
+                z[:, :, h % tiny_model.cfg.n_heads] = 0
         return z
 
-    names = {f"blocks.{h // toy_model.cfg.n_heads}.attn.hook_z" for h in heads}
-    logits = toy_model.run_with_hooks(batch.tokens, fwd_hooks=[(n, hook) for n in names])
+    names = {f"blocks.{h // tiny_model.cfg.n_heads}.attn.hook_z" for h in heads}
+    logits = tiny_model.run_with_hooks(batch.tokens, fwd_hooks=[(n, hook) for n in names])
     expected = float(task.score(logits, batch).mean())
     assert engine.score(heads) == pytest.approx(expected, abs=1e-5)
     assert engine.score([]) == engine.clean_score
@@ -68,64 +70,64 @@ def _hand_ablated_forward(model, tokens, layer, head, replacement):
     return model.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{layer}.attn.hook_z", hook)])
 
 
-def test_table_matches_a_hand_computed_ablation(toy_model):
+def test_table_matches_a_hand_computed_ablation(tiny_model):
     """Task damage, general damage and reward of a few heads from plain hooked forward passes."""
     import torch.nn.functional as F
 
     task = get_task("docstring")
-    batch = task.batch(toy_model, "train", 6, seed=0)
-    ref = reference_batch(toy_model)
-    table = ContrastiveScorer(toy_model, task, batch, ref, "zero", lam=0.5).sweep()
-    n_heads = toy_model.cfg.n_heads
+    batch = task.batch(tiny_model, "train", 6, seed=0)
+    ref = reference_batch(tiny_model)
+    table = ContrastiveScorer(tiny_model, task, batch, ref, "zero", lam=0.5).sweep()
+    n_heads = tiny_model.cfg.n_heads
 
     def ref_loss(logits):
         return float(F.cross_entropy(logits[:, :-1].flatten(0, 1), ref.tokens[:, 1:].flatten()))
 
-    clean_metric = float(task.score(toy_model(batch.tokens), batch).mean())
-    clean_loss = ref_loss(toy_model(ref.tokens))
+    clean_metric = float(task.score(tiny_model(batch.tokens), batch).mean())
+    clean_loss = ref_loss(tiny_model(ref.tokens))
     for h in (0, 5, 15, table.oracle_head):
         layer, head = divmod(h, n_heads)
-        zeros = torch.zeros(1, 1, n_heads, toy_model.cfg.d_head)
+        zeros = torch.zeros(1, 1, n_heads, tiny_model.cfg.d_head)
         metric = float(
-            task.score(_hand_ablated_forward(toy_model, batch.tokens, layer, head, zeros), batch).mean()
+            task.score(_hand_ablated_forward(tiny_model, batch.tokens, layer, head, zeros), batch).mean()
         )
-        loss = ref_loss(_hand_ablated_forward(toy_model, ref.tokens, layer, head, zeros))
+        loss = ref_loss(_hand_ablated_forward(tiny_model, ref.tokens, layer, head, zeros))
         assert table.task_damage[h] == pytest.approx(clean_metric - metric, abs=1e-4)
         assert table.general_damage[h] == pytest.approx(loss - clean_loss, abs=1e-4)
         assert table.reward[h] == pytest.approx((clean_metric - metric) - 0.5 * (loss - clean_loss), abs=1e-4)
     with pytest.raises(ValueError, match="lam"):
-        ContrastiveScorer(toy_model, task, batch, ref, lam=float("nan"))
+        ContrastiveScorer(tiny_model, task, batch, ref, lam=float("nan"))
     with pytest.raises(ValueError, match="ablation"):
-        ContrastiveScorer(toy_model, task, batch, ref, "gaussian")
+        ContrastiveScorer(tiny_model, task, batch, ref, "gaussian")
 
 
 @pytest.mark.parametrize("name", ["ioi", "induction"])
-def test_resample_equals_an_independent_patch_from_the_counterfactual_run(toy_model, name):
+def test_resample_equals_an_independent_patch_from_the_counterfactual_run(tiny_model, name):
     """Resample ablation = the head's hook_z taken from a separate run on the counterfactual prompts."""
     task = get_task(name)
-    batch = task.batch(toy_model, "eval", 5, seed=3)
-    engine = AblationEngine(toy_model, Evaluation.for_task(task, batch), "resample")
+    batch = task.batch(tiny_model, "eval", 5, seed=3)
+    engine = AblationEngine(tiny_model, Evaluation.for_task(task, batch), "resample")
     swept = engine.sweep()
-    n_heads = toy_model.cfg.n_heads
+    n_heads = tiny_model.cfg.n_heads
     for h in (1, 6, 11, 14):
         layer, head = divmod(h, n_heads)
-        _, cf_cache = toy_model.run_with_cache(batch.counterfactual)
+        _, cf_cache = tiny_model.run_with_cache(batch.counterfactual)
         donor = cf_cache[f"blocks.{layer}.attn.hook_z"]
-        logits = _hand_ablated_forward(toy_model, batch.tokens, layer, head, donor)
+        logits = _hand_ablated_forward(tiny_model, batch.tokens, layer, head, donor)
         assert swept[h] == pytest.approx(float(task.score(logits, batch).mean()), abs=1e-4)
 
 
-def test_cache_round_trip_and_corruption(toy_model, tmp_path):
+def test_cache_round_trip_and_corruption(tiny_model, tmp_path):
     cache = SweepCache(tmp_path)
     task = get_task("ioi")
-    batch = task.batch(toy_model, "train", 4, seed=0)
-    ref = reference_batch(toy_model)
-    live = sweep_table(toy_model, task, batch, ref, cache=None)
-    first = sweep_table(toy_model, task, batch, ref, cache=cache)
+    batch = task.batch(tiny_model, "train", 4, seed=0)
+    ref = reference_batch(tiny_model)
+    live = sweep_table(tiny_model, task, batch, ref, cache=None)
+    first = sweep_table(tiny_model, task, batch, ref, cache=cache)
     files = sorted(tmp_path.glob("sweep-*.json"))
     assert len(files) == 1
     np.testing.assert_allclose(first.reward, live.reward)
-    again = sweep_table(toy_model, task, batch, ref, cache=cache)
+    again = sweep_table(tiny_model, task, batch, ref, cache=cache)
     np.testing.assert_array_equal(again.reward, first.reward)
 
     # tamper with a number: the checksum catches it, the table is rebuilt, not used
@@ -133,16 +135,16 @@ def test_cache_round_trip_and_corruption(toy_model, tmp_path):
     entry["payload"]["task_damage"][0] += 100.0
     files[0].write_text(json.dumps(entry))
     with pytest.warns(UserWarning, match="checksum"):
-        rebuilt = sweep_table(toy_model, task, batch, ref, cache=cache)
+        rebuilt = sweep_table(tiny_model, task, batch, ref, cache=cache)
     np.testing.assert_allclose(rebuilt.reward, live.reward)
 
     files[0].write_text("{ not json")
     with pytest.warns(UserWarning, match="cannot be read"):
-        rebuilt = sweep_table(toy_model, task, batch, ref, cache=cache)
+        rebuilt = sweep_table(tiny_model, task, batch, ref, cache=cache)
     np.testing.assert_allclose(rebuilt.reward, live.reward)
 
     # lam does not change the damages: the same file serves every lam, with no new sweep
-    other_lam = sweep_table(toy_model, task, batch, ref, lam=2.0, cache=cache)
+    other_lam = sweep_table(tiny_model, task, batch, ref, lam=2.0, cache=cache)
     assert len(list(tmp_path.glob("sweep-*.json"))) == 1
     np.testing.assert_allclose(other_lam.task_damage, live.task_damage)
     assert other_lam.lam == 2.0 and not np.allclose(other_lam.reward, live.reward)
@@ -163,22 +165,24 @@ def test_sweep_cli_writes_table_and_heatmap(tmp_path, monkeypatch):
     from circuit_gym.cli import main
 
     monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))
-    assert main(["sweep", "--task", "ioi", "--batch-size", "4", "--out", str(tmp_path)]) == 0
-    stem = tmp_path / "sweep_toy_ioi_train_s0_resample"  # the embedded model's default ablation
+    assert (
+        main(["sweep", "--model", "tiny", "--task", "ioi", "--batch-size", "4", "--out", str(tmp_path)]) == 0
+    )
+    stem = tmp_path / "sweep_tiny_ioi_train_s0_resample"  # the embedded model's default ablation
     table = json.loads(stem.with_suffix(".json").read_text())
     assert len(table["reward"]) == 16 and stem.with_suffix(".png").stat().st_size > 1000
     assert stem.with_suffix(".csv").read_text().startswith("head_id,head,")
     assert torch.get_num_threads() == 1
 
 
-def test_resample_without_counterfactual_prompts_says_what_to_do(toy_model):
-    ev = Evaluation.for_reference(reference_batch(toy_model))
+def test_resample_without_counterfactual_prompts_says_what_to_do(tiny_model):
+    ev = Evaluation.for_reference(reference_batch(tiny_model))
     ev = Evaluation(ev.tokens, ev.positions, ev.score_rows, counterfactual=None)
     with pytest.raises(ValueError, match="counterfactual.*ablation='zero'"):
-        AblationEngine(toy_model, ev, "resample")
+        AblationEngine(tiny_model, ev, "resample")
 
 
-def test_cache_key_covers_everything_that_changes_the_numbers(toy_model, monkeypatch):
+def test_cache_key_covers_everything_that_changes_the_numbers(tiny_model, monkeypatch):
     """Each of answers, distractors, positions, metric, task version and engine version changes the key."""
     import dataclasses
 
@@ -186,10 +190,10 @@ def test_cache_key_covers_everything_that_changes_the_numbers(toy_model, monkeyp
     from circuit_gym.tasks import answer_logprob
 
     task = get_task("ioi")
-    batch = task.batch(toy_model, "train", 4, seed=0)
-    ref = reference_batch(toy_model)
-    base = sweep_key(toy_model, task, batch, ref, "zero")
-    assert sweep_key(toy_model, task, batch, ref, "zero") == base  # deterministic
+    batch = task.batch(tiny_model, "train", 4, seed=0)
+    ref = reference_batch(tiny_model)
+    base = sweep_key(tiny_model, task, batch, ref, "zero")
+    assert sweep_key(tiny_model, task, batch, ref, "zero") == base  # deterministic
     variants = {
         "answers": (task, dataclasses.replace(batch, answers=batch.distractors[..., 0])),
         "distractors": (task, dataclasses.replace(batch, distractors=batch.answers[..., None])),
@@ -199,53 +203,53 @@ def test_cache_key_covers_everything_that_changes_the_numbers(toy_model, monkeyp
         "task version": (dataclasses.replace(task, version=task.version + 1), batch),
     }
     for what, (t, b) in variants.items():
-        assert sweep_key(toy_model, t, b, ref, "zero") != base, what
-    assert sweep_key(toy_model, task, batch, ref, "mean") != base
+        assert sweep_key(tiny_model, t, b, ref, "zero") != base, what
+    assert sweep_key(tiny_model, task, batch, ref, "mean") != base
     monkeypatch.setattr(tables, "ENGINE_VERSION", tables.ENGINE_VERSION + 1)
-    assert sweep_key(toy_model, task, batch, ref, "zero") != base, "engine version"
+    assert sweep_key(tiny_model, task, batch, ref, "zero") != base, "engine version"
 
 
-def test_reregistered_task_with_another_metric_is_not_served_stale_tables(toy_model, tmp_path):
+def test_reregistered_task_with_another_metric_is_not_served_stale_tables(tiny_model, tmp_path):
     import dataclasses
 
     from circuit_gym.tasks import answer_logprob
 
     cache = SweepCache(tmp_path)
     task = get_task("ioi")
-    batch = task.batch(toy_model, "train", 4, seed=0)
-    ref = reference_batch(toy_model)
-    first = sweep_table(toy_model, task, batch, ref, cache=cache)
+    batch = task.batch(tiny_model, "train", 4, seed=0)
+    ref = reference_batch(tiny_model)
+    first = sweep_table(tiny_model, task, batch, ref, cache=cache)
     other = dataclasses.replace(task, metric=answer_logprob)
-    second = sweep_table(toy_model, other, batch, ref, cache=cache)
-    live = sweep_table(toy_model, other, batch, ref, cache=None)
+    second = sweep_table(tiny_model, other, batch, ref, cache=cache)
+    live = sweep_table(tiny_model, other, batch, ref, cache=None)
     np.testing.assert_allclose(second.task_damage, live.task_damage)
     assert not np.allclose(second.task_damage, first.task_damage)
 
 
-def test_unwritable_cache_directory_warns_and_still_returns_numbers(toy_model, tmp_path):
+def test_unwritable_cache_directory_warns_and_still_returns_numbers(tiny_model, tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
     cache = SweepCache(blocker / "cache")  # its parent is a file: nothing can be written there
     task = get_task("ioi")
-    batch = task.batch(toy_model, "train", 4, seed=0)
-    ref = reference_batch(toy_model)
+    batch = task.batch(tiny_model, "train", 4, seed=0)
+    ref = reference_batch(tiny_model)
     with pytest.warns(UserWarning, match="cannot write"):
-        table = sweep_table(toy_model, task, batch, ref, cache=cache)
-    np.testing.assert_allclose(table.reward, sweep_table(toy_model, task, batch, ref, cache=None).reward)
+        table = sweep_table(tiny_model, task, batch, ref, cache=cache)
+    np.testing.assert_allclose(table.reward, sweep_table(tiny_model, task, batch, ref, cache=None).reward)
 
 
-def test_corrupted_general_damage_file_is_rebuilt(toy_model, tmp_path):
+def test_corrupted_general_damage_file_is_rebuilt(tiny_model, tmp_path):
     import circuit_gym.ablation.tables as tables
 
     cache = SweepCache(tmp_path)
-    ref = reference_batch(toy_model)
+    ref = reference_batch(tiny_model)
     tables._GENERAL.clear()
-    first = tables.general_damage(toy_model, ref, "zero", cache).copy()
+    first = tables.general_damage(tiny_model, ref, "zero", cache).copy()
     (path,) = tmp_path.glob("general-*.json")
     entry = json.loads(path.read_text())
     entry["payload"]["general_damage"][3] = 99.0
     path.write_text(json.dumps(entry))
     tables._GENERAL.clear()  # a new process: only the disk copy is left
     with pytest.warns(UserWarning, match="checksum"):
-        rebuilt = tables.general_damage(toy_model, ref, "zero", cache)
+        rebuilt = tables.general_damage(tiny_model, ref, "zero", cache)
     np.testing.assert_allclose(rebuilt, first)

@@ -11,6 +11,11 @@ and head outputs, and then answers "what is the score with these heads ablated?"
   once per head of that layer along the batch dimension, so one forward pass from that
   layer on covers the whole layer; only the positions the score reads are unembedded.
 
+Both re-run blocks from the cached residual stream: attention-only models through
+:class:`~circuit_gym.ablation.fast_blocks.FastBlocks` (checked against the bridge's clean
+pass first), others by calling the bridge's blocks directly, or through the bridge's own
+``start_at_layer`` when calling blocks does not reproduce the clean pass.
+
 Ablation kinds (replacement of a head's ``hook_z`` output):
 - ``zero``: zeros (the reference paper's choice);
 - ``mean``: its mean over the batch, per position (keeps what is common to the template);
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from circuit_gym.ablation.fast_blocks import FastBlocks
 from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import ReferenceBatch
 
@@ -171,6 +177,12 @@ class AblationEngine:
         """Per-row scores, running blocks ``layer..`` on ``resid`` (rows of the batch, or
         stacked copies of it)."""
         positions = self.ev.positions
+        if self._fast is not None and all(name in self._z_layer for name, _ in hooks):
+            z_hooks: dict[int, list] = {}
+            for name, fn in hooks:
+                z_hooks.setdefault(self._z_layer[name], []).append(fn)
+            x = self._fast.run(layer, resid, z_hooks)
+            return self._score_rows_chunked(self.model.ln_final(x[:, positions]))
         with self.model.hooks(fwd_hooks=hooks):
             if self._direct_blocks:
                 # The bridge's own start_at_layer still runs every earlier block on a
@@ -202,16 +214,27 @@ class AblationEngine:
 
     def _check_direct_blocks(self, clean_logits: torch.Tensor) -> bool:
         """Calling blocks directly must reproduce the clean pass (true for GPT-2 and the toy
-        model); architectures whose blocks need extra inputs fall back to the bridge."""
-        self._direct_blocks = True
-        try:
-            direct = self._run_from(0, self.resid_pre[0], [])
-            expected = self.ev.score(clean_logits)
-            ok = direct.shape == expected.shape and torch.allclose(direct, expected, atol=1e-4, rtol=1e-4)
-        except Exception:  # any failure means: use the bridge's slower, general path
-            ok = False
-        self._direct_blocks = ok
-        return ok
+        model); architectures whose blocks need extra inputs fall back to the bridge. Then the
+        same check for the fast replay (attention-only models), which is used only if it passes."""
+        expected = self.ev.score(clean_logits)
+
+        def reproduces() -> bool:
+            try:
+                direct = self._run_from(0, self.resid_pre[0], [])
+                return direct.shape == expected.shape and torch.allclose(
+                    direct, expected, atol=1e-4, rtol=1e-4
+                )
+            except Exception:  # any failure means: use the bridge's slower, general path
+                return False
+
+        self._z_layer = {self._z(layer): layer for layer in range(self.n_layers)}
+        self._direct_blocks = True  # the replay's fallback; checked only if the replay is not used
+        self._fast = FastBlocks.for_model(self.model)
+        if self._fast is not None and not reproduces():
+            self._fast = None
+        if self._fast is None:
+            self._direct_blocks = reproduces()
+        return self._direct_blocks
 
     # ---------------------------------------------------------------- single heads
     @torch.no_grad()
