@@ -30,7 +30,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.quick:  # a smoke run of the whole pipeline, for tests
         config = replace(config, epochs=1, steps_per_epoch=256, pool_size=8, n_envs=2, batch_size_prompts=4)
     run(Path(args.out), model=args.model, model_path=args.model_path,
-        eval_episodes=4 if args.quick else args.eval_episodes, ppo=config, seed=args.seed, device=args.device)  # fmt: skip
+        eval_episodes=4 if args.quick else args.eval_episodes, ppo=config, seed=args.seed, device=args.device,
+        workers=args.workers)  # fmt: skip
     return 0
 
 
@@ -78,7 +79,7 @@ def _cmd_precompute(args: argparse.Namespace) -> int:
     summary = precompute(args.model, args.tasks, args.splits, args.pool_size, model_path=args.model_path,
                          batch_size=args.batch_size, ablation=args.ablation, reference=args.reference,
                          device=args.device, threads=args.threads, use_ray=args.ray,
-                         ray_workers=args.ray_workers)  # fmt: skip
+                         ray_workers=args.ray_workers, workers=args.workers)  # fmt: skip
     print(f"{summary['computed']} sweeps computed, {summary['cached_before']} already cached, "
           f"in {summary['seconds']} s -> {summary['cache']}")  # fmt: skip
     return 0
@@ -110,6 +111,13 @@ def _cmd_suite(args: argparse.Namespace) -> int:
         print(f"included {len(report['included'])} tasks in {len(report['families_included'])} families; "
               f"{s['distinct_modal_heads']} distinct modal heads; modal head outside the others' top "
               f"{report['rule']['others_top']}: {s['tasks_with_modal_head_outside_others_top']}")  # fmt: skip
+    choice = report["held_out_choice"]
+    if "error" in choice:
+        print(f"held-out choice: none ({choice['error']})")
+    else:
+        print(f"held-out choice ({report['split']} split): {choice['held_out']}; training: {choice['train']}")
+        for task, reason in choice["reasons"].items():
+            print(f"  {task}: {reason}")
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 
@@ -217,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ray", action="store_true", help="run each sweep as a Ray task (pip install circuit-gym[ray])"
     )
     p.add_argument("--ray-workers", type=int, default=None, help="Ray actors (default: the cluster's CPUs)")
+    p.add_argument("--workers", type=int, default=1, help="local worker processes (without --ray)")
     p.set_defaults(func=_cmd_precompute)
 
     p = sub.add_parser("suite", help="inclusion gate and oracle-head structure of the task suite")
@@ -264,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-episodes", type=int, default=48, help="evaluation episodes per task")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="tiny settings: checks the wiring in a minute")
+    p.add_argument("--workers", type=int, default=2, help="processes that sweep the pools before training")
     p.set_defaults(func=_cmd_run)
     return parser
 

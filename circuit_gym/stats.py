@@ -171,10 +171,38 @@ def ratio_of_sums_ci95(chosen: Sequence[float], oracle: Sequence[float]) -> list
     if np.ptp(ratios) == 0:  # every resample has this ratio; scipy would warn and give NaN
         value = float(_ratio_of_sums(chosen, oracle))
         return [value, value]
+    return _paired_bootstrap_ci95((chosen, oracle), _ratio_of_sums)
+
+
+def _paired_bootstrap_ci95(samples: tuple[np.ndarray, ...], statistic) -> list[float]:
+    """95% interval of ``statistic`` from ``scipy.stats.bootstrap`` resampling episodes (the
+    arrays stay paired): BCa with a fixed seed, the percentile interval where BCa is undefined."""
     for method in ("BCa", "percentile"):
-        ci = stats.bootstrap((chosen, oracle), _ratio_of_sums, n_resamples=BOOTSTRAP_RESAMPLES, paired=True,
-                             vectorized=True, method=method, rng=np.random.default_rng(BOOTSTRAP_SEED),
-                             ).confidence_interval  # fmt: skip
+        ci = stats.bootstrap(samples, statistic, n_resamples=BOOTSTRAP_RESAMPLES, paired=True, vectorized=True,
+                             method=method, rng=np.random.default_rng(BOOTSTRAP_SEED)).confidence_interval  # fmt: skip
         if np.isfinite(ci.low) and np.isfinite(ci.high):
             break
     return [float(ci.low), float(ci.high)]
+
+
+def _difference_of_ratios(a: np.ndarray, b: np.ndarray, oracle: np.ndarray, axis: int = -1) -> np.ndarray:
+    return (np.sum(a, axis=axis) - np.sum(b, axis=axis)) / np.sum(oracle, axis=axis)
+
+
+def recovery_difference_ci95(
+    a: Sequence[float], b: Sequence[float], oracle: Sequence[float]
+) -> tuple[float, list[float]]:
+    """How far recovery ``sum(a) / sum(oracle)`` is above ``sum(b) / sum(oracle)``, two solvers
+    on the same episodes, with a 95% interval from a paired bootstrap over episodes (the
+    triples stay together: BCa, fixed seed; percentile where BCa is undefined)."""
+    a, b, oracle = (np.asarray(x, dtype=np.float64) for x in (a, b, oracle))
+    if not len(a) == len(b) == len(oracle):
+        raise ValueError(
+            f"need one value per episode for both solvers and the oracle, got {len(a)}, {len(b)}, {len(oracle)}"
+        )
+    value = float(_difference_of_ratios(a, b, oracle))
+    if len(a) < 2:
+        return value, [float("nan"), float("nan")]
+    if np.ptp((a - b) / oracle) == 0:  # every resample gives the same difference
+        return value, [value, value]
+    return value, _paired_bootstrap_ci95((a, b, oracle), _difference_of_ratios)

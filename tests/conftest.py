@@ -9,8 +9,8 @@ from circuit_gym.models.random_checkpoint import write_random_gpt2_checkpoint
 
 
 @pytest.fixture(scope="session")
-def toy_model():
-    return load_model("toy")
+def tiny_model():
+    return load_model("tiny")
 
 
 @pytest.fixture(scope="session")

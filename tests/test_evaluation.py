@@ -214,7 +214,24 @@ def test_recovery_interval_matches_an_independent_paired_bootstrap():
     assert np.isnan(ratio_of_sums_ci95([1.0], [2.0])).all()
 
 
-def test_fixed_head_ranker_on_the_embedded_model_matches_a_separate_scorer(toy_model):
+def test_recovery_difference_interval_matches_an_independent_paired_bootstrap():
+    from circuit_gym.stats import recovery_difference_ci95
+
+    rng = np.random.default_rng(5)
+    oracle = rng.uniform(0.2, 3.0, 48)
+    a = oracle * rng.uniform(0.5, 1.0, 48)  # a solver that transfers
+    b = oracle * rng.uniform(0.0, 0.8, 48)  # a memoriser on the same episodes
+    value, (lo, hi) = recovery_difference_ci95(a, b, oracle)
+    assert value == pytest.approx(a.sum() / oracle.sum() - b.sum() / oracle.sum())
+    idx = np.random.default_rng(11).integers(0, 48, size=(20_000, 48))  # episodes resampled as triples
+    boot = (a[idx].sum(1) - b[idx].sum(1)) / oracle[idx].sum(1)
+    assert lo < value < hi and [lo, hi] == pytest.approx(np.percentile(boot, [2.5, 97.5]), abs=0.01)
+    assert recovery_difference_ci95(a, a, oracle) == (0.0, [0.0, 0.0])  # a solver is not above itself
+    with pytest.raises(ValueError, match="one value per episode"):
+        recovery_difference_ci95(a, b[:-1], oracle)
+
+
+def test_fixed_head_ranker_on_the_embedded_model_matches_a_separate_scorer(tiny_model):
     """End to end on the real environment: a ranker that always picks head 5 must score the
     recovery R(5) / R(oracle), with R(5) measured by a separately built ContrastiveScorer."""
     env = gym.make("CircuitDiscovery-Toy-Multi-v1", split="eval", pool_size=3, batch_size=4)
@@ -225,7 +242,7 @@ def test_fixed_head_ranker_on_the_embedded_model_matches_a_separate_scorer(toy_m
     for r in results:
         episode = pool.episode(r.batch_index)
         scorer = ContrastiveScorer(
-            toy_model, pool.task, episode.batch, pool.reference, pool.ablation, pool.lam
+            tiny_model, pool.task, episode.batch, pool.reference, pool.ablation, pool.lam
         )
         oracle = max(scorer.reward([h]) for h in range(16))
         if r.k == 1:

@@ -14,9 +14,9 @@ def test_mean_where_defined_averages_only_over_queries_that_have_a_key():
     assert torch.equal(_mean_where_defined(pattern, torch.zeros_like(keys)), torch.zeros(1))
 
 
-def test_features_find_the_embedded_models_induction_and_previous_token_heads(toy_model):
-    batch = get_task("induction").batch(toy_model, "eval", 8, seed=0)
-    feats = head_features(toy_model, batch.tokens)
+def test_features_find_the_embedded_models_induction_and_previous_token_heads(tiny_model):
+    batch = get_task("induction").batch(tiny_model, "eval", 8, seed=0)
+    feats = head_features(tiny_model, batch.tokens)
     assert feats.shape == (16, N_STATIC) and np.isfinite(feats).all()
     col = {name: i for i, name in enumerate(FEATURE_NAMES)}
     induction = feats[:, col["induction_attn"]]

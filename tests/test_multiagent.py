@@ -16,11 +16,11 @@ def test_parallel_api():
 
 
 def test_aec_api():
-    api_test(env(pool_size=3, batch_size=4, episode_length=2), num_cycles=20)
+    api_test(env(model="tiny", pool_size=3, batch_size=4, episode_length=2), num_cycles=20)
 
 
 def test_seeding_is_reproducible():
-    parallel_seed_test(lambda: parallel_env(pool_size=4, batch_size=4, episode_length=2))
+    parallel_seed_test(lambda: parallel_env(model="tiny", pool_size=4, batch_size=4, episode_length=2))
 
 
 def _scorer(par):
@@ -30,7 +30,7 @@ def _scorer(par):
 
 
 def test_joint_ablation_reward_and_redundancy_info_against_a_separate_scorer():
-    par = parallel_env(task="docstring", pool_size=2, batch_size=4, head_cost=0.01)
+    par = parallel_env(model="tiny", task="docstring", pool_size=2, batch_size=4, head_cost=0.01)
     obs, infos = par.reset(seed=0)
     assert set(obs) == {f"layer_{i}" for i in range(4)}
     assert obs["layer_0"].shape == par.observation_space("layer_0").shape
@@ -56,10 +56,10 @@ def test_joint_ablation_reward_and_redundancy_info_against_a_separate_scorer():
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="task"):
-        parallel_env(task="summarise")
+        parallel_env(model="tiny", task="summarise")
     with pytest.raises(ValueError, match="head_cost"):
-        parallel_env(head_cost=-1)
-    par = parallel_env(pool_size=2, batch_size=2)
+        parallel_env(model="tiny", head_cost=-1)
+    par = parallel_env(model="tiny", pool_size=2, batch_size=2)
     par.reset(seed=0)
     with pytest.raises(ValueError, match="action"):
         par.step({"layer_0": 99})
@@ -74,7 +74,7 @@ def _head_id(name: str, n_heads: int = 4) -> int:
 def test_redundancy_report_against_separate_joint_ablations():
     from circuit_gym.baselines.multiagent import report
 
-    r = report("ioi", episodes=2)
+    r = report("ioi", episodes=2, model="tiny")
     pr = r["pair_redundancy"]
     assert pr["pairs"] == 120 == len(pr["per_pair"]) and len(pr["top"]) == 5 and pr["episodes"] == 2
     tops = [row["redundancy_mean"] for row in pr["top"]]
@@ -83,7 +83,7 @@ def test_redundancy_report_against_separate_joint_ablations():
     assert pr["correction"]["method"] == "bh" and pr["correction"]["alpha"] == 0.05
     # redundancy of a few pairs (the largest, the smallest, one in between) measured with
     # separately built scorers: engine(a and b together) - engine(a) - engine(b), per episode
-    par = parallel_env(task="ioi", split="eval", pool_size=2)
+    par = parallel_env(model="tiny", task="ioi", split="eval", pool_size=2)
     rows = {tuple(row["pair"]): row for row in pr["per_pair"]}
     checked = [tuple(pr["top"][0]["pair"]), tuple(pr["most_negative"][-1]["pair"]), ("1.2", "3.0")]
     values = {pair: [] for pair in checked}
@@ -133,3 +133,13 @@ def test_multiple_comparison_correction_on_null_pairs():
     assert by["significant_adjusted"] <= mixed["significant_adjusted"]
     with pytest.raises(ValueError, match="method"):
         redundancy_summary(pairs, values, n_heads=12, method="bonferroni")
+
+
+def test_redundancy_of_candidate_pairs_equals_those_pairs_among_all():
+    from circuit_gym.baselines.multiagent import pair_redundancy_values
+
+    par = parallel_env(model="tiny", task="ioi", split="eval", pool_size=2)
+    pairs, values = pair_redundancy_values(par, 2)
+    chosen, sub = pair_redundancy_values(par, 2, heads=[0, 5, 9])
+    assert chosen == [(0, 5), (0, 9), (5, 9)]
+    np.testing.assert_allclose(sub, values[:, [pairs.index(p) for p in chosen]], atol=1e-5)

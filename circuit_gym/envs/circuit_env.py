@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from circuit_gym.ablation.contrastive import contrastive_reward
 from circuit_gym.ablation.engine import ABLATIONS, default_ablation
-from circuit_gym.envs.features import FEATURE_BOUND, N_FEATURES, N_STATIC
+from circuit_gym.envs.features import ABLATED_COLUMN, FEATURE_BOUND, FEATURE_SETS, N_FEATURES, N_STATIC
 from circuit_gym.envs.pool import Episode, shared_model, shared_pool
 from circuit_gym.envs.render import render_grid
 from circuit_gym.tasks import SPLITS, list_tasks
@@ -31,15 +31,15 @@ class CircuitDiscoveryEnv(gym.Env):
 
     ## Description
     Circuit discovery as a bandit / short-horizon control problem. Each episode draws one
-    prompt batch of a task (induction, IOI, docstring, or any registered task) from a
+    prompt batch of a task (the eight built-in ones, or any registered task) from a
     finite seeded pool. The agent ablates attention heads one at a time; an ablation stays
     in place for the rest of the episode. A good agent ablates the heads the task depends
     on (its circuit's bottlenecks) and not the heads every prediction depends on. The
     observation never names the task, so one policy can be scored on held-out tasks.
 
     ## Action Space
-    ``Discrete(n_layers * n_heads)``: the flat head id ``layer * n_heads + head`` (16 actions
-    on the embedded model, 144 on GPT-2 small). Re-choosing an ablated head is allowed and
+    ``Discrete(n_layers * n_heads)``: the flat head id ``layer * n_heads + head`` (144 actions
+    on the embedded model and on GPT-2 small, the same ids; 16 on ``"tiny"``). Re-choosing an ablated head is allowed and
     is a no-op with reward 0; ``info["action_mask"]`` marks the heads still available.
 
     ## Observation Space
@@ -49,7 +49,11 @@ class CircuitDiscoveryEnv(gym.Env):
     attention entropy, the same at the final position, a copying score, output norm,
     depth); column 10 is 1 for heads already ablated, column 11 the fraction of the
     episode's steps taken. ``circuit_gym.envs.features`` documents each feature. No task
-    identity, no answer labels.
+    identity, no answer labels. With ``features="prediction"`` the shape is
+    ``(n_layers * n_heads, 15)``: columns 12-14 add each head's effect on the model's own
+    top-1 minus top-2 logit at the final position (direct, and by attribution patching) and
+    its general damage (nats on the reference batch); the model's own prediction, never the
+    answer label.
 
     ## Rewards
     The marginal contrastive reward of the step, ``R(S + a) - R(S)``, where ``S`` is the
@@ -82,7 +86,7 @@ class CircuitDiscoveryEnv(gym.Env):
 
     | argument | meaning | default |
     |---|---|---|
-    | `model` | `"toy"` (the embedded model), `"gpt2"` or a TransformerLens name | set by the ID |
+    | `model` | `"toy"` (embedded, 12 x 12), `"tiny"` (embedded, 4 x 4), `"gpt2"` or a TransformerLens name | set by the ID |
     | `tasks` | task name or names sampled at reset | set by the ID |
     | `split` | `"train"`, `"eval"` or `"test"`: prompt templates and fillers | `"train"` |
     | `episode_length` | steps (ablations) per episode, 1 to the number of heads | `1` |
@@ -96,6 +100,7 @@ class CircuitDiscoveryEnv(gym.Env):
     | `render_mode` | `None`, `"ansi"` (one line of text) or `"rgb_array"` (the layer x head grid) | `None` |
     | `oracle_info` | compute the oracle fields of `info` (see Info) | `True` |
     | `device` | torch device of the model: `"cpu"`, `"cuda"`, `"cuda:1"`, `"mps"` | `"cpu"` |
+    | `features` | observation columns: `"attention"` (12) or `"prediction"` (15) | `"attention"` |
 
     ## Info
     Every ``reset`` and ``step``: ``action_mask`` (int8 per head, 1 = not yet ablated),
@@ -115,11 +120,16 @@ class CircuitDiscoveryEnv(gym.Env):
 
     On the first step ``S`` is empty and the step's table is the single-head table, read from
     the cache (the fast path). From the second step on it costs one exact ablation per head
-    not yet ablated (16 on the embedded model, 144 on GPT-2); results are memoised per set
+    not yet ablated (144 on the embedded model and GPT-2, 16 on "tiny"); results are memoised per set
     when ``cache=True``. ``HideOracleInfo`` removes the oracle fields and turns their
     computation off.
 
     ## Version History
+    * v2: the embedded model (``"toy"``) has GPT-2 small's head grid, 12 layers x 12 heads
+      (144 actions; the 4 x 4 model of v0/v1 is kept as ``"tiny"``); every built-in task has
+      an ID (induction, IOI, docstring, greater-than, successor, pronoun, agreement,
+      brackets); Multi samples the leaderboard benchmark's training tasks. GPT2 IDs: new task IDs, same
+      behaviour as v1 otherwise.
     * v1: resample ablation is the default on the embedded model (zero ablation also removed
       layer-0 heads' constant contribution, so they looked like bottlenecks); each IOI batch
       uses one name order (IO first or second); the duplicate-token and induction features are averaged over the query
@@ -134,9 +144,10 @@ class CircuitDiscoveryEnv(gym.Env):
                  episode_length: int = 1, lam: float = 1.0, ablation: str | None = None, batch_size: int = 8,
                  pool_size: int = 32, cache: bool = True, model_path: str | None = None,
                  reference: str | None = None, render_mode: str | None = None,
-                 oracle_info: bool = True, device: str = "cpu") -> None:  # fmt: skip
+                 oracle_info: bool = True, device: str = "cpu", features: str = "attention") -> None:  # fmt: skip
         tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
         _check_choice("split", split, SPLITS)
+        _check_choice("features", features, tuple(FEATURE_SETS))
         ablation = default_ablation(model) if ablation is None else ablation
         _check_choice("ablation", ablation, ABLATIONS)
         if reference is not None:
@@ -172,9 +183,10 @@ class CircuitDiscoveryEnv(gym.Env):
         self.render_mode = render_mode
         # Public so that HideOracleInfo can switch the oracle fields' computation off.
         self.oracle_info = oracle_info
+        self.features = features
         self.action_space = spaces.Discrete(self.n_total)
         self.observation_space = spaces.Box(
-            -FEATURE_BOUND, FEATURE_BOUND, (self.n_total, N_FEATURES), np.float32
+            -FEATURE_BOUND, FEATURE_BOUND, (self.n_total, len(FEATURE_SETS[features])), np.float32
         )
         self._episode: Episode | None = None
         self._task = tasks[0]
@@ -191,11 +203,13 @@ class CircuitDiscoveryEnv(gym.Env):
                            self.ablation, self.lam, self.cache)  # fmt: skip
 
     def _obs(self) -> np.ndarray:
-        obs = np.empty((self.n_total, N_FEATURES), dtype=np.float32)
+        obs = np.empty(self.observation_space.shape, dtype=np.float32)
         obs[:, :N_STATIC] = self._episode.features
-        obs[:, N_STATIC] = 0.0
-        obs[list(self._ablated), N_STATIC] = 1.0
-        obs[:, N_STATIC + 1] = self._steps / self.episode_length
+        obs[:, ABLATED_COLUMN] = 0.0
+        obs[list(self._ablated), ABLATED_COLUMN] = 1.0
+        obs[:, ABLATED_COLUMN + 1] = self._steps / self.episode_length
+        if self.features == "prediction":
+            obs[:, N_FEATURES:] = self._episode.prediction_features
         return obs
 
     @property

@@ -15,8 +15,8 @@ import numpy as np
 
 from circuit_gym.ablation.cache import SweepCache
 from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable
-from circuit_gym.ablation.tables import general_engine, sweep_table
-from circuit_gym.envs.features import head_features
+from circuit_gym.ablation.tables import general_damage, general_engine, sweep_table
+from circuit_gym.envs.features import FEATURE_BOUND, head_features, prediction_features
 from circuit_gym.models import load_model
 from circuit_gym.tasks import get_task
 from circuit_gym.tasks.base import PromptBatch
@@ -52,6 +52,7 @@ class Episode:
     index: int
     batch: PromptBatch
     _features: np.ndarray | None = None
+    _prediction: np.ndarray | None = None
     _table: SweepTable | None = None
     _scorer: ContrastiveScorer | None = None
     _set_rewards: dict[frozenset[int], tuple[float, float]] = field(default_factory=dict)
@@ -61,6 +62,18 @@ class Episode:
         if self._features is None:
             self._features = head_features(self.pool.model, self.batch.tokens)
         return self._features
+
+    @property
+    def prediction_features(self) -> np.ndarray:
+        """The ``"prediction"`` feature set's three columns (``circuit_gym.envs.features``)."""
+        if self._prediction is None:
+            p = self.pool
+            general = general_damage(p.model, p.reference, p.ablation, p.cache)
+            general = np.clip(general, -FEATURE_BOUND, FEATURE_BOUND).astype(np.float32)[:, None]
+            self._prediction = np.concatenate(
+                [prediction_features(p.model, self.batch.tokens), general], axis=1
+            )
+        return self._prediction
 
     @property
     def table(self) -> SweepTable:

@@ -21,18 +21,35 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 
 from circuit_gym.envs.circuit_env import CircuitDiscoveryEnv
+from circuit_gym.leaderboard.benchmark import TRAIN_TASKS as MULTI_V2_TASKS
 
 ENTRY_POINT = "circuit_gym.envs.circuit_env:CircuitDiscoveryEnv"
 SUPERSEDED_ENTRY_POINT = "circuit_gym.envs.registration:make_superseded"
 PREFIX = "CircuitDiscovery"
 
-# The model and task-set parts of the IDs of v0 and v1 (the names of the ID, not of the model).
-MODELS = {"Toy": "toy", "GPT2": "gpt2"}
+# The model and task-set parts of the IDs of v0 and v1 (the names of the ID, not of the model):
+# their "Toy" is the 4 x 4 model, now embedded as "tiny".
+MODELS = {"Toy": "tiny", "GPT2": "gpt2"}
 TASK_SETS = {
     "Induction": ("induction",),
     "IOI": ("ioi",),
     "Docstring": ("docstring",),
     "Multi": ("induction", "ioi"),
+}
+# v2: the 144-head embedded model and every built-in task. Multi samples the leaderboard
+# benchmark's training tasks (circuit_gym.leaderboard.benchmark.TRAIN_TASKS; the held-out ones only when
+# asked, as before).
+MODELS_V2 = {"Toy": "toy", "GPT2": "gpt2"}
+TASK_SETS_V2 = {
+    "Induction": ("induction",),
+    "IOI": ("ioi",),
+    "Docstring": ("docstring",),
+    "GreaterThan": ("greater_than",),
+    "Successor": ("successor",),
+    "Pronoun": ("pronoun",),
+    "Agreement": ("agreement",),
+    "Brackets": ("brackets",),
+    "Multi": MULTI_V2_TASKS,
 }
 
 
@@ -60,6 +77,12 @@ VERSIONS: dict[int, Version] = {
         TASK_SETS,
         "resample ablation by default on the embedded model; IOI batches use one name order each; "
         "the duplicate-token and induction features are averaged over the queries that have such a key",
+    ),
+    2: Version(
+        MODELS_V2,
+        TASK_SETS_V2,
+        "the embedded model has GPT-2 small's 12 x 12 head grid (144 actions); eight tasks in six "
+        "families; Multi samples the leaderboard benchmark's training tasks",
     ),
 }
 
@@ -114,10 +137,9 @@ def list_envs(all_versions: bool = False) -> list[dict]:
                 "tasks": list(v.task_sets[task_key]), "version": version, "current": is_current,
                 "notes": v.notes,
             }  # fmt: skip
-            if not is_current:
-                row["use"] = env_id(
-                    model_key, task_key, current.get((model_key, task_key), _resolve(version))
-                )
+            if not is_current:  # a superseded ID: what it now builds; an older one: the current
+                use = _resolve(version) if v.superseded_by is not None else current[(model_key, task_key)]
+                row["use"] = env_id(model_key, task_key, use)
             rows.append(row)
     return rows
 
