@@ -28,9 +28,11 @@ class FixedPolicy:
         return self.scores.copy()
 
     @classmethod
-    def fit(cls, env, tasks: Sequence[str] = ("induction", "ioi"), episodes: int = 32) -> FixedPolicy:
-        """Count oracle heads over ``episodes`` training batches of each task of ``env``'s pools."""
+    def fit(cls, env, tasks: Sequence[str] | None = None, episodes: int = 32) -> FixedPolicy:
+        """Count oracle heads over ``episodes`` training batches of each task (default: the
+        tasks ``env`` samples, e.g. Multi-v2's training tasks) of ``env``'s pools."""
         base = env.unwrapped
+        tasks = tuple(tasks or base.tasks)
         counts = np.zeros(base.n_total)
         mean_reward = np.zeros(base.n_total)
         for task in tasks:
@@ -59,6 +61,7 @@ if __name__ == "__main__":
     import gymnasium as gym
 
     from circuit_gym.baselines.common import evaluate_and_print
+    from circuit_gym.leaderboard.benchmark import multi_env_id
 
-    policy = FixedPolicy.fit(gym.make("CircuitDiscovery-Toy-Multi-v1", split="train"))
+    policy = FixedPolicy.fit(gym.make(multi_env_id(), split="train"))
     evaluate_and_print("fixed", lambda obs, env: policy.rank_heads(obs))

@@ -14,46 +14,51 @@ agrees with the exact sweep (Spearman correlation, top-1 agreement).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
-import torch
 
 from circuit_gym.ablation import contrastive_reward
+from circuit_gym.ablation.attribution import attribution_patching
 from circuit_gym.ablation.engine import AblationEngine
 from circuit_gym.stats import spearman
 
 
 def _gradient_estimate(engine: AblationEngine) -> np.ndarray:
     """First-order change of the engine's score when each single head is ablated."""
-    model, ev = engine.model, engine.ev
-    deltas = [torch.zeros_like(z, requires_grad=True) for z in engine.clean_z]
+    ev = engine.ev
+    # score is a batch mean, so the gradients already carry the 1/batch factor
+    return attribution_patching(engine.model, ev.tokens, engine.clean_z, engine.replacement,
+                                lambda logits: ev.score(logits[:, ev.positions]).mean())  # fmt: skip
 
-    def add_delta(z: torch.Tensor, hook) -> torch.Tensor:
-        return z + deltas[int(hook.name.split(".")[1])]
 
-    with torch.enable_grad():
-        hooks = [(f"blocks.{layer}.attn.hook_z", add_delta) for layer in range(engine.n_layers)]
-        logits = model.run_with_hooks(ev.tokens, fwd_hooks=hooks)
-        score = ev.score(logits[:, ev.positions]).mean()
-        grads = torch.autograd.grad(score, deltas)
-    est = [
-        (g * (repl - z)).sum(dim=(0, 1, 3))  # sum over batch, pos, d_head -> per head
-        for g, repl, z in zip(grads, engine.replacement, engine.clean_z, strict=True)
-    ]
-    # score is a batch mean, so grads already carry the 1/batch factor
-    return torch.cat(est).detach().cpu().numpy().astype(np.float64)
+# The reference batch is the same in every episode, so its estimate is computed once per
+# general engine (one per model, reference and ablation) and kept while the engine lives.
+_GENERAL_ESTIMATES: weakref.WeakKeyDictionary[AblationEngine, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def forget_reference_estimates() -> None:
+    """Drop the kept reference-batch estimates, so the next episode pays for its own (the
+    scorer calls this first: its pass counts must not depend on what ran before it)."""
+    _GENERAL_ESTIMATES.clear()
 
 
 def attribution_scores(env) -> np.ndarray:
-    """Estimated contrastive reward of ablating each head in the env's current episode."""
+    """Estimated contrastive reward of ablating each head in the env's current episode: one
+    forward and one backward pass on the task's prompts (plus one of each on the reference
+    batch the first time a process meets it)."""
     scorer = env.unwrapped.episode.scorer
     d_task = _gradient_estimate(scorer.task_engine)  # change of the task metric
-    d_general = _gradient_estimate(scorer.general_engine)  # change of -loss
+    if scorer.general_engine not in _GENERAL_ESTIMATES:
+        _GENERAL_ESTIMATES[scorer.general_engine] = _gradient_estimate(scorer.general_engine)
+    d_general = _GENERAL_ESTIMATES[scorer.general_engine]  # change of -loss
     return contrastive_reward(-d_task, -d_general, scorer.lam)  # the estimated damages
 
 
-def compare_with_sweep(env) -> dict:
-    """Rank agreement of the estimate with the exact single-head sweep, this episode."""
-    est = attribution_scores(env)
+def compare_with_sweep(env, estimate: np.ndarray | None = None) -> dict:
+    """Rank agreement of the estimate (computed here unless given) with the exact single-head
+    sweep, this episode."""
+    est = attribution_scores(env) if estimate is None else estimate
     exact = env.unwrapped.episode.table.reward
     return {"spearman": spearman(est, exact), "top1_agree": int(np.argmax(est)) == int(np.argmax(exact))}
 

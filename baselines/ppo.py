@@ -1,4 +1,4 @@
-"""PPO (Tianshou 2.x) on CircuitDiscovery-Toy-Multi-v1: one policy for induction + IOI.
+"""PPO (Tianshou 2.x) on CircuitDiscovery-Toy-Multi-v2: one policy for the benchmark's training tasks.
 
 The policy network scores every head from its own feature row with shared weights, so it
 applies to any number of heads and to tasks it never saw; the critic pools the same
@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
-from circuit_gym.envs.features import N_FEATURES, N_STATIC
+from circuit_gym.envs.features import ABLATED_COLUMN, N_FEATURES
 
 
 class MaskInObservation(gym.Wrapper):
@@ -51,11 +51,14 @@ class MaskInObservation(gym.Wrapper):
 
 @dataclass
 class PPOConfig:
-    env_id: str = "CircuitDiscovery-Toy-Multi-v1"
+    env_id: str = "CircuitDiscovery-Toy-Multi-v2"
+    model: str | None = None  # None: the ID's model
     model_path: str | None = None
     device: str = "cpu"  # of the language model; the small policy network trains on the CPU
     split: str = "train"
-    pool_size: int = 64
+    tasks: str | None = None  # comma-separated task names; None: the ID's own tasks
+    features: str = "attention"  # the env's observation columns ("attention" or "prediction")
+    pool_size: int = 48  # per training task: the same batches as the suite's train-split measure
     batch_size_prompts: int = 8
     episode_length: int = 1
     n_envs: int = 8
@@ -156,7 +159,12 @@ def build_algorithm(config: PPOConfig, action_space: gym.Space, net: HeadScorer)
 def make_env_fn(config: PPOConfig, seed: int):
     def make() -> gym.Env:
         kwargs = dict(split=config.split, pool_size=config.pool_size, batch_size=config.batch_size_prompts,
-                      episode_length=config.episode_length, device=config.device)  # fmt: skip
+                      episode_length=config.episode_length, device=config.device,
+                      features=config.features)  # fmt: skip
+        if config.tasks:
+            kwargs["tasks"] = tuple(config.tasks.split(","))
+        if config.model:
+            kwargs["model"] = config.model
         if config.model_path:
             kwargs["model_path"] = config.model_path
         env = MaskInObservation(gym.make(config.env_id, **kwargs))
@@ -167,17 +175,16 @@ def make_env_fn(config: PPOConfig, seed: int):
 
 
 def warm_up(config: PPOConfig) -> float:
-    """Compute every pool entry's features and oracle table once (then cached on disk)."""
+    """Compute every pool entry's observation and oracle table once (the tables then cached on disk)."""
     from tqdm.auto import tqdm
 
     start = time.time()
     env = make_env_fn(config, config.seed)()
     base = env.unwrapped
     for task in base.tasks:
-        pool = base.pool(task)
         for i in tqdm(range(config.pool_size), desc=f"oracle tables ({task})", leave=False):
-            episode = pool.episode(i)
-            _ = episode.features, episode.table
+            base.reset(options={"task": task, "batch_index": i})  # computes the observation
+            _ = base.episode.table
     return time.time() - start
 
 
@@ -200,7 +207,7 @@ def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
     train_envs.seed(config.seed)
     test_envs.seed(config.seed + 1000)
     probe = make_env_fn(config, 0)()
-    net = HeadScorer(hidden=config.hidden)
+    net = HeadScorer(n_features=probe.observation_space["obs"].shape[-1], hidden=config.hidden)
     algorithm = build_algorithm(config, probe.action_space, net)
 
     curve: list[dict] = []
@@ -254,15 +261,17 @@ class PPOPolicy:
     def load(cls, directory: str | Path) -> PPOPolicy:
         directory = Path(directory)
         config = PPOConfig(**json.loads((directory / "config.json").read_text()))
-        net = HeadScorer(hidden=config.hidden)
-        net.load_state_dict(torch.load(directory / "policy.pt", weights_only=True))
+        state = torch.load(directory / "policy.pt", weights_only=True)
+        # the feature count is the first layer's input width (12, or 15 with features="prediction")
+        net = HeadScorer(n_features=state["embed.0.weight"].shape[1], hidden=config.hidden)
+        net.load_state_dict(state)
         return cls(net)
 
     @torch.no_grad()
     def rank_heads(self, observation: np.ndarray) -> np.ndarray:
         """The policy protocol passes the observation only: its ``ablated`` column masks."""
         obs = _as_tensor(observation)[None]
-        logits = self.net.logits(obs, mask=(obs[..., N_STATIC] < 0.5).to(torch.int8))[0]
+        logits = self.net.logits(obs, mask=(obs[..., ABLATED_COLUMN] < 0.5).to(torch.int8))[0]
         return logits.clamp_min(-1e6).numpy().astype(np.float64)
 
 

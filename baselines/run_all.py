@@ -1,10 +1,12 @@
 """The main job (``circuit-gym run``): train PPO, evaluate every solver, write results/.
 
-1. Train PPO (``circuit_gym.baselines.ppo``) on the Multi environment (induction + IOI, train split).
+1. Train PPO (``circuit_gym.baselines.ppo``) on the Multi environment: the benchmark's training
+   tasks (``circuit_gym.leaderboard.benchmark.TRAIN_TASKS``), train split; the evaluation
+   pools' oracle tables are swept in worker processes meanwhile.
 2. Fit the fixed baseline on the same training pools.
 3. Evaluate random, fixed, greedy (attribution patching) and PPO, best-of-1 and best-of-5:
    on the training tasks with the eval split (unseen templates and filler combinations),
-   and on the held-out docstring task with the test split, through ``HideOracleInfo``.
+   and on the benchmark's held-out tasks with the test split, through ``HideOracleInfo``.
 4. Write ``results.json`` (every number), ``results.md`` (the table), ``learning_curve.png``
    and per-task heatmaps of the mean oracle reward beside PPO's mean preference.
 """
@@ -14,7 +16,9 @@ from __future__ import annotations
 import json
 import platform
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
+from functools import partial
 from pathlib import Path
 
 import gymnasium as gym
@@ -28,29 +32,42 @@ from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train
 from circuit_gym.baselines.random_policy import RandomPolicy
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.evaluation import evaluate, results_as_dicts, summarize
-from circuit_gym.models.loading import is_embedded
+from circuit_gym.leaderboard.benchmark import HELD_OUT_TASKS, TRAIN_TASKS, multi_env_id
 from circuit_gym.plots import head_heatmap_pair
+from circuit_gym.precompute import plan, precompute_jobs
 from circuit_gym.reporting import learning_curve, markdown_table
 from circuit_gym.stats import mean_ci95
 
-TRAIN_TASKS = ("induction", "ioi")
-HELD_OUT_TASKS = ("docstring",)
-
 
 def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episodes: int = 48,
-        ppo: PPOConfig | None = None, seed: int = 0, device: str = "cpu") -> dict:  # fmt: skip
+        ppo: PPOConfig | None = None, seed: int = 0, device: str = "cpu", workers: int = 2) -> dict:  # fmt: skip
     start = time.time()
     out.mkdir(parents=True, exist_ok=True)
-    env_id = f"CircuitDiscovery-{'Toy' if is_embedded(model) else 'GPT2'}-Multi-v1"
-    config = replace(ppo or PPOConfig(), env_id=env_id, model_path=model_path, seed=seed, device=device)
+    env_id = multi_env_id(model)
+    config = replace(
+        ppo or PPOConfig(), env_id=env_id, model=model, model_path=model_path, seed=seed, device=device
+    )
+    # Every pool the job reads is swept in `workers` processes (a disk-cache read later): the
+    # training pools first, the evaluation pools in the background while PPO trains.
+    print(f"[0/4] oracle tables of the training pools ({workers} worker processes)", flush=True)
+    sweep = partial(precompute_jobs, model, model_path=model_path, batch_size=config.batch_size_prompts,
+                    device=device, workers=workers)  # fmt: skip
+    tables = {"train": sweep(plan(TRAIN_TASKS, ["train"], config.pool_size))}
+    evaluation_jobs = plan(TRAIN_TASKS, ["eval"], eval_episodes) + plan(
+        HELD_OUT_TASKS, ["test"], eval_episodes
+    )
     print(
-        f"[1/4] training PPO on {env_id} ({config.epochs} epochs x {config.steps_per_epoch} steps)",
+        f"[1/4] training PPO on {env_id} ({config.epochs} epochs x {config.steps_per_epoch} steps); "
+        f"the {len(evaluation_jobs)} evaluation pools' tables are swept meanwhile",
         flush=True,
     )
-    ppo_summary = train(config, out / "ppo")
+    with ThreadPoolExecutor(1) as background:
+        evaluation_tables = background.submit(sweep, evaluation_jobs, progress=False, spawn=True)
+        ppo_summary = train(config, out / "ppo")
+        tables["evaluation"] = evaluation_tables.result()
     ppo_policy = PPOPolicy.load(out / "ppo")
 
-    kwargs = dict(batch_size=config.batch_size_prompts, device=device)
+    kwargs = dict(batch_size=config.batch_size_prompts, device=device, model=model)
     if model_path:
         kwargs["model_path"] = model_path
     train_env = gym.make(env_id, split="train", pool_size=config.pool_size, **kwargs)
@@ -58,10 +75,19 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     fixed = FixedPolicy.fit(train_env, TRAIN_TASKS, episodes=config.pool_size)
     fixed.save(out / "fixed_policy.json")
     random_policy = RandomPolicy(seed)
+    greedy_estimates: dict[tuple[str, str, int], np.ndarray] = {}  # reused by the agreement report
+
+    def greedy(obs, env) -> np.ndarray:
+        episode = env.unwrapped.episode
+        key = (env.unwrapped.split, episode.pool.task.name, episode.index)
+        if key not in greedy_estimates:
+            greedy_estimates[key] = attribution_scores(env)
+        return greedy_estimates[key]
+
     solvers = {
         "random": lambda obs, env: random_policy.rank_heads(obs),
         "fixed": lambda obs, env: fixed.rank_heads(obs),
-        "greedy": lambda obs, env: attribution_scores(env),
+        "greedy": greedy,
         "ppo": lambda obs, env: ppo_policy.rank_heads(obs),
     }
 
@@ -76,7 +102,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     rows = summarize(results)
 
     print("[4/4] writing results", flush=True)
-    greedy_agreement = _greedy_agreement(eval_env, test_env, episodes)
+    greedy_agreement = _greedy_agreement(eval_env, test_env, episodes, greedy)
     heatmaps = _heatmaps(out, eval_env, test_env, ppo_policy, episodes)
     curve = json.loads((out / "ppo" / "curve.json").read_text())
     # The curve is measured on the training split, so its ceiling is that split's oracle.
@@ -91,9 +117,9 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
         "version": circuit_gym.__version__, "command": f"circuit-gym run --model {model} --out {out}",
         "rows": rows, "greedy_vs_sweep": greedy_agreement, "ppo": {"config": asdict(config), **ppo_summary},
         "learning_curve": curve, "heatmaps": heatmaps, "episodes": results_as_dicts(results),
-        "eval_batch_indices": list(episodes), "wall_seconds": time.time() - start,
+        "eval_batch_indices": list(episodes), "wall_seconds": time.time() - start, "oracle_tables": tables,
         "machine": {"python": platform.python_version(), "torch": torch.__version__,
-                    "threads": torch.get_num_threads()},
+                    "threads": torch.get_num_threads(), "workers": workers},
     }  # fmt: skip
     (out / "results.json").write_text(json.dumps(report, indent=1))
     table = markdown_table(rows)
@@ -107,14 +133,14 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     return report
 
 
-def _greedy_agreement(eval_env, test_env, episodes) -> dict:
+def _greedy_agreement(eval_env, test_env, episodes, greedy) -> dict:
     out = {}
     for env, tasks in ((eval_env, TRAIN_TASKS), (test_env, HELD_OUT_TASKS)):
         for task in tasks:
             stats = []
             for i in episodes:
-                env.reset(options={"task": task, "batch_index": i})
-                stats.append(compare_with_sweep(env))
+                obs, _ = env.reset(options={"task": task, "batch_index": i})
+                stats.append(compare_with_sweep(env, greedy(obs, env)))
             rho, ci = mean_ci95([s["spearman"] for s in stats])
             out[task] = {"spearman_mean": rho, "spearman_ci95": ci,
                          "top1_agreement": float(np.mean([s["top1_agree"] for s in stats]))}  # fmt: skip

@@ -28,6 +28,7 @@ import circuit_gym
 from circuit_gym.leaderboard import benchmark as B
 from circuit_gym.leaderboard.scorer import check_name, content_hash, read_private_seeds, reference_name
 from circuit_gym.plots import _pyplot
+from circuit_gym.stats import recovery_difference_ci95
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MARK_BEGIN, MARK_END = "<!-- board:begin -->", "<!-- board:end -->"
@@ -162,7 +163,26 @@ def _row(e: dict) -> dict:
         "consistency": float(np.mean([_f(v) for v in s["consistency_top5_jaccard"].values()])),
         "white_box": prov["white_box"], "policy": prov["policy"], "episodes": k5["episodes"],
         "check": board["check"], "reference": board["reference"],
+        **{f"per_task_k{k}": {t: _f(v[f"k{k}"]["recovery"]) for t, v in s["per_task"].items()} for k in B.KS},
     }  # fmt: skip
+
+
+def above_memoriser(entry: dict, fixed: dict | None) -> dict:
+    """How far the entry's best-of-1 and best-of-5 recovery are above the fixed-head
+    memoriser's on the same episodes (paired bootstrap 95% interval; NaN without the
+    memoriser's entry)."""
+    theirs = {(e["task"], e["seed"]): e for e in fixed["scores"]["episodes"]} if fixed else {}
+    mine = [e for e in entry["scores"]["episodes"] if (e["oracle_reward"] or 0) > 0]
+    out: dict = {}
+    for k in B.KS:
+        if fixed is None:
+            out[f"above_fixed_k{k}"], out[f"above_fixed_k{k}_ci"] = float("nan"), [float("nan")] * 2
+            continue
+        value, ci = recovery_difference_ci95([e[f"reward_k{k}"] for e in mine],
+                                             [theirs[(e["task"], e["seed"])][f"reward_k{k}"] for e in mine],
+                                             [e["oracle_reward"] for e in mine])  # fmt: skip
+        out[f"above_fixed_k{k}"], out[f"above_fixed_k{k}_ci"] = value, ci
+    return out
 
 
 def _num(x, digits: int = 3) -> str:
@@ -200,17 +220,27 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
         "verified (rescored, private scores included).",
         "",
         "| rank | entry | check | best-of-5 recovery (95% CI) | best-of-1 recovery | top-1 hit "
+        "| above memoriser, best-of-5 (95% CI) | above memoriser, best-of-1 (95% CI) "
         "| private best-of-5 (95% CI) | private best-of-1 | LM passes / episode (fwd / partial / bwd) "
         "| reproducibility spread | top-5 consistency | policy |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(rows, 1):
         lines.append(
             f"| {i} | {_label(r)} | {r['check']} | {r['k5']:.3f}{_ci(r['k5_ci'])} | {r['k1']:.3f} | {r['top1']:.2f} "
+            f"| {r['above_fixed_k5']:+.3f}{_ci(r['above_fixed_k5_ci'])} "
+            f"| {r['above_fixed_k1']:+.3f}{_ci(r['above_fixed_k1_ci'])} "
             f"| {_num(r['private_k5'])}{_ci(r['private_k5_ci'])} | {_num(r['private_k1'])} "
-            f"| {r['forward']:g} / {r['partial']:g} / {r['backward']:g} | {r['spread']:.3f} | {r['consistency']:.2f} "
+            f"| {r['forward']:.3g} / {r['partial']:.3g} / {r['backward']:.3g} | {r['spread']:.3f} | {r['consistency']:.2f} "
             f"| `{r['policy']}` |"
         )
+    tasks = list(B.HELD_OUT_TASKS)
+    lines += ["", "Per held-out task, best-of-5 / best-of-1 recovery:", "",
+              "| entry | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]  # fmt: skip
+    for r in rows:
+        lines.append(f"| {r['name']} | "
+                     + " | ".join(f"{r['per_task_k5'][t]:.3f} / {r['per_task_k1'][t]:.3f}" for t in tasks) + " |")  # fmt: skip
+    lines += ["", "Above memoriser: recovery minus the fixed-head memoriser's on the same episodes."]
     without = {r["name"]: r["no_positive_oracle"] for r in rows if r["no_positive_oracle"]}
     if without:
         lines += ["", "Episodes without a positive oracle reward (counted, not in recovery): "
@@ -248,6 +278,33 @@ def _bar_chart(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def _per_task_chart(rows: list[dict], path: Path) -> None:
+    """Best-of-5 recovery per held-out task and entry; the memoriser and random as lines."""
+    plt = _pyplot()
+    tasks = list(B.HELD_OUT_TASKS)
+    ref = {r["reference"]: r for r in rows if r["reference"] in ("fixed", "random")}
+    entries = [r for r in rows if r["reference"] not in ("fixed", "random")]
+    fig, ax = plt.subplots(figsize=(1.6 + 2.2 * len(tasks), 3.6))
+    width = 0.8 / max(1, len(entries))
+    for j, r in enumerate(entries):
+        x = np.arange(len(tasks)) - 0.4 + width * (j + 0.5)
+        ax.bar(x, [np.nan_to_num(r["per_task_k5"][t]) for t in tasks], width, label=r["name"],
+               color="#c44" if r["white_box"] else None)  # fmt: skip
+    for name, style in (("fixed", "--"), ("random", ":")):
+        if name in ref:
+            for i, t in enumerate(tasks):
+                ax.hlines(ref[name]["per_task_k5"][t], i - 0.45, i + 0.45, colors="k", linestyles=style,
+                          label=f"{name} ({'memoriser' if name == 'fixed' else 'chance'})" if i == 0 else None)  # fmt: skip
+    ax.set_xticks(range(len(tasks)))
+    ax.set_xticklabels(tasks)
+    ax.set_ylabel("held-out best-of-5 recovery")
+    ax.set_title(B.BENCHMARK_VERSION, fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def _radar(row: dict, path: Path) -> None:
     plt = _pyplot()
     axes = [
@@ -273,7 +330,7 @@ def _radar(row: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def render(result_paths: list[Path] | None = None, out: Path | None = None, model: str = "toy",
+def render(result_paths: list[Path] | None = None, out: Path | None = None, model: str | None = None,
            model_path: str | None = None, rescore: bool = False, private_seeds: Path | None = None) -> dict:  # fmt: skip
     """Verify results and write the Markdown table, HTML page, bar chart and radar charts.
 
@@ -286,7 +343,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
         raise ValueError(
             "private_seeds only makes sense with rescore=True (the private scores are re-computed)"
         )
-    weights = circuit_gym.load_model(model, path=model_path).circuit_gym_info.weights_hash
+    weights = circuit_gym.load_model(model or B.MODEL, path=model_path).circuit_gym_info.weights_hash
     entries, refused, failed = collect(paths, weights, rescore, private_seeds, model_path)
     present = {e["board"]["reference"] for e in entries}
     missing = [r for r in B.REFERENCE_POLICIES if r not in present]
@@ -298,10 +355,12 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
             "--out leaderboard/results/random.json`"
             + ("" if not refused else "; refused: " + " | ".join(refused))
         )
-    rows = rank_rows([_row(e) for e in entries])
+    fixed = next((e for e in entries if e["board"]["reference"] == "fixed"), None)
+    rows = rank_rows([{**_row(e), **above_memoriser(e, fixed)} for e in entries])
     table = markdown(rows, refused, failed)
     out.mkdir(parents=True, exist_ok=True)
     _bar_chart(rows, out / "board.png")
+    _per_task_chart(rows, out / "per_task.png")
     radar_dir = out / "radar"
     radar_dir.mkdir(exist_ok=True)
     for r in rows:
@@ -312,11 +371,14 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
         text += f"\n{MARK_BEGIN}\n{MARK_END}\n"
     head, rest = text.split(MARK_BEGIN, 1)
     tail = rest.split(MARK_END, 1)[1]
-    readme.write_text(f"{head}{MARK_BEGIN}\n{table}\n\n![board](board.png)\n{MARK_END}{tail}")
+    readme.write_text(
+        f"{head}{MARK_BEGIN}\n{table}\n\n![board](board.png)\n![per task](per_task.png)\n{MARK_END}{tail}"
+    )
     cells = "".join(
         f"<tr><td>{i}</td><td>{html.escape(_label(r))}</td><td>{r['check']}</td><td>{r['k5']:.3f}</td>"
-        f"<td>{r['k1']:.3f}</td><td>{r['top1']:.2f}</td><td>{_num(r['private_k5'])}</td><td>{_num(r['private_k1'])}</td>"
-        f"<td>{r['forward']:g} / {r['partial']:g} / {r['backward']:g}</td><td>{r['spread']:.3f}</td>"
+        f"<td>{r['k1']:.3f}</td><td>{r['top1']:.2f}</td><td>{r['above_fixed_k5']:+.3f}</td>"
+        f"<td>{r['above_fixed_k1']:+.3f}</td><td>{_num(r['private_k5'])}</td><td>{_num(r['private_k1'])}</td>"
+        f"<td>{r['forward']:.3g} / {r['partial']:.3g} / {r['backward']:.3g}</td><td>{r['spread']:.3f}</td>"
         f"<td>{r['consistency']:.2f}</td><td><img src='radar/{html.escape(r['name'])}.png' width='160'></td></tr>"
         for i, r in enumerate(rows, 1)
     )
@@ -324,9 +386,10 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     (out / "index.html").write_text(
         f"<!doctype html><meta charset='utf-8'><title>circuit_gym leaderboard</title>"
         f"<h1>circuit_gym leaderboard</h1><p>{html.escape(B.BENCHMARK_VERSION)}: held-out "
-        f"{', '.join(B.HELD_OUT_TASKS)}, {len(B.EVAL_SEEDS)} seeds</p><img src='board.png'>"
+        f"{', '.join(B.HELD_OUT_TASKS)}, {len(B.EVAL_SEEDS)} seeds</p><img src='board.png'><img src='per_task.png'>"
         f"<table border='1' cellpadding='4'><tr><th>rank</th><th>entry</th><th>check</th><th>best-of-5</th>"
-        f"<th>best-of-1</th><th>top-1</th><th>private best-of-5</th><th>private best-of-1</th>"
+        f"<th>best-of-1</th><th>top-1</th><th>above memoriser (best-of-5)</th><th>above memoriser (best-of-1)</th>"
+        f"<th>private best-of-5</th><th>private best-of-1</th>"
         f"<th>LM passes / episode (fwd / partial / bwd)</th><th>spread</th><th>consistency</th>"
         f"<th>profile</th></tr>{cells}</table>"
         f"{'<h2>Refused</h2><ul>' + notes + '</ul>' if notes else ''}"

@@ -37,7 +37,6 @@ from circuit_gym.envs.planning import top_k_heads
 from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.leaderboard import benchmark as B
 from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, policy_files, split_spec
-from circuit_gym.models.loading import is_embedded
 from circuit_gym.policy import InvalidScoresError, check_scores
 
 # Reference solvers that read the task metric and run in-process: name -> the function whose
@@ -159,8 +158,9 @@ class PassCounter:
     """Counts the language-model passes made on ``model`` while active (a context manager).
 
     - ``forward``: full forward passes, one per call of the embedding module ``model.embed``;
-    - ``partial``: calls of the last block ``model.blocks[-1]`` that are not the end of a full
-      pass (the ablation engine restarts mid-model by calling blocks directly);
+    - ``partial``: calls of the final normalisation ``model.ln_final`` that are not the end of a
+      full pass (the ablation engine restarts mid-model from a cached residual stream, through
+      the bridge's blocks or its SDPA replay of them, and always ends in ``ln_final``);
     - ``backward``: backward passes through the last block (a full backward hook on it).
 
     A pass over a batch counts once, whatever the batch size. Hooks are installed on enter and
@@ -177,7 +177,7 @@ class PassCounter:
         self.forward += 1
         self._pending += 1
 
-    def _on_last_block(self, *args) -> None:
+    def _on_final_norm(self, *args) -> None:
         if self._pending:
             self._pending -= 1  # the end of a full pass
         else:
@@ -189,11 +189,13 @@ class PassCounter:
     def __enter__(self) -> PassCounter:
         self.forward = self.partial = self.backward = self._pending = 0
         embed, blocks = getattr(self.model, "embed", None), getattr(self.model, "blocks", None)
-        if embed is None or not blocks:
-            raise TypeError(f"cannot count passes of {type(self.model).__name__}: no embed / blocks modules")
-        last = blocks[-1]
-        self._handles = [embed.register_forward_hook(self._on_embed), last.register_forward_hook(self._on_last_block),
-                         last.register_full_backward_hook(self._on_backward)]  # fmt: skip
+        final_norm = getattr(self.model, "ln_final", None)
+        if embed is None or not blocks or final_norm is None:
+            raise TypeError(
+                f"cannot count passes of {type(self.model).__name__}: no embed / blocks / ln_final modules"
+            )
+        self._handles = [embed.register_forward_hook(self._on_embed), final_norm.register_forward_hook(self._on_final_norm),
+                         blocks[-1].register_full_backward_hook(self._on_backward)]  # fmt: skip
         return self
 
     def __exit__(self, *exc) -> None:
@@ -207,10 +209,10 @@ class PassCounter:
 
 def _make_env(model: str, model_path: str | None, seeds: tuple[int, ...], cache: bool = True):
     kwargs = dict(split=B.SPLIT, pool_size=max(seeds) + 1, batch_size=B.PROMPTS_PER_EPISODE,
-                  ablation=B.ABLATION, lam=B.LAM, cache=cache)  # fmt: skip
+                  ablation=B.ABLATION, lam=B.LAM, cache=cache, model=model)  # fmt: skip
     if model_path:
         kwargs["model_path"] = model_path
-    env_id = f"CircuitDiscovery-{'Toy' if is_embedded(model) else 'GPT2'}-Multi-{B.ENV_VERSION}"
+    env_id = B.multi_env_id(model)
     return HideOracleInfo(gym.make(env_id, **kwargs))
 
 
@@ -278,7 +280,7 @@ def _round(obj, digits: int = 10):
 
 
 def score(name: str, policy_spec: str | None = None, checkpoint: str | None = None, builtin: str | None = None,
-          model: str = "toy", model_path: str | None = None,
+          model: str | None = None, model_path: str | None = None,
           private_seeds: str | Path | None = None) -> dict:  # fmt: skip
     """Score one policy; returns the result dict (with ``status`` "scored" or "failed").
 
@@ -296,6 +298,7 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
     # Located without importing: a wrong import path is a ModuleNotFoundError now.
     policy_hash = files_hash(policy_spec or BUILTIN_WHITE_BOX[builtin], checkpoint)
     private = read_private_seeds(private_seeds) if private_seeds is not None else None
+    model = model or B.MODEL
     start = time.time()
     env = _make_env(model, model_path, B.EVAL_SEEDS + B.REPRO_SEEDS)
     info = env.unwrapped.model.circuit_gym_info
@@ -309,7 +312,11 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
     sandbox = None
     try:
         if builtin == "greedy":
-            from circuit_gym.baselines.greedy import attribution_scores
+            from circuit_gym.baselines.greedy import attribution_scores, forget_reference_estimates
+
+            # The first episode pays for the reference batch's estimate, the rest reuse it:
+            # the count is that cost amortised over the scored episodes, whatever ran before.
+            forget_reference_estimates()
 
             def rank(obs, e):
                 return attribution_scores(e)

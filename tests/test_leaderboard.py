@@ -25,13 +25,16 @@ from circuit_gym.leaderboard.scorer import (
 RANDOM_SPEC = "circuit_gym.baselines.random_policy:make_policy"
 # Small reference set for the board tests: "ppo" stands in for the real checkpoint-based one.
 TEST_REFERENCES = {"random": (RANDOM_SPEC, None), "greedy": ("builtin:greedy", None),
-                   "ppo": ("policies_for_tests:good", None)}  # fmt: skip
+                   "ppo": ("policies_for_tests:good", None), "fixed": ("policies_for_tests:memoriser", None)}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def small_benchmark(tmp_path_factory):
-    """3 evaluation seeds, 2 reproducibility seeds, 3 s per call, a private disk cache."""
+    """3 evaluation seeds, 2 reproducibility seeds, 3 s per call, a private disk cache, and the
+    4 x 4 model (its tokenizer has the docstring task's fillers, not every task's)."""
     with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(B, "MODEL", "tiny")
+        mp.setattr(B, "HELD_OUT_TASKS", ("docstring",))
         mp.setattr(B, "EVAL_SEEDS", (0, 1, 2))
         mp.setattr(B, "REPRO_SEEDS", (3, 4))
         mp.setattr(B, "CALL_TIMEOUT_S", 3.0)
@@ -123,7 +126,7 @@ def test_bad_entry_names_are_refused_before_scoring(name):
 
 
 def test_constant_policy_matches_an_independent_computation_and_is_imported_only_in_the_child(
-    small_benchmark, monkeypatch, tmp_path, toy_model
+    small_benchmark, monkeypatch, tmp_path, tiny_model
 ):
     marker = tmp_path / "imported_by.txt"
     monkeypatch.setenv("CIRCUIT_GYM_TEST_IMPORT_MARKER", str(marker))
@@ -139,7 +142,7 @@ def test_constant_policy_matches_an_independent_computation_and_is_imported_only
 
     # Independently: every head's reward from a separately built ContrastiveScorer.
     env = gym.make(f"CircuitDiscovery-Toy-Multi-{B.ENV_VERSION}", split=B.SPLIT, pool_size=max(B.EVAL_SEEDS) + 1,
-                   batch_size=B.PROMPTS_PER_EPISODE, ablation=B.ABLATION, lam=B.LAM)  # fmt: skip
+                   batch_size=B.PROMPTS_PER_EPISODE, ablation=B.ABLATION, lam=B.LAM, model=B.MODEL)  # fmt: skip
     n = env.unwrapped.n_total
     order = np.argsort(-constant_ranking(n), kind="stable")
     rewards = {1: [], 5: []}
@@ -148,7 +151,7 @@ def test_constant_policy_matches_an_independent_computation_and_is_imported_only
         pool = env.unwrapped.pool(task)
         for seed in B.EVAL_SEEDS:
             batch = pool.episode(seed).batch
-            scorer = ContrastiveScorer(toy_model, pool.task, batch, pool.reference, pool.ablation, pool.lam)
+            scorer = ContrastiveScorer(tiny_model, pool.task, batch, pool.reference, pool.ablation, pool.lam)
             per_head = np.array([scorer.reward([h]) for h in range(n)])
             oracle.append(per_head.max())
             for k in (1, 5):
@@ -231,8 +234,10 @@ def test_pass_counter_counts_full_partial_and_backward_passes():
     import torch
 
     from circuit_gym.baselines.greedy import attribution_scores
+    from circuit_gym.envs.pool import clear_caches
 
-    env = gym.make("CircuitDiscovery-Toy-Multi-v1", split="test", pool_size=1, batch_size=4)
+    clear_caches()  # a fresh reference engine: greedy has not met its batch in this process
+    env = gym.make("CircuitDiscovery-Toy-Multi-v1", split="test", pool_size=2, batch_size=4)
     env.reset(options={"task": "docstring", "batch_index": 0})
     base = env.unwrapped
     engine = base.episode.scorer.task_engine
@@ -243,8 +248,12 @@ def test_pass_counter_counts_full_partial_and_backward_passes():
         base.model(engine.ev.tokens)
     assert counter.counts() == {"forward": 1, "partial": 0, "backward": 0}
     with PassCounter(base.model) as counter:
-        attribution_scores(env)  # one forward and one backward pass per evaluation (task, reference)
+        first = attribution_scores(env)  # one forward and one backward pass each: task, reference
     assert counter.counts() == {"forward": 2, "partial": 0, "backward": 2}
+    with PassCounter(base.model) as counter:
+        again = attribution_scores(env)  # the reference batch's estimate is kept
+    assert counter.counts() == {"forward": 1, "partial": 0, "backward": 1}
+    np.testing.assert_allclose(again, first, rtol=1e-6)
     assert not base.model.embed._forward_hooks and not base.model.blocks[-1]._backward_hooks  # removed
 
 
@@ -274,6 +283,7 @@ def scored(small_benchmark, tmp_path_factory):
             ("random", "random", dict(policy_spec=RANDOM_SPEC)),
             ("greedy", "greedy", dict(builtin="greedy")),
             ("ppo", "ppo", dict(policy_spec="policies_for_tests:good")),
+            ("fixed", "fixed", dict(policy_spec="policies_for_tests:memoriser")),
             ("entry", "entry", dict(policy_spec="policies_for_tests:constant", private_seeds=seeds)),
             ("imposter", "ppo", dict(policy_spec="policies_for_tests:constant")),
         ):
@@ -313,7 +323,7 @@ def test_board_shows_only_verified_results_and_says_how_they_were_checked(scored
     out = scored["dir"] / "board"
     summary = render(sorted(results.glob("*.json")) + sorted(bad.glob("*.json")), out)
     rows = {r["name"]: r for r in summary["rows"]}
-    assert set(rows) == {"random", "greedy", "ppo", "entry", "private_rehashed", "rehashed"}
+    assert set(rows) == {"random", "greedy", "ppo", "fixed", "entry", "private_rehashed", "rehashed"}
     refused = "\n".join(summary["refused"])
     assert "forged.json" in refused and "content hash" in refused
     assert "old.json" in refused and "benchmark_version" in refused
@@ -321,19 +331,32 @@ def test_board_shows_only_verified_results_and_says_how_they_were_checked(scored
     assert "imposter.json" in refused and "reserved for the reference entry" in refused
     # without --rescore nothing is more than hash-checked, however it was edited
     assert {r["check"] for r in rows.values()} == {"hash-checked"}
-    assert {n for n, r in rows.items() if r["reference"]} == {"random", "greedy", "ppo"}
+    assert {n for n, r in rows.items() if r["reference"]} == {"random", "greedy", "ppo", "fixed"}
+    # above the memoriser, from the two result files' episodes by hand
+    mine, theirs = (
+        json.loads((results / f"{f}.json").read_text())["scores"]["episodes"] for f in ("entry", "fixed")
+    )
+    fixed_reward = {(e["task"], e["seed"]): e["reward_k5"] for e in theirs}
+    pos = [e for e in mine if e["oracle_reward"] > 0]
+    by_hand = sum(e["reward_k5"] - fixed_reward[(e["task"], e["seed"])] for e in pos) / sum(
+        e["oracle_reward"] for e in pos
+    )
+    assert rows["entry"]["above_fixed_k5"] == pytest.approx(by_hand) and rows["fixed"]["above_fixed_k5"] == 0
     assert rows["entry"]["private_k5"] is not None and rows["random"]["private_k5"] is None
-    # compute: attribution patching makes one forward and one backward pass per evaluation
-    # (task prompts and reference batch); sandboxed policies make none of the model's passes
-    assert (rows["greedy"]["forward"], rows["greedy"]["partial"], rows["greedy"]["backward"]) == (2, 0, 2)
+    # compute: attribution patching makes one forward and one backward pass on the task's
+    # prompts each episode, plus one of each on the reference batch in the first of the 3
+    # scored episodes, however many this process ran before; sandboxed policies make none
+    greedy = (rows["greedy"]["forward"], rows["greedy"]["partial"], rows["greedy"]["backward"])
+    assert greedy == pytest.approx((4 / 3, 0, 4 / 3))
     assert (rows["entry"]["forward"], rows["entry"]["backward"]) == (0, 0)
     k5 = [r["k5"] for r in summary["rows"]]
     assert k5 == sorted(k5, reverse=True)
     board = (out / "README.md").read_text()
     table = board.split("Refused")[0]
-    assert "forged" not in table and "| 1 |" in table and "hash-checked" in table and "2 / 0 / 2" in table
+    assert "forged" not in table and "| 1 |" in table and "hash-checked" in table and "1.33 / 0 / 1.33" in table
     assert "ppo (reference)" in table and "greedy (reference; white-box" in table
     assert (out / "index.html").exists() and (out / "board.png").stat().st_size > 1000
+    assert (out / "per_task.png").stat().st_size > 1000 and "above memoriser" in table
     assert (out / "radar" / "ppo.png").exists() and not (out / "evil.png").exists()
 
     # the imposter named "ppo" does not stand in for the reference
