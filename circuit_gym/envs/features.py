@@ -27,7 +27,7 @@ feature is a mean over the batch (and over query positions where it says so):
  11   step_fraction       steps taken / episode length (same for every head; set by the env)
 ====  ==================  ===============================================================
 
-The ``"prediction"`` feature set (``features="prediction"``, the v3 IDs) appends three
+The ``"prediction"`` feature set (``features="prediction"``, opt-in on every ID) appends three
 columns about what each head does to the model's *own* top prediction at the final position
 (its argmax, never the answer label) and to text in general:
 
