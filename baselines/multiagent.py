@@ -110,7 +110,7 @@ def redundancy_summary(pairs: list[tuple[int, int]], values: np.ndarray, n_heads
         "correction": {"method": method, "description": ADJUSTMENTS[method], "alpha": alpha,
                        "significant_by": "p_adjusted <= alpha", "ci95": "per pair, not simultaneous"},
         "significant_raw": int(t.significant_raw.sum()), "significant_adjusted": int(t.significant.sum()),
-        "top": [rows[j] for j in order[:top]], "most_negative": [rows[j] for j in order[-top:]],
+        "top": [rows[j] for j in order[:top]], "most_negative": [rows[j] for j in order[::-1][:top]],  # most negative first
         "significantly_positive": [rows[j] for j in order if positive[j]],
         "significantly_negative": [rows[j] for j in order[::-1] if negative[j]],
         "per_pair": rows,

@@ -198,8 +198,6 @@ def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
     from torch.utils.tensorboard import SummaryWriter
 
     out.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(config.seed)
-    np.random.seed(config.seed)
     warm_seconds = warm_up(config)
 
     train_envs = DummyVectorEnv([make_env_fn(config, config.seed + i) for i in range(config.n_envs)])
@@ -207,6 +205,10 @@ def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
     train_envs.seed(config.seed)
     test_envs.seed(config.seed + 1000)
     probe = make_env_fn(config, 0)()
+    # Seeded here, after the environments exist: what ran before in this process (a model
+    # loaded or not, pools cached or not) cannot change the network or the sampled actions.
+    torch.manual_seed(config.seed)
+    np.random.seed(config.seed)
     net = HeadScorer(n_features=probe.observation_space["obs"].shape[-1], hidden=config.hidden)
     algorithm = build_algorithm(config, probe.action_space, net)
 
@@ -228,6 +230,10 @@ def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
 
     collector = Collector(algorithm, train_envs, VectorReplayBuffer(config.steps_per_collect, config.n_envs))
     test_collector = Collector(algorithm, test_envs)
+    # The directory holds one run, like policy.pt: an earlier run's event files would show
+    # as a second, overlapping curve in TensorBoard.
+    for stale in (out / "tensorboard").glob("events.out.tfevents.*"):
+        stale.unlink()
     writer = SummaryWriter(str(out / "tensorboard"))
     params = OnPolicyTrainerParams(
         training_collector=collector, test_collector=test_collector, max_epochs=config.epochs,

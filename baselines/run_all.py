@@ -14,9 +14,10 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import platform
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, replace
 from functools import partial
 from pathlib import Path
@@ -61,8 +62,10 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
         f"the {len(evaluation_jobs)} evaluation pools' tables are swept meanwhile",
         flush=True,
     )
-    with ThreadPoolExecutor(1) as background:
-        evaluation_tables = background.submit(sweep, evaluation_jobs, progress=False, spawn=True)
+    # In its own process, not a thread: loading a model there would draw from this process's
+    # torch RNG while PPO trains, and PPO would no longer be reproducible from its seed.
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as background:
+        evaluation_tables = background.submit(sweep, evaluation_jobs, progress=False, workers=1)
         ppo_summary = train(config, out / "ppo")
         tables["evaluation"] = evaluation_tables.result()
     ppo_policy = PPOPolicy.load(out / "ppo")

@@ -84,12 +84,8 @@ def precompute(model_name: str, tasks: Sequence[str], splits: Sequence[str], poo
 def precompute_jobs(model_name: str, jobs: Sequence[Job], *, model_path: str | None = None, batch_size: int = 8,
                     ablation: str | None = None, reference: str | None = None, device: str = "cpu",
                     threads: int | None = None, cache: SweepCache | None = None, use_ray: bool = False,
-                    ray_workers: int | None = None, workers: int = 1, progress: bool = True,
-                    spawn: bool = False) -> dict:  # fmt: skip
-    """:func:`precompute` for any list of pool episodes (e.g. several pools of different sizes).
-
-    ``spawn``: sweep in spawned worker processes even with one worker, so that a caller can
-    run this in a thread beside its own work (the main job trains PPO meanwhile)."""
+                    ray_workers: int | None = None, workers: int = 1, progress: bool = True) -> dict:  # fmt: skip
+    """:func:`precompute` for any list of pool episodes (e.g. several pools of different sizes)."""
     cache = cache or SweepCache()
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -107,7 +103,7 @@ def precompute_jobs(model_name: str, jobs: Sequence[Job], *, model_path: str | N
     if use_ray:
         results = _run_ray(todo, model_name, model_path, batch_size, reference, ablation, device, general,
                            ray_workers, bar, cache)  # fmt: skip
-    elif (workers > 1 and len(todo) > 1) or (spawn and todo):
+    elif workers > 1 and len(todo) > 1:
         results = _run_processes(todo, (model_name, model_path, device), (batch_size, reference, ablation, general),
                                  min(workers, len(todo)), bar, cache)  # fmt: skip
     else:

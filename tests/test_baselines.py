@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import gymnasium as gym
 import numpy as np
@@ -52,7 +53,7 @@ def test_ppo_trains_saves_and_loads(tmp_path):
     assert (tmp_path / "policy.pt").exists() and json.loads((tmp_path / "config.json").read_text())[
         "epochs"
     ] == 1
-    assert list((tmp_path / "tensorboard").iterdir()), "TensorBoard logs written"
+    assert len(list((tmp_path / "tensorboard").iterdir())) == 1, "TensorBoard logs written"
     curve = json.loads((tmp_path / "curve.json").read_text())
     assert (
         len(curve) == config.epochs + 1 and curve[-1]["env_steps"] > curve[0]["env_steps"]
@@ -69,6 +70,13 @@ def test_ppo_trains_saves_and_loads(tmp_path):
     torch.testing.assert_close(
         torch.as_tensor(scores), torch.as_tensor(PPOPolicy.load(tmp_path).rank_heads(obs))
     )
+    # the seed decides everything: the same seed again gives the same weights, another does not
+    first = torch.load(tmp_path / "policy_last.pt", weights_only=True)
+    for seed, out in ((config.seed, tmp_path), (config.seed + 1, tmp_path / "other_seed")):
+        train(replace(config, seed=seed), out, progress=False)
+        again = torch.load(out / "policy_last.pt", weights_only=True)
+        assert all(torch.equal(first[k], again[k]) for k in first) == (seed == config.seed)
+    assert len(list((tmp_path / "tensorboard").iterdir())) == 1  # a rerun replaces the run's logs
 
 
 def test_head_scorer_ignores_head_order_but_uses_other_heads():

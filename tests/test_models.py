@@ -127,3 +127,12 @@ def test_sweep_on_cuda_matches_the_cpu():
         batch = task.batch(model, "eval", 8, seed=0)
         tables.append(sweep_table(model, task, batch, reference_batch(model), ablation="resample"))
     np.testing.assert_allclose(tables[0].reward, tables[1].reward, atol=1e-3)
+
+
+def test_loading_a_model_leaves_the_callers_random_stream_alone():
+    """Building the modules draws initial weights; a caller's seeded stream must not move."""
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    load_model("tiny")
+    assert torch.equal(torch.rand(3), expected)

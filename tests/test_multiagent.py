@@ -79,13 +79,15 @@ def test_redundancy_report_against_separate_joint_ablations():
     assert pr["pairs"] == 120 == len(pr["per_pair"]) and len(pr["top"]) == 5 and pr["episodes"] == 2
     tops = [row["redundancy_mean"] for row in pr["top"]]
     assert tops == sorted(tops, reverse=True)
+    lows = [row["redundancy_mean"] for row in pr["most_negative"]]
+    assert lows == sorted(lows) and lows[0] == min(row["redundancy_mean"] for row in pr["per_pair"])
     assert np.isfinite(r["greedy_joint"]["redundancy"][0])
     assert pr["correction"]["method"] == "bh" and pr["correction"]["alpha"] == 0.05
     # redundancy of a few pairs (the largest, the smallest, one in between) measured with
     # separately built scorers: engine(a and b together) - engine(a) - engine(b), per episode
     par = parallel_env(model="tiny", task="ioi", split="eval", pool_size=2)
     rows = {tuple(row["pair"]): row for row in pr["per_pair"]}
-    checked = [tuple(pr["top"][0]["pair"]), tuple(pr["most_negative"][-1]["pair"]), ("1.2", "3.0")]
+    checked = [tuple(pr["top"][0]["pair"]), tuple(pr["most_negative"][0]["pair"]), ("1.2", "3.0")]
     values = {pair: [] for pair in checked}
     for e in range(2):
         par.reset(options={"batch_index": e})

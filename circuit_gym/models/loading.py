@@ -138,10 +138,13 @@ def load_model(name: str = "toy", *, path: str | os.PathLike | None = None, devi
     else:
         directory, source = None, "transformer_lens"
 
-    if directory is not None:
-        bridge = _boot_directory(directory, name, device)
-    else:
-        bridge = _boot_by_name(name, device)
+    # Building the modules draws random initial weights (then overwritten by the checkpoint's):
+    # on a forked RNG, so loading a model never changes the caller's random stream.
+    with torch.random.fork_rng(devices=[]):
+        if directory is not None:
+            bridge = _boot_directory(directory, name, device)
+        else:
+            bridge = _boot_by_name(name, device)
     bridge.eval()
     for p in bridge.parameters():  # the benchmark only reads the model
         p.requires_grad_(False)
