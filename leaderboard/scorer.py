@@ -216,29 +216,31 @@ def _make_env(model: str, model_path: str | None, seeds: tuple[int, ...], cache:
     return HideOracleInfo(gym.make(env_id, **kwargs))
 
 
-def _episodes(env, rank, seeds, prepare=None) -> list[dict]:
+def _episodes(env, rank, seeds, prepare=None, desc: str = "scoring") -> list[dict]:
     """One row per (held-out task, seed). ``prepare(env)`` runs before the counted rank call:
     the environment's own per-episode state a white-box solver reads (not its compute)."""
+    from tqdm.auto import tqdm
+
     base = env.unwrapped
     counter = PassCounter(base.model)
     out = []
-    for task in B.HELD_OUT_TASKS:
-        for seed in seeds:
-            obs, _ = env.reset(options={"task": task, "batch_index": int(seed)})
-            if prepare is not None:
-                prepare(env)
-            with counter:
-                raw = rank(obs, env)
-            scores = check_scores(raw, base.n_total)
-            table = base.episode.table
-            row = {"task": task, "seed": int(seed), "oracle_head": table.oracle_head,
-                   "oracle_reward": table.oracle_reward, "top5": top_k_heads(scores, 5, base.action_mask()),
-                   "lm_passes": counter.counts()}  # fmt: skip
-            for r in episode_results(env, scores, "submission", B.KS):
-                row[f"head_k{r.k}"] = r.head
-                row[f"reward_k{r.k}"] = r.reward
-                row[f"recovery_k{r.k}"] = r.recovery if np.isfinite(r.recovery) else None
-            out.append(row)
+    jobs = [(task, seed) for task in B.HELD_OUT_TASKS for seed in seeds]
+    for task, seed in tqdm(jobs, desc=desc, unit="episode", leave=False):  # counts only, never the seeds
+        obs, _ = env.reset(options={"task": task, "batch_index": int(seed)})
+        if prepare is not None:
+            prepare(env)
+        with counter:
+            raw = rank(obs, env)
+        scores = check_scores(raw, base.n_total)
+        table = base.episode.table
+        row = {"task": task, "seed": int(seed), "oracle_head": table.oracle_head,
+               "oracle_reward": table.oracle_reward, "top5": top_k_heads(scores, 5, base.action_mask()),
+               "lm_passes": counter.counts()}  # fmt: skip
+        for r in episode_results(env, scores, "submission", B.KS):
+            row[f"head_k{r.k}"] = r.head
+            row[f"reward_k{r.k}"] = r.reward
+            row[f"recovery_k{r.k}"] = r.recovery if np.isfinite(r.recovery) else None
+        out.append(row)
     return out
 
 
@@ -336,13 +338,13 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
             def rank(obs, e):
                 return sandbox.rank_heads(obs)
 
-        main = _episodes(env, rank, B.EVAL_SEEDS, prepare)
-        repro = _episodes(env, rank, B.REPRO_SEEDS, prepare)
+        main = _episodes(env, rank, B.EVAL_SEEDS, prepare, "evaluation seeds")
+        repro = _episodes(env, rank, B.REPRO_SEEDS, prepare, "reproducibility seeds")
         if private is not None:
             # No disk cache: the oracle tables of private batches never reach a file the
             # policy's process could read.
             private_env = _make_env(model, model_path, private[0], cache=False)
-            hidden = _episodes(private_env, rank, private[0], prepare)
+            hidden = _episodes(private_env, rank, private[0], prepare, "private seeds")
     except (PolicyFailureError, InvalidScoresError) as err:
         result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
     else:

@@ -353,7 +353,9 @@ def test_board_shows_only_verified_results_and_says_how_they_were_checked(scored
     assert k5 == sorted(k5, reverse=True)
     board = (out / "README.md").read_text()
     table = board.split("Refused")[0]
-    assert "forged" not in table and "| 1 |" in table and "hash-checked" in table and "1.33 / 0 / 1.33" in table
+    assert (
+        "forged" not in table and "| 1 |" in table and "hash-checked" in table and "1.33 / 0 / 1.33" in table
+    )
     assert "ppo (reference)" in table and "greedy (reference; white-box" in table
     assert (out / "index.html").exists() and (out / "board.png").stat().st_size > 1000
     assert (out / "per_task.png").stat().st_size > 1000 and "above memoriser" in table
