@@ -27,7 +27,7 @@ import gymnasium as gym  # noqa: E402
 
 from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train  # noqa: E402
 from circuit_gym.envs.features import FEATURE_SETS  # noqa: E402
-from circuit_gym.evaluation import evaluate, results_as_dicts  # noqa: E402
+from circuit_gym.evaluation import evaluate, recovery_summary, results_as_dicts  # noqa: E402
 from circuit_gym.leaderboard.benchmark import TRAIN_TASKS, multi_env_id  # noqa: E402
 
 KS = (1, 5)
@@ -51,8 +51,10 @@ def run_fold(directory: Path, features: str, seed: int, held: str, episodes: int
 
 
 def recovery(rows: list[dict], k: int) -> float:
-    pos = [r for r in rows if r["k"] == k and r["oracle_reward"] > 0]
-    return float(np.sum([r["reward"] for r in pos]) / np.sum([r["oracle_reward"] for r in pos]))
+    """Best-of-``k`` recovery over a fold's episodes (:func:`recovery_summary`)."""
+    rows = [r for r in rows if r["k"] == k]
+    return recovery_summary([r["reward"] for r in rows], [r["oracle_reward"] for r in rows],
+                            [r["top1"] for r in rows])["recovery"]  # fmt: skip
 
 
 def report(table: dict, out: Path) -> None:

@@ -30,9 +30,9 @@ import gymnasium as gym  # noqa: E402
 
 from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train  # noqa: E402
 from circuit_gym.envs import HideOracleInfo  # noqa: E402
-from circuit_gym.evaluation import evaluate, results_as_dicts  # noqa: E402
+from circuit_gym.evaluation import evaluate, recovery_summary, results_as_dicts  # noqa: E402
 from circuit_gym.leaderboard.benchmark import HELD_OUT_TASKS, TRAIN_TASKS, multi_env_id  # noqa: E402
-from circuit_gym.stats import mean_ci95, ratio_of_sums_ci95  # noqa: E402
+from circuit_gym.stats import mean_ci95  # noqa: E402
 
 TARGET_HELD_OUT_K5 = 0.96
 TARGET_TRAIN = 0.98
@@ -53,12 +53,18 @@ def ppo_seed(directory: Path, seed: int, episodes: int = 48) -> None:
 
 
 def pooled(episodes: list[dict], solver: str, tasks: tuple[str, ...], split: str, k: int) -> dict:
-    """Ratio-of-sums recovery of one solver over the given tasks' episodes, with its interval."""
+    """Recovery of one solver pooled over the given tasks' episodes (:func:`recovery_summary`:
+    ratio of sums over episodes with a positive oracle), with its interval."""
     rows = [e for e in episodes if e["solver"] == solver and e["task"] in tasks and e["split"] == split
-            and e["k"] == k and e["oracle_reward"] > 0]  # fmt: skip
-    chosen, oracle = [e["reward"] for e in rows], [e["oracle_reward"] for e in rows]
-    return {"recovery": float(np.sum(chosen) / np.sum(oracle)), "ci95": ratio_of_sums_ci95(chosen, oracle),
-            "episodes": len(rows)}  # fmt: skip
+            and e["k"] == k]  # fmt: skip
+    s = recovery_summary(
+        [e["reward"] for e in rows], [e["oracle_reward"] for e in rows], [e["top1"] for e in rows]
+    )
+    return {
+        "recovery": s["recovery"],
+        "ci95": s["recovery_ci95"],
+        "episodes": s["episodes_with_positive_oracle"],
+    }
 
 
 def summarise(per_seed: dict[int, dict]) -> dict:

@@ -126,7 +126,8 @@ def head_features(model, tokens: torch.Tensor) -> np.ndarray:
 @torch.no_grad()
 def prediction_features(model, tokens: torch.Tensor) -> np.ndarray:
     """``top_direct`` and ``top_attribution`` (see the module's table), shape
-    ``[n_layers * n_heads, 2]``, float32. One forward and one backward pass."""
+    ``[n_layers * n_heads, 2]``, float32. Two forward passes (the clean one with its cache,
+    then attribution patching's) and one backward pass."""
     n_layers, n_heads = int(model.cfg.n_layers), int(model.cfg.n_heads)
     names = {f"blocks.{layer}.attn.hook_z" for layer in range(n_layers)}
     tokens = tokens.to(model_device(model))
