@@ -30,7 +30,7 @@ class FixedPolicy:
     @classmethod
     def fit(cls, env, tasks: Sequence[str] | None = None, episodes: int = 32) -> FixedPolicy:
         """Count oracle heads over ``episodes`` training batches of each task (default: the
-        tasks ``env`` samples, e.g. Multi-v2's training tasks) of ``env``'s pools."""
+        tasks ``env`` samples, e.g. Multi-v3's training tasks) of ``env``'s pools."""
         base = env.unwrapped
         tasks = tuple(tasks or base.tasks)
         counts = np.zeros(base.n_total)

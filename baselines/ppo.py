@@ -1,4 +1,4 @@
-"""PPO (Tianshou 2.x) on CircuitDiscovery-Toy-Multi-v2: one policy for the benchmark's training tasks.
+"""PPO (Tianshou 2.x) on the benchmark's Multi ID (Toy-Multi-v3): one policy for its training tasks.
 
 The policy network scores every head from its own feature row with shared weights, so it
 applies to any number of heads and to tasks it never saw; the critic pools the same
@@ -27,6 +27,7 @@ from torch import nn
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym.envs.features import ABLATED_COLUMN, N_FEATURES
+from circuit_gym.leaderboard.benchmark import multi_env_id
 
 
 class MaskInObservation(gym.Wrapper):
@@ -51,7 +52,7 @@ class MaskInObservation(gym.Wrapper):
 
 @dataclass
 class PPOConfig:
-    env_id: str = "CircuitDiscovery-Toy-Multi-v2"
+    env_id: str = multi_env_id()  # the benchmark's training tasks on the embedded model
     model: str | None = None  # None: the ID's model
     model_path: str | None = None
     device: str = "cpu"  # of the language model; the small policy network trains on the CPU

@@ -49,7 +49,8 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
         ppo or PPOConfig(), env_id=env_id, model=model, model_path=model_path, seed=seed, device=device
     )
     # Every pool the job reads is swept in `workers` processes (a disk-cache read later): the
-    # training pools first, the evaluation pools in the background while PPO trains.
+    # training pools first, the evaluation pools in the background while PPO trains (and from the
+    # list's other end in this process once PPO is done).
     print(f"[0/4] oracle tables of the training pools ({workers} worker processes)", flush=True)
     sweep = partial(precompute_jobs, model, model_path=model_path, batch_size=config.batch_size_prompts,
                     device=device, workers=workers)  # fmt: skip
@@ -67,7 +68,11 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as background:
         evaluation_tables = background.submit(sweep, evaluation_jobs, progress=False, workers=1)
         ppo_summary = train(config, out / "ppo")
+        # PPO's core is free now: sweep the same list from its other end until the two meet
+        # (each job is checked in the cache just before it is computed).
+        from_the_end = sweep(evaluation_jobs[::-1], progress=False, workers=1)
         tables["evaluation"] = evaluation_tables.result()
+        tables["evaluation_from_the_end"] = from_the_end
     ppo_policy = PPOPolicy.load(out / "ppo")
 
     kwargs = dict(batch_size=config.batch_size_prompts, device=device, model=model)
@@ -113,7 +118,8 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     oracle_mean = float(
         np.mean([p.episode(i).table.oracle_reward for p in train_pools for i in range(p.pool_size)])
     )
-    learning_curve(curve, oracle_mean, out / "learning_curve.png")
+    learning_curve(curve, oracle_mean, out / "learning_curve.png",
+                   title=f"PPO on {', '.join(TRAIN_TASKS)} (train split)")  # fmt: skip
     info = eval_env.unwrapped.model.circuit_gym_info
     report = {
         "model": info.name, "weights_hash": info.weights_hash, "n_heads_total": info.n_heads_total,

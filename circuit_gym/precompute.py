@@ -94,11 +94,12 @@ def precompute_jobs(model_name: str, jobs: Sequence[Job], *, model_path: str | N
     model = load_model(model_name, path=model_path, device=device, threads=threads)
     ref = reference_batch(model, reference)
     general = general_damage(model, ref, ablation, cache, progress=progress)  # once, on the driver
-    todo = []
-    for job in jobs:  # skip what the cache already holds
+
+    def cached(job: Job) -> bool:
         batch = get_task(job.task).batch(model, job.split, batch_size, seed=job.index)
-        if cache.load(sweep_key(model, get_task(job.task), batch, ref, ablation)) is None:
-            todo.append(job)
+        return cache.load(sweep_key(model, get_task(job.task), batch, ref, ablation)) is not None
+
+    todo = [job for job in jobs if not cached(job)]  # skip what the cache already holds
     bar = _bar(len(todo), progress)
     if use_ray:
         results = _run_ray(todo, model_name, model_path, batch_size, reference, ablation, device, general,
@@ -107,10 +108,14 @@ def precompute_jobs(model_name: str, jobs: Sequence[Job], *, model_path: str | N
         results = _run_processes(todo, (model_name, model_path, device), (batch_size, reference, ablation, general),
                                  min(workers, len(todo)), bar, cache)  # fmt: skip
     else:
+        results = 0
         for job in todo:
-            cache.store(*damages_payload(model, job, batch_size, ref, ablation, general))
+            # Checked again: another process may have swept it meanwhile (the main job sweeps
+            # one list from both ends once PPO has finished).
+            if not cached(job):
+                cache.store(*damages_payload(model, job, batch_size, ref, ablation, general))
+                results += 1
             bar.update(1)
-        results = len(todo)
     bar.close()
     return {"jobs": len(jobs), "computed": results, "cached_before": len(jobs) - len(todo),
             "seconds": round(time.perf_counter() - t0, 2), "cache": str(cache.directory)}  # fmt: skip

@@ -24,7 +24,8 @@ def markdown_table(rows: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
-def learning_curve(curve: Sequence[dict], oracle_mean: float | None, path: str | Path) -> Path:
+def learning_curve(curve: Sequence[dict], oracle_mean: float | None, path: str | Path,
+                   title: str = "PPO (train split)") -> Path:  # fmt: skip
     """Test return against environment steps, with the mean oracle reward as the ceiling."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
@@ -38,7 +39,7 @@ def learning_curve(curve: Sequence[dict], oracle_mean: float | None, path: str |
         ax.axhline(oracle_mean, ls="--", c="gray", label="mean oracle reward (train split)")
     ax.set_xlabel("environment steps")
     ax.set_ylabel("mean episode reward")
-    ax.set_title("PPO on induction + IOI (train split)", fontsize=9)
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     path = Path(path)

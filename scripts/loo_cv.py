@@ -36,9 +36,14 @@ KS = (1, 5)
 def run_fold(directory: Path, features: str, seed: int, held: str, episodes: int) -> list[dict]:
     """Train on the training tasks other than ``held``; evaluate on ``held``'s eval split."""
     done = directory / "episodes.json"
-    if done.exists():
-        return json.loads(done.read_text())
     others = ",".join(t for t in TRAIN_TASKS if t != held)
+    if done.exists():  # resumable, but only a fold trained on today's other training tasks
+        trained_on = json.loads((directory / "ppo" / "config.json").read_text()).get("tasks")
+        if trained_on != others:
+            raise SystemExit(
+                f"{directory} was trained on {trained_on!r}, not {others!r}: delete it to rerun the fold"
+            )
+        return json.loads(done.read_text())
     config = PPOConfig(env_id=multi_env_id(), seed=seed, tasks=others, features=features)
     train(config, directory / "ppo")
     policy = PPOPolicy.load(directory / "ppo")

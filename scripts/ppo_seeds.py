@@ -8,7 +8,7 @@ fixed and greedy do not depend on PPO's seed and are taken from the first seed's
 every solver's episodes are pooled per seed:
 recovery (sum of chosen rewards / sum of oracle rewards over episodes with a positive
 oracle) on the held-out tasks (test split) and on the training tasks (eval split), at
-best-of-1 and best-of-5. The targets (benchmark v2): PPO's mean over seeds on the held-out
+best-of-1 and best-of-5. The targets (the issue's, on the current benchmark): PPO's mean over seeds on the held-out
 tasks at best-of-5 >= 0.96; at best-of-1 and best-of-5, its 95% interval over seeds above
 and not overlapping the fixed memoriser's and random's (their paired-bootstrap intervals,
 seed 0); on the training tasks (eval split) recovery >= 0.98. Writes ``OUT/seeds.json`` and
@@ -31,7 +31,12 @@ import gymnasium as gym  # noqa: E402
 from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train  # noqa: E402
 from circuit_gym.envs import HideOracleInfo  # noqa: E402
 from circuit_gym.evaluation import evaluate, recovery_summary, results_as_dicts  # noqa: E402
-from circuit_gym.leaderboard.benchmark import HELD_OUT_TASKS, TRAIN_TASKS, multi_env_id  # noqa: E402
+from circuit_gym.leaderboard.benchmark import (  # noqa: E402
+    BENCHMARK_VERSION,
+    HELD_OUT_TASKS,
+    TRAIN_TASKS,
+    multi_env_id,
+)
 from circuit_gym.stats import mean_ci95  # noqa: E402
 
 TARGET_HELD_OUT_K5 = 0.96
@@ -49,7 +54,21 @@ def ppo_seed(directory: Path, seed: int, episodes: int = 48) -> None:
                        "ppo", TRAIN_TASKS, range(episodes), progress=True)  # fmt: skip
     results += evaluate(HideOracleInfo(gym.make(config.env_id, split="test", **kwargs)),
                         lambda obs, env: policy.rank_heads(obs), "ppo", HELD_OUT_TASKS, range(episodes), progress=True)  # fmt: skip
-    (directory / "results.json").write_text(json.dumps({"seed": seed, "episodes": results_as_dicts(results)}))
+    (directory / "results.json").write_text(json.dumps({"seed": seed, "benchmark_version": BENCHMARK_VERSION,
+                                                        "episodes": results_as_dicts(results)}))  # fmt: skip
+
+
+def check_episodes(path: Path, episodes: list[dict]) -> None:
+    """Refuse a results file that does not cover the current benchmark's tasks (e.g. a seed
+    kept from an earlier benchmark version): pooling it would silently drop or mix tasks."""
+    have = {(e["task"], e["split"]) for e in episodes}
+    want = {(t, "test") for t in HELD_OUT_TASKS} | {(t, "eval") for t in TRAIN_TASKS}
+    extra = {t for t, _ in have} - set(HELD_OUT_TASKS) - set(TRAIN_TASKS)
+    if not want <= have or extra:
+        raise SystemExit(
+            f"{path} was made for other tasks (missing {sorted(want - have)}, extra {sorted(extra)}) than "
+            f"{BENCHMARK_VERSION}: delete its directory to retrain that seed, or rerun the main job"
+        )
 
 
 def pooled(episodes: list[dict], solver: str, tasks: tuple[str, ...], split: str, k: int) -> dict:
@@ -121,12 +140,14 @@ def main() -> None:
             f"run the main job for seed {args.seeds[0]} first: circuit-gym run --seed {args.seeds[0]} --out {first}"
         )
     reference = json.loads((first / "results.json").read_text())["episodes"]
+    check_episodes(first / "results.json", reference)
     per_seed = {}
     for seed in args.seeds:
         directory = first if seed == args.seeds[0] else args.out / f"seed_{seed}"
         if not (directory / "results.json").exists():  # resumable: a finished seed is kept
             ppo_seed(directory, seed)
         own = json.loads((directory / "results.json").read_text())["episodes"]
+        check_episodes(directory / "results.json", own)
         episodes = [e for e in reference if e["solver"] != "ppo"] + [e for e in own if e["solver"] == "ppo"]
         per_seed[seed] = {
             solver: {

@@ -21,8 +21,9 @@ skipping them changes nothing. A 2-layer model forms induction in a few hundred 
 steps, where the full 12-layer stack took 8,000 (run B, see the model card); at the switch
 to phase 2 the whole stack trains, starting from the shallow model's function.
 
-Induction data use only the *train* third of the token ids (``induction_token_pool``), so
-the induction task's eval and test tokens never appear in a repeated sequence.
+Induction data use only the *train* third of the token ids (``copy_pool``), so the
+``induction`` task's eval and test tokens never appear in a repeated sequence; the
+``induction_seen`` task draws all its splits from this pool.
 
     python scripts/train_toy_model.py --out circuit_gym/models/toy --work runs/toy
     python scripts/train_toy_model.py --out /tmp/smoke --work /tmp/smoke-work --steps 3 --smoke  # CI
@@ -62,7 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from circuit_gym.tasks import corpus, get_task, list_tasks  # noqa: E402
 from circuit_gym.tasks import fillers as FL  # noqa: E402
-from circuit_gym.tasks.builtin import induction_token_pool  # noqa: E402
+from circuit_gym.tasks.builtin import copy_pool  # noqa: E402
 
 BOS = "<|endoftext|>"
 
@@ -162,7 +163,7 @@ class Stream:
         ids = [i for doc in tok.encode_batch(stdlib_train) for i in doc.ids + [self.bos]]
         self.stdlib = np.array(ids, dtype=np.int64)
         self.vocab = tok.get_vocab_size()
-        train_tokens = induction_token_pool(_hf_tokenizer(tok), "train")
+        train_tokens = copy_pool(_hf_tokenizer(tok))
         self.small_subset = self.np_rng.choice(train_tokens, size=96, replace=False)
         self.normal = train_tokens
         self.sep = tok.encode("\n\n").ids

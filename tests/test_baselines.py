@@ -123,9 +123,13 @@ def test_main_job_quick_writes_every_artifact(tmp_path, monkeypatch):
         (t, "test") for t in HELD_OUT_TASKS
     }
     # the training pools were swept before PPO, the evaluation pools in a worker process
-    # during it: none left for the evaluation to compute
+    # during it and from the list's other end after it: each computed once (the job where
+    # the two meet may be computed by both)
     tables = report["oracle_tables"]
     assert tables["train"]["computed"] > 0 and tables["evaluation"]["computed"] > 0
+    ends = tables["evaluation"], tables["evaluation_from_the_end"]
+    assert ends[0]["jobs"] == ends[1]["jobs"]
+    assert ends[0]["jobs"] <= ends[0]["computed"] + ends[1]["computed"] <= ends[0]["jobs"] + 1
     for name in ("results.md", "learning_curve.png", "heatmap_ioi.png", "heatmap_docstring.png"):
         assert (res / name).stat().st_size > 100
 

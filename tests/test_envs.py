@@ -27,7 +27,17 @@ from circuit_gym.tasks.reference import reference_batch
 
 TOY_IDS = [i for i in env_ids() if "-Toy-" in i]
 SETS = ("Induction", "IOI", "Docstring", "Multi")
-BUILTIN = ("induction", "ioi", "docstring", "greater_than", "successor", "pronoun", "agreement", "brackets")
+BUILTIN = (
+    "induction",
+    "induction_seen",
+    "ioi",
+    "docstring",
+    "greater_than",
+    "successor",
+    "pronoun",
+    "agreement",
+    "brackets",
+)
 
 
 def independent_scorer(model, env, lam):
@@ -41,7 +51,7 @@ def independent_scorer(model, env, lam):
 
 
 # ------------------------------------------------------------------ registration
-def test_current_ids_are_v2_registered_and_listed():
+def test_current_ids_are_registered_and_listed():
     sets_v2 = (
         "Induction",
         "IOI",
@@ -51,29 +61,50 @@ def test_current_ids_are_v2_registered_and_listed():
         "Pronoun",
         "Agreement",
         "Brackets",
-        "Multi",
     )
-    assert env_ids() == [f"CircuitDiscovery-{m}-{t}-v2" for m in ("Toy", "GPT2") for t in sets_v2]
+    sets_v3 = ("InductionSeen", "Multi")
+    assert env_ids() == [f"CircuitDiscovery-{m}-{t}-v2" for m in ("Toy", "GPT2") for t in sets_v2] + [
+        f"CircuitDiscovery-{m}-{t}-v3" for m in ("Toy", "GPT2") for t in sets_v3
+    ]
     rows = circuit_gym.list_envs()
     assert [r["id"] for r in rows] == env_ids()
     for row in rows:
-        assert row["id"] in gym.registry and row["current"] and row["version"] == 2 and row["notes"]
-    # every built-in task has its own v2 ID; Multi samples the benchmark's training tasks
+        assert row["id"] in gym.registry and row["current"] and row["version"] in (2, 3) and row["notes"]
+    # every built-in task has its own ID; Multi samples the benchmark's training tasks
     single = {tuple(r["tasks"]) for r in rows if "-Multi-" not in r["id"]}
     assert single == {(t,) for t in list_tasks() if t in BUILTIN}
-    assert {r["id"]: r["tasks"] for r in rows}["CircuitDiscovery-Toy-Multi-v2"] == list(TRAIN_TASKS)
+    assert {r["id"]: r["tasks"] for r in rows}["CircuitDiscovery-Toy-Multi-v3"] == list(TRAIN_TASKS)
     assert gym.spec("CircuitDiscovery-Toy-IOI-v2").kwargs["model"] == "toy"
 
 
-def test_v1_ids_keep_the_4x4_model_and_point_to_v2():
+def test_older_multi_ids_keep_their_tasks_and_point_to_the_current_one():
+    older = {r["id"]: r for r in circuit_gym.list_envs(all_versions=True) if "-Toy-Multi-" in r["id"]}
+    assert older["CircuitDiscovery-Toy-Multi-v2"]["tasks"] == [
+        "agreement",
+        "docstring",
+        "greater_than",
+        "pronoun",
+    ]
+    assert gym.spec("CircuitDiscovery-Toy-Multi-v2").kwargs["tasks"] == (
+        "agreement",
+        "docstring",
+        "greater_than",
+        "pronoun",
+    )
+    for version in (1, 2):
+        row = older[f"CircuitDiscovery-Toy-Multi-v{version}"]
+        assert not row["current"] and row["use"] == "CircuitDiscovery-Toy-Multi-v3"
+
+
+def test_v1_ids_keep_the_4x4_model_and_point_to_the_current_ids():
     v1 = [r for r in circuit_gym.list_envs(all_versions=True) if r["version"] == 1]
     assert sorted(r["id"] for r in v1) == sorted(
         f"CircuitDiscovery-{m}-{t}-v1" for m in ("Toy", "GPT2") for t in SETS
     )
+    current = set(env_ids())
     for row in v1:
-        assert (
-            row["id"] in gym.registry and not row["current"] and row["use"] == row["id"].replace("-v1", "-v2")
-        )
+        assert row["id"] in gym.registry and not row["current"] and row["use"] in current
+        assert row["use"].rpartition("-v")[0] == row["id"].rpartition("-v")[0]
     assert gym.spec("CircuitDiscovery-Toy-IOI-v1").kwargs["model"] == "tiny"
     assert {r["id"]: r["tasks"] for r in v1}["CircuitDiscovery-Toy-Multi-v1"] == ["induction", "ioi"]
 

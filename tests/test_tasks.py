@@ -4,7 +4,7 @@ import torch
 
 from circuit_gym.tasks import PromptBatch, Task, get_task, list_tasks, logit_diff, register_task
 from circuit_gym.tasks import fillers as F
-from circuit_gym.tasks.builtin import induction_token_pool
+from circuit_gym.tasks.builtin import induction_token_pool, seen_token_pool
 from circuit_gym.tasks.reference import REFERENCE_CHOICES, reference_batch
 
 
@@ -70,6 +70,8 @@ def test_splits_use_disjoint_fillers_and_templates(tiny_model):
         assert not set(F.docstring_templates(s1)) & set(F.docstring_templates(s2))
         pool1, pool2 = (set(induction_token_pool(tiny_model.tokenizer, s)) for s in (s1, s2))
         assert not pool1 & pool2
+        seen1, seen2 = (set(seen_token_pool(tiny_model.tokenizer, s)) for s in (s1, s2))
+        assert not seen1 & seen2
     # every single name, and every template part, still occurs in training
     assert {n for p in F.ioi_name_pairs("train") for n in p} == set(F.NAMES)
     train_ioi = " ".join(F.ioi_templates("train"))
@@ -135,3 +137,20 @@ def test_reference_batches_are_fixed(tiny_model, name):
     assert a.tokens.shape == (32, 48)
     with pytest.raises(ValueError):
         reference_batch(tiny_model, "wikipedia")
+
+
+def test_induction_seen_copies_only_ids_the_training_script_repeats(tiny_model):
+    """Every split of induction_seen draws from the train third of the ids, the only ids in
+    the embedded model's repeated training sequences; induction's eval and test do not."""
+    tok = tiny_model.tokenizer
+    train_third = set(induction_token_pool(tok, "train"))
+    special = set(tok.all_special_ids)
+    for split in F.SPLITS:
+        batch = get_task("induction_seen").batch(tiny_model, split, 4, seed=0)
+        ids = set(batch.tokens[:, 1:].flatten().tolist())
+        assert ids <= train_third and not ids & special
+        assert len(seen_token_pool(tok, split)) > len(train_third) / 4  # thirds, roughly
+    assert (
+        not set(get_task("induction").batch(tiny_model, "test", 4, seed=0).tokens[:, 1:].flatten().tolist())
+        & train_third
+    )

@@ -1,4 +1,4 @@
-"""The shipped embedded model really does the three behaviours, on held-out data.
+"""The shipped embedded models really do their behaviours, on held-out data.
 
 Everything here runs on the eval and test splits: templates and filler combinations
 (name pairs, parameter triples, token subsets) the model never saw in training.
@@ -28,3 +28,14 @@ def test_docstring(tiny_model, split):
     m = docstring_metrics(tiny_model, split)
     # the model card reports 1.000 on both splits; allow a few misses, not a model at chance
     assert m["three_way_accuracy"] >= 0.95 and m["top1_accuracy"] >= 0.9, m
+
+
+def test_the_144_head_model_copies_the_ids_it_was_trained_to_copy_and_no_others():
+    """The model card's claim about the 12 x 12 model: induction over the copy pool (the
+    induction_seen task, test split) but not over ids never repeated in training (induction)."""
+    from circuit_gym.models.loading import load_model
+    from circuit_gym.suite import task_metrics
+
+    toy = load_model("toy")
+    assert task_metrics(toy, "induction_seen", "test", n_batches=2)["accuracy"] >= 0.9
+    assert task_metrics(toy, "induction", "test", n_batches=2)["accuracy"] < 0.1

@@ -125,10 +125,15 @@ class CircuitDiscoveryEnv(gym.Env):
     computation off.
 
     ## Version History
+    * v3: IDs for the ``induction_seen`` task (``InductionSeen``: induction over the token ids
+      the embedded model was trained to copy; ``induction`` copies ids it never saw copied
+      and fails its inclusion gate there); Multi samples the training tasks of leaderboard
+      benchmark v4 (agreement, docstring, greater-than, pronoun, successor). Other IDs stay
+      v2 with unchanged behaviour.
     * v2: the embedded model (``"toy"``) has GPT-2 small's head grid, 12 layers x 12 heads
       (144 actions; the 4 x 4 model of v0/v1 is kept as ``"tiny"``); every built-in task has
       an ID (induction, IOI, docstring, greater-than, successor, pronoun, agreement,
-      brackets); Multi samples the leaderboard benchmark's training tasks. GPT2 IDs: new task IDs, same
+      brackets); Multi samples the training tasks of leaderboard benchmark v3. GPT2 IDs: new task IDs, same
       behaviour as v1 otherwise.
     * v1: resample ablation is the default on the embedded model (zero ablation also removed
       layer-0 heads' constant contribution, so they looked like bottlenecks); each IOI batch

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 
 from circuit_gym.envs.circuit_env import CircuitDiscoveryEnv
-from circuit_gym.leaderboard.benchmark import TRAIN_TASKS as MULTI_V2_TASKS
 
 ENTRY_POINT = "circuit_gym.envs.circuit_env:CircuitDiscoveryEnv"
 SUPERSEDED_ENTRY_POINT = "circuit_gym.envs.registration:make_superseded"
@@ -36,9 +35,8 @@ TASK_SETS = {
     "Docstring": ("docstring",),
     "Multi": ("induction", "ioi"),
 }
-# v2: the 144-head embedded model and every built-in task. Multi samples the leaderboard
-# benchmark's training tasks (circuit_gym.leaderboard.benchmark.TRAIN_TASKS; the held-out ones only when
-# asked, as before).
+# v2: the 144-head embedded model and every built-in task. Multi samples the training tasks
+# of leaderboard benchmark v3 (the held-out ones only when asked, as before).
 MODELS_V2 = {"Toy": "toy", "GPT2": "gpt2"}
 TASK_SETS_V2 = {
     "Induction": ("induction",),
@@ -49,7 +47,14 @@ TASK_SETS_V2 = {
     "Pronoun": ("pronoun",),
     "Agreement": ("agreement",),
     "Brackets": ("brackets",),
-    "Multi": MULTI_V2_TASKS,
+    "Multi": ("agreement", "docstring", "greater_than", "pronoun"),
+}
+# v3: the induction_seen task gets IDs, and Multi samples the training tasks of leaderboard
+# benchmark v4 (circuit_gym.leaderboard.benchmark.TRAIN_TASKS). Written out, not imported: a
+# later benchmark that changes them must add a version here (a test compares the two).
+TASK_SETS_V3 = {
+    "InductionSeen": ("induction_seen",),
+    "Multi": ("agreement", "docstring", "greater_than", "pronoun", "successor"),
 }
 
 
@@ -82,7 +87,13 @@ VERSIONS: dict[int, Version] = {
         MODELS_V2,
         TASK_SETS_V2,
         "the embedded model has GPT-2 small's 12 x 12 head grid (144 actions); eight tasks in six "
-        "families; Multi samples the leaderboard benchmark's training tasks",
+        "families; Multi samples the training tasks of leaderboard benchmark v3",
+    ),
+    3: Version(
+        MODELS_V2,
+        TASK_SETS_V3,
+        "InductionSeen IDs (induction over the token ids the embedded model was trained to copy); "
+        "Multi samples the training tasks of leaderboard benchmark v4, which holds induction_seen out",
     ),
 }
 

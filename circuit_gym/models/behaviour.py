@@ -17,8 +17,11 @@ from circuit_gym.tasks import get_task
 
 
 @torch.no_grad()
-def induction_metrics(model, split: str = "eval", n_batches: int = 4, batch_size: int = 16) -> dict:
-    task = get_task("induction")
+def induction_metrics(model, split: str = "eval", n_batches: int = 4, batch_size: int = 16,
+                      task: str = "induction") -> dict:  # fmt: skip
+    """Losses on the two halves and per-head attention scores, on ``task``'s repeated prompts
+    (``"induction"`` or ``"induction_seen"``)."""
+    task = get_task(task)
     n_layers, n_heads = int(model.cfg.n_layers), int(model.cfg.n_heads)
     first, repeated = [], []
     scores = {k: np.zeros((n_layers, n_heads)) for k in ("induction", "previous_token", "duplicate_token")}

@@ -10,7 +10,8 @@ Splits differ in *fillers and templates*, not only in seeds:
   are split by a hash. Every single name and every template part occurs in training.
 - docstring: templates (signature x summary x descriptions) and parameter triples are
   split by a hash; every part occurs in training.
-- induction: random-token sequences drawn from disjoint token subsets per split.
+- induction: random-token sequences drawn from disjoint thirds of the vocabulary per split;
+  induction_seen: from disjoint thirds of the train third (the ids the embedded model copies).
 """
 
 from __future__ import annotations
