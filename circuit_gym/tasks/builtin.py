@@ -104,7 +104,8 @@ def copy_pool(tokenizer) -> np.ndarray:
 
 def seen_token_pool(tokenizer, split: str) -> np.ndarray:
     """A split's token ids for ``induction_seen``: disjoint thirds of :func:`copy_pool`."""
-    return _ordinary_ids(tokenizer, lambda h: F.SPLITS[h % 3] == "train" and F.SPLITS[(h // 3) % 3] == split)
+    pool = copy_pool(tokenizer)
+    return pool[[F.SPLITS[(_token_hash(int(i)) // 3) % 3] == split for i in pool]]
 
 
 def _ordinary_ids(tokenizer, keep) -> np.ndarray:
