@@ -6,30 +6,55 @@ import numpy as np
 import pytest
 
 from circuit_gym.ablation.cache import SweepCache
-from circuit_gym.ablation.tables import sweep_table
 from circuit_gym.precompute import plan, precompute
-from circuit_gym.tasks import get_task
-from circuit_gym.tasks.reference import reference_batch
 
 
 def _files(directory) -> dict[str, dict]:
     return {p.name: json.loads(p.read_text()) for p in sorted(directory.glob("sweep-*.json"))}
 
 
-def test_serial_precompute_fills_what_the_env_reads(tiny_model, tmp_path):
+def test_serial_precompute_fills_what_the_env_reads(tmp_path, monkeypatch):
+    """An environment built on the precomputed cache sweeps nothing and writes no file: every
+    table it serves is one precompute stored, number for number (a precompute that wrote
+    under keys the environment never reads would make it sweep here, and fail)."""
+    from circuit_gym.ablation.engine import AblationEngine
+    from circuit_gym.envs import CircuitDiscoveryEnv
+    from circuit_gym.envs.pool import clear_caches
+
+    tasks, pool_size = ("ioi", "docstring"), 2
     cache = SweepCache(tmp_path)
-    summary = precompute("tiny", ["ioi", "docstring"], ["train"], 2, cache=cache, threads=1, progress=False)
+    summary = precompute("tiny", list(tasks), ["train"], pool_size, cache=cache, threads=1, progress=False)
     assert summary["computed"] == 4 and summary["cached_before"] == 0
-    assert len(_files(tmp_path)) == 4
-    again = precompute("tiny", ["ioi", "docstring"], ["train"], 2, cache=cache, threads=1, progress=False)
+    written, every_file = _files(tmp_path), sorted(p.name for p in tmp_path.iterdir())
+    assert len(written) == len(tasks) * pool_size
+    again = precompute("tiny", list(tasks), ["train"], pool_size, cache=cache, threads=1, progress=False)
     assert again["computed"] == 0 and again["cached_before"] == 4
-    # the cached table is the one a live sweep of the env's batch gives
-    task = get_task("ioi")
-    batch = task.batch(tiny_model, "train", 8, seed=1)
-    ref = reference_batch(tiny_model)
-    cached = sweep_table(tiny_model, task, batch, ref, ablation="resample", cache=cache)
-    live = sweep_table(tiny_model, task, batch, ref, ablation="resample", cache=None)
-    np.testing.assert_allclose(cached.reward, live.reward, atol=1e-6)
+
+    def no_sweep(*args, **kwargs):
+        raise AssertionError("the environment swept a table that precompute should have written")
+
+    for method in ("sweep", "sweep_rows"):
+        monkeypatch.setattr(AblationEngine, method, no_sweep)
+    monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path))
+    clear_caches()  # no model, pool or general-damage sweep from an earlier test
+    try:
+        env = CircuitDiscoveryEnv(model="tiny", tasks=tasks, pool_size=pool_size)
+        served = {}
+        for task in tasks:
+            for index in range(pool_size):
+                env.reset(options={"task": task, "batch_index": index})
+                *_, info = env.step(0)
+                served[task, index] = info["per_head_reward"]
+    finally:
+        clear_caches()  # the pools hold this test's cache directory
+    assert sorted(p.name for p in tmp_path.iterdir()) == every_file, "the environment wrote a file"
+    assert _files(tmp_path) == written
+    # the rewards served are task damage - lam * general damage of the stored payloads
+    by_episode = {(f["key"]["task"], f["key"]["seed"]): f["payload"] for f in written.values()}
+    assert set(by_episode) == set(served)
+    for episode, payload in by_episode.items():
+        expected = np.subtract(payload["task_damage"], payload["general_damage"])  # lam = 1
+        np.testing.assert_allclose(served[episode], expected, rtol=0, atol=1e-12)
 
 
 def test_precompute_rejects_bad_input():
