@@ -1,0 +1,103 @@
+"""Running circuits: the one place where heads outside a circuit are patched.
+
+A :class:`CircuitRunner` wraps the ablation engine of one model, prompt batch and ablation
+kind (:class:`~circuit_gym.ablation.engine.AblationEngine`: its cached clean residual
+stream, its replacement values and its block replay). Each head outside a circuit has its
+``hook_z`` output replaced by the engine's replacement:
+
+- ``resample`` (the embedded models' default): its value on the counterfactual prompt,
+  i.e. MIB's counterfactual *patching* at node level;
+- ``mean``: its mean over the batch, per position; ``zero``: zeros.
+
+Several circuits are run in one pass, stacked along the batch as the engine's sweep stacks
+single-head ablations: copy ``i`` of the batch runs circuit ``i``. The pass starts at the
+lowest layer any of them ablates, from the cached residual stream, and is cut into chunks
+of at most the engine's ``RESID_BUDGET`` floats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from circuit_gym.ablation.engine import RESID_BUDGET, AblationEngine, Evaluation, default_ablation
+from circuit_gym.circuits.circuit import Circuit
+from circuit_gym.models.loading import model_device
+from circuit_gym.tasks.base import PromptBatch, Task
+
+
+class CircuitRunner:
+    """Task metric of any circuit on one prompt batch (higher = better behaviour)."""
+
+    def __init__(self, engine: AblationEngine) -> None:
+        self.engine = engine
+        self.n_layers, self.n_heads = engine.n_layers, engine.n_heads
+        self.ablation = engine.kind
+
+    @classmethod
+    def for_task(cls, model, task: Task, batch: PromptBatch, ablation: str | None = None) -> CircuitRunner:
+        """A runner for ``task`` on ``batch``; ``ablation`` defaults to the model's
+        (:func:`~circuit_gym.ablation.engine.default_ablation`)."""
+        if ablation is None:
+            ablation = default_ablation(model.circuit_gym_info.name)
+        return cls(AblationEngine(model, Evaluation.for_task(task, batch, model_device(model)), ablation))
+
+    @property
+    def full_metric(self) -> float:
+        """m(full): the clean model's metric, averaged over the batch."""
+        return self.engine.clean_score
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.engine.ev.tokens.shape[0])
+
+    def metric(self, circuits: Sequence[Circuit]) -> np.ndarray:
+        """m(C) for each circuit: the task metric averaged over the batch, float64."""
+        return self.metric_rows(circuits).mean(1)
+
+    @torch.no_grad()
+    def metric_rows(self, circuits: Sequence[Circuit]) -> np.ndarray:
+        """Per-prompt task metric of each circuit, ``[len(circuits), batch]``, float64."""
+        for c in circuits:
+            if (c.n_layers, c.n_heads) != (self.n_layers, self.n_heads):
+                raise ValueError(
+                    f"a circuit of a {c.n_layers} x {c.n_heads} model cannot run on this "
+                    f"{self.n_layers} x {self.n_heads} model"
+                )
+        out = np.empty((len(circuits), self.batch_size), dtype=np.float64)
+        clean = self.engine.clean_rows.double().cpu().numpy()
+        todo = [i for i, c in enumerate(circuits) if c.size < c.n_total]
+        for i in set(range(len(circuits))) - set(todo):  # nothing ablated: the clean pass
+            out[i] = clean
+        tokens = self.engine.ev.tokens
+        per_pass = max(1, RESID_BUDGET // (tokens.numel() * int(self.engine.model.cfg.d_model)))
+        for first in range(0, len(todo), per_pass):
+            chunk = todo[first : first + per_pass]
+            out[chunk] = self._run_stacked([circuits[i] for i in chunk])
+        return out
+
+    def _run_stacked(self, circuits: list[Circuit]) -> np.ndarray:
+        k, batch = len(circuits), self.batch_size
+        device = self.engine.ev.tokens.device
+        # ablate[i, layer, head]: circuit i replaces that head's output
+        ablate = ~torch.tensor(np.stack([c.mask for c in circuits]), device=device)
+        ablate = ablate.view(k, self.n_layers, self.n_heads)
+        layers = [layer for layer in range(self.n_layers) if bool(ablate[:, layer].any())]
+        start = layers[0]
+        hooks = []
+        for layer in layers:
+            # [k * batch, 1, head, 1]: copy i of the batch (rows i*batch ...) runs circuit i
+            where = ablate[:, layer].repeat_interleave(batch, dim=0)[:, None, :, None]
+            repl = self.engine.replacement[layer].repeat(k, 1, 1, 1)
+
+            def patch(z: torch.Tensor, hook=None, where=where, repl=repl) -> torch.Tensor:
+                return torch.where(where, repl, z)
+
+            hooks.append((f"blocks.{layer}.attn.hook_z", patch))
+        resid = self.engine.resid_pre[start].repeat(k, 1, 1)
+        # The engine's own replay from a cached residual stream (SDPA blocks on attention-only
+        # models, the bridge's blocks otherwise), as its sweep uses it.
+        per_row = self.engine._run_from(start, resid, hooks)
+        return per_row.view(k, batch).double().cpu().numpy()
