@@ -124,7 +124,10 @@ def precompute_jobs(model_name: str, jobs: Sequence[Job], *, model_path: str | N
 def _bar(total: int, progress: bool):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc="sweeps", unit="sweep", disable=not progress)  # tqdm shows the ETA
+    from circuit_gym.progress import progress_enabled
+
+    # tqdm shows the ETA; off when not a terminal or switched off (circuit_gym.progress)
+    return tqdm(total=total, desc="sweeps", unit="sweep", disable=not progress_enabled(progress))
 
 
 def _run_ray(todo: list[Job], model_name: str, model_path: str | None, batch_size: int, reference: str | None,

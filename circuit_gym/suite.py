@@ -38,11 +38,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from circuit_gym.ablation import default_ablation, head_name
 from circuit_gym.ablation.cache import SweepCache
 from circuit_gym.ablation.tables import sweep_table
 from circuit_gym.models.behaviour import task_metrics
+from circuit_gym.progress import progress_enabled
 from circuit_gym.tasks import get_task, list_tasks
 from circuit_gym.tasks.reference import reference_batch
 
@@ -148,12 +150,7 @@ def suite_report(model, *, tasks: Sequence[str] | None = None, split: str = "tes
     tasks = list(tasks or list_tasks())
     n_heads = model.circuit_gym_info.n_heads
     rows, histograms = {}, {}
-    bar = tasks
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(tasks, desc="suite (tasks)")
-    for name in bar:
+    for name in tqdm(tasks, desc="suite (tasks)", disable=not progress_enabled(progress)):
         try:
             acc = task_metrics(model, name, split, n_batches=accuracy_batches)
         except ValueError as err:  # e.g. fillers that are not single tokens of this tokenizer

@@ -123,11 +123,15 @@ class ContrastiveScorer:
         task, general = self.damages(heads)
         return contrastive_reward(task, general, self.lam)
 
-    def sweep(self, general_damage: np.ndarray | None = None, progress: bool = False) -> SweepTable:
+    def sweep(self, general_damage: np.ndarray | None = None, progress: bool | None = False) -> SweepTable:
         """The single-head table; pass a cached ``general_damage`` to skip that sweep."""
-        task_damage = self.task_engine.clean_score - self.task_engine.sweep(progress)
+        task_damage = self.task_engine.clean_score - self.task_engine.sweep(
+            progress, desc=f"oracle sweep ({self.task.name})"
+        )
         if general_damage is None:
-            general_damage = self.general_engine.clean_score - self.general_engine.sweep(progress)
+            general_damage = self.general_engine.clean_score - self.general_engine.sweep(
+                progress, desc="general-damage sweep"
+            )
         info = self.model.circuit_gym_info
         return SweepTable(
             model=info.name, weights_hash=info.weights_hash, task=self.task.name,

@@ -238,28 +238,28 @@ class AblationEngine:
 
     # ---------------------------------------------------------------- single heads
     @torch.no_grad()
-    def sweep(self, progress: bool = False) -> np.ndarray:
+    def sweep(self, progress: bool | None = False, desc: str = "sweep") -> np.ndarray:
         """Mean score with each single head ablated, shape ``[n_layers * n_heads]``."""
-        return self.sweep_rows(progress).mean(1)
+        return self.sweep_rows(progress, desc).mean(1)
 
     @torch.no_grad()
-    def sweep_rows(self, progress: bool = False) -> np.ndarray:
+    def sweep_rows(self, progress: bool | None = False, desc: str = "sweep") -> np.ndarray:
         """Per-row scores with each single head ablated, shape ``[n_layers * n_heads, batch]``
-        (for the spread of a damage across the rows of a batch)."""
+        (for the spread of a damage across the rows of a batch). ``progress``: a bar counting
+        heads, where :func:`circuit_gym.progress.progress_enabled` allows one."""
+        from circuit_gym.progress import progress_bar
+
         batch = self.ev.tokens.shape[0]
         scores = np.empty((self.n_layers * self.n_heads, batch), dtype=np.float64)
         d_model = int(self.model.cfg.d_model)
         per_pass = max(1, RESID_BUDGET // (batch * self.ev.tokens.shape[1] * d_model))
-        layers = range(self.n_layers)
-        if progress:
-            from tqdm.auto import tqdm
-
-            layers = tqdm(layers, desc="sweep (layers)", leave=False)
-        for layer in layers:
-            for first in range(0, self.n_heads, per_pass):
-                heads = list(range(first, min(self.n_heads, first + per_pass)))
-                start = layer * self.n_heads + first
-                scores[start : start + len(heads)] = self._sweep_layer_chunk(layer, heads)
+        with progress_bar(self.n_layers * self.n_heads, desc, unit="head", requested=progress) as bar:
+            for layer in range(self.n_layers):
+                for first in range(0, self.n_heads, per_pass):
+                    heads = list(range(first, min(self.n_heads, first + per_pass)))
+                    start = layer * self.n_heads + first
+                    scores[start : start + len(heads)] = self._sweep_layer_chunk(layer, heads)
+                    bar.update(len(heads))
         return scores
 
     def _sweep_layer_chunk(self, layer: int, heads: list[int]) -> np.ndarray:

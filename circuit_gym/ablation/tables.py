@@ -17,6 +17,7 @@ from circuit_gym.ablation.cache import SweepCache
 from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable
 from circuit_gym.ablation.engine import ENGINE_VERSION, AblationEngine, Evaluation, check_ablation
 from circuit_gym.models.loading import model_device
+from circuit_gym.progress import announce_once
 from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import ReferenceBatch
 
@@ -52,8 +53,9 @@ def general_engine(model, reference: ReferenceBatch, ablation: str) -> AblationE
 
 
 def general_damage(model, reference: ReferenceBatch, ablation: str, cache: SweepCache | None,
-                   progress: bool = False) -> np.ndarray:  # fmt: skip
-    """Per-head rise in reference loss; computed once per model, reference and ablation."""
+                   progress: bool | None = None) -> np.ndarray:  # fmt: skip
+    """Per-head rise in reference loss; computed once per model, reference and ablation.
+    ``progress``: None shows a bar where :mod:`circuit_gym.progress` allows one, False never."""
     key = _general_key(model, reference, ablation)
     engine = general_engine(model, reference, ablation)
     if _GENERAL[key][1] is None:
@@ -63,7 +65,9 @@ def general_damage(model, reference: ReferenceBatch, ablation: str, cache: Sweep
         }  # fmt: skip
 
         def compute() -> dict:
-            return {"general_damage": (engine.clean_score - engine.sweep(progress)).tolist()}
+            _announce_general(model, reference, ablation, cache, progress)
+            scores = engine.sweep(progress, desc="general-damage sweep")
+            return {"general_damage": (engine.clean_score - scores).tolist()}
 
         payload = cache.get_or_compute(disk_key, compute) if cache else compute()
         _GENERAL[key] = (engine, np.asarray(payload["general_damage"], dtype=np.float64))
@@ -71,12 +75,18 @@ def general_damage(model, reference: ReferenceBatch, ablation: str, cache: Sweep
 
 
 def sweep_table(model, task: Task, batch: PromptBatch, reference: ReferenceBatch, *, ablation: str = "zero",
-                lam: float = 1.0, cache: SweepCache | None = None, progress: bool = False) -> SweepTable:  # fmt: skip
-    """The single-head oracle table for ``batch``; its damages come from ``cache`` when it holds them."""
+                lam: float = 1.0, cache: SweepCache | None = None, progress: bool | None = None) -> SweepTable:  # fmt: skip
+    """The single-head oracle table for ``batch``; its damages come from ``cache`` when it holds them.
+    ``progress`` as in :func:`general_damage`."""
     check_ablation(ablation)
     key = sweep_key(model, task, batch, reference, ablation)
 
     def compute() -> dict:
+        if cache is not None:
+            announce_once("oracle tables", "computing each prompt batch's oracle table (a sweep of all "
+                          f"{model.circuit_gym_info.n_heads_total} heads) on first use; cached in {cache.directory}; "
+                          f"`{precompute_hint(model)} --tasks TASK ... --splits SPLIT ... --pool-size N` "
+                          "computes whole pools ahead", requested=progress)  # fmt: skip
         scorer = ContrastiveScorer(
             model, task, batch, reference, ablation, lam, general_engine=general_engine(model, reference, ablation)
         )  # fmt: skip
@@ -90,6 +100,25 @@ def sweep_table(model, task: Task, batch: PromptBatch, reference: ReferenceBatch
         "seed": batch.seed, "batch_size": batch.batch_size, "ablation": ablation, "lam": float(lam),
         "reference": reference.name, "n_layers": info.n_layers, "n_heads": info.n_heads,
     })  # fmt: skip
+
+
+def precompute_hint(model) -> str:
+    """The start of the ``circuit-gym precompute`` command line for this model."""
+    info = model.circuit_gym_info
+    from_directory = info.source not in ("embedded", "transformer_lens")  # else: a directory's path
+    return f"circuit-gym precompute --model {info.name}" + (
+        f" --model-path {info.source}" if from_directory else ""
+    )
+
+
+def _announce_general(model, reference: ReferenceBatch, ablation: str, cache: SweepCache | None,
+                      progress: bool | None) -> None:  # fmt: skip
+    where = f"cached in {cache.directory}" if cache is not None else "not cached (cache off)"
+    announce_once(f"general {id(model)} {reference.fingerprint} {ablation}",
+                  f"computing the general-damage sweep of {model.circuit_gym_info.name} ({ablation} ablation of "
+                  f"each of its {model.circuit_gym_info.n_heads_total} heads on the {reference.name!r} reference "
+                  f"batch) once per model; {where}; `{precompute_hint(model)} --tasks TASK` computes it ahead",
+                  requested=progress)  # fmt: skip
 
 
 # What a sweep caches: damages and clean values, never anything that depends on lam.

@@ -1,0 +1,110 @@
+"""Long work says so: the first step of a GPT-2-shaped ID shows a bar with an ETA and the line
+saying what is computed once, in a terminal; nothing when the output is not a terminal."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from circuit_gym import progress
+from circuit_gym.models.random_checkpoint import write_random_gpt2_checkpoint
+
+pexpect = pytest.importorskip("pexpect")
+
+FIRST_STEP = """
+import sys
+import gymnasium as gym
+import circuit_gym  # noqa: F401
+env = gym.make("CircuitDiscovery-GPT2-IOI-v2", model_path=sys.argv[1], pool_size=2, batch_size=2)
+env.reset(seed=0)
+env.step(0)
+print("FIRST STEP DONE")
+"""
+# tqdm's ETA: "n/total [elapsed<remaining" (e.g. "12/24 [00:03<00:03")
+ETA = re.compile(r"\d+/\d+ \[\d\d:\d\d<\d\d:\d\d")
+
+
+@pytest.fixture(scope="module")
+def small_gpt2(tmp_path_factory):
+    """GPT-2's architecture and tokenizer, random weights, 1 layer (the same code path as 12)."""
+    return write_random_gpt2_checkpoint(tmp_path_factory.mktemp("gpt2_2l"), n_layer=1, n_embd=96)
+
+
+def _env(cache_dir) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in (progress.PROGRESS_ENV_VAR, "TQDM_DISABLE")}
+    env.update(CIRCUIT_GYM_CACHE=str(cache_dir), CIRCUIT_GYM_THREADS="1", PYTHONWARNINGS="ignore")
+    env[progress.DELAY_ENV_VAR] = "0"  # the small model's sweep is faster than the default delay
+    return env
+
+
+@pytest.mark.slow  # two fresh processes, each a model load and a general-damage sweep
+def test_first_step_shows_progress_in_a_terminal(small_gpt2, tmp_path):
+    child = pexpect.spawn(sys.executable, ["-c", FIRST_STEP, str(small_gpt2)], env=_env(tmp_path / "cache"),
+                          encoding="utf-8", timeout=300, dimensions=(40, 200))  # fmt: skip
+    child.expect("FIRST STEP DONE")
+    shown = child.before
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, shown
+    assert "general-damage sweep" in shown and ETA.search(shown), shown  # the bar, with its ETA
+    assert "oracle sweep (ioi)" in shown, shown
+    announcement = next(line for line in shown.splitlines() if "general-damage sweep of gpt2" in line)
+    assert str(tmp_path / "cache") in announcement  # where it is cached
+    assert (
+        f"circuit-gym precompute --model gpt2 --model-path {small_gpt2}" in announcement
+    )  # how to precompute
+
+
+@pytest.mark.slow
+def test_first_step_is_silent_without_a_terminal(small_gpt2, tmp_path):
+    done = subprocess.run([sys.executable, "-c", FIRST_STEP, str(small_gpt2)], env=_env(tmp_path / "cache"),
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "FIRST STEP DONE"
+    assert "sweep" not in done.stderr and "circuit_gym:" not in done.stderr, done.stderr
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+@pytest.mark.parametrize(
+    ("setting", "tty", "requested", "expected"),
+    [
+        (None, True, None, True),  # a terminal: on
+        (None, False, None, False),  # a pipe: off
+        ("0", True, None, False),  # switched off beats a terminal
+        ("1", False, None, True),  # forced on without a terminal
+        ("1", True, False, False),  # the caller's False beats everything
+    ],
+)
+def test_switches(monkeypatch, setting, tty, requested, expected):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    if setting is None:
+        monkeypatch.delenv(progress.PROGRESS_ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(progress.PROGRESS_ENV_VAR, setting)
+    monkeypatch.setattr(sys, "stderr", _Stream(tty))
+    assert progress.progress_enabled(requested) is expected
+
+
+def test_tqdm_disable_switches_it_off(monkeypatch):
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    monkeypatch.setattr(sys, "stderr", _Stream(True))
+    assert progress.progress_enabled() is False
+
+
+def test_bad_delay_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv(progress.DELAY_ENV_VAR, "soon")
+    with pytest.raises(ValueError, match=progress.DELAY_ENV_VAR):
+        progress.progress_delay()
