@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from circuit_gym.envs.planning import best_of_k
+from circuit_gym.planning import best_of_k
 from circuit_gym.policy import check_scores
 from circuit_gym.stats import mean_ci95, ratio_of_sums_ci95, wilson_ci95
 

@@ -6,6 +6,8 @@ files scored under another version are refused by the board.
 
 from __future__ import annotations
 
+from circuit_gym.embedded import is_embedded
+
 # v4: the induction_seen task passes the inclusion gate and the rule below holds it out in
 # place of successor (now a training task). v3: the 144-head embedded model (12 x 12), held-out
 # tasks chosen by the oracle-structure rule below, scores per task. v2: recovery as a ratio of
@@ -52,8 +54,6 @@ MEMORY_LIMIT_MB = 4096  # RLIMIT_DATA of the child: private writable (virtual) m
 
 def multi_env_id(model: str = MODEL) -> str:
     """The Multi environment ID the benchmark's episodes are built with, for ``model``."""
-    from circuit_gym.models.loading import is_embedded
-
     return f"CircuitDiscovery-{'Toy' if is_embedded(model) else 'GPT2'}-Multi-{ENV_VERSION}"
 
 

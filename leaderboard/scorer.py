@@ -33,7 +33,7 @@ import numpy as np
 
 import circuit_gym
 from circuit_gym.envs import HideOracleInfo
-from circuit_gym.envs.planning import top_k_heads
+from circuit_gym.planning import top_k_heads
 from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.leaderboard import benchmark as B
 from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, policy_files, split_spec

@@ -74,7 +74,7 @@ def test_current_ids_are_registered_and_listed():
     single = {tuple(r["tasks"]) for r in rows if "-Multi-" not in r["id"]}
     assert single == {(t,) for t in list_tasks() if t in BUILTIN}
     assert {r["id"]: r["tasks"] for r in rows}["CircuitDiscovery-Toy-Multi-v3"] == list(TRAIN_TASKS)
-    assert gym.spec("CircuitDiscovery-Toy-IOI-v2").kwargs["model"] == "toy"
+    assert gym.spec("CircuitDiscovery-Toy-IOI-v2").kwargs["model"] == "toy_d"
 
 
 def test_older_multi_ids_keep_their_tasks_and_point_to_the_current_one():

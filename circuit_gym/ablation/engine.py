@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from circuit_gym.ablation.fast_blocks import FastBlocks
+from circuit_gym.embedded import is_embedded
 from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import ReferenceBatch
 
@@ -54,8 +55,6 @@ RESID_BUDGET = 20_000_000
 def default_ablation(model_name: str) -> str:
     """The ablation a model's environments use unless told otherwise: resample on the
     embedded models, zero elsewhere."""
-    from circuit_gym.models.loading import is_embedded
-
     return "resample" if is_embedded(model_name) else "zero"
 
 

@@ -35,9 +35,9 @@ TASK_SETS = {
     "Docstring": ("docstring",),
     "Multi": ("induction", "ioi"),
 }
-# v2: the 144-head embedded model and every built-in task. Multi samples the training tasks
+# v2: the 144-head embedded model (run D, embedded as "toy_d" since v4) and every built-in task. Multi samples the training tasks
 # of leaderboard benchmark v3 (the held-out ones only when asked, as before).
-MODELS_V2 = {"Toy": "toy", "GPT2": "gpt2"}
+MODELS_V2 = {"Toy": "toy_d", "GPT2": "gpt2"}
 TASK_SETS_V2 = {
     "Induction": ("induction",),
     "IOI": ("ioi",),

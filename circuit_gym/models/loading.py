@@ -24,10 +24,9 @@ from pathlib import Path
 
 import torch
 
+from circuit_gym.embedded import EMBEDDED, is_embedded
+
 MODELS_DIR = Path(str(resources.files("circuit_gym") / "models"))
-# Embedded models, shipped in the package: "toy" is the default (GPT-2 small's 12 x 12 head
-# grid); "tiny" (4 x 4) is the first embedded model, kept for fast tests and the v0/v1 IDs.
-EMBEDDED = ("toy", "tiny")
 GPT2_ENV_VAR = "CIRCUIT_GYM_GPT2_PATH"
 THREADS_ENV_VAR = "CIRCUIT_GYM_THREADS"
 GPT2_REPO = "openai-community/gpt2"
@@ -68,10 +67,6 @@ def set_threads(threads: int | None = None) -> int:
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     return threads
-
-
-def is_embedded(name: str) -> bool:
-    return name in EMBEDDED
 
 
 def embedded_dir(name: str) -> Path:

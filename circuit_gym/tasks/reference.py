@@ -24,6 +24,7 @@ from importlib import resources
 
 import torch
 
+from circuit_gym.embedded import is_embedded
 from circuit_gym.tasks import corpus
 
 REFERENCE_PARTS = ("stdlib", "taskstyle", "prose")
@@ -41,8 +42,6 @@ class ReferenceBatch:
 
 
 def default_reference(model_name: str) -> str:
-    from circuit_gym.models.loading import is_embedded
-
     return "stdlib+taskstyle" if is_embedded(model_name) else "prose"
 
 
