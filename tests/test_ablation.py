@@ -117,6 +117,28 @@ def test_resample_equals_an_independent_patch_from_the_counterfactual_run(tiny_m
         assert swept[h] == pytest.approx(float(task.score(logits, batch).mean()), abs=1e-4)
 
 
+@pytest.mark.parametrize("name", ["ioi", "docstring"])
+def test_mean_ablation_equals_an_independent_patch_with_the_batch_mean(tiny_model, name):
+    """Mean ablation = the head's hook_z replaced by its mean over the batch's prompts, per
+    position, taken here from a separate clean run (a no-op or a mean over the wrong axis fails)."""
+    task = get_task(name)
+    batch = task.batch(tiny_model, "train", 6, seed=4)
+    engine = AblationEngine(tiny_model, Evaluation.for_task(task, batch), "mean")
+    swept = engine.sweep()
+    n_heads = tiny_model.cfg.n_heads
+    _, clean_cache = tiny_model.run_with_cache(batch.tokens)
+    by_hand = np.empty(tiny_model.cfg.n_layers * n_heads)
+    for h in range(len(by_hand)):
+        layer, head = divmod(h, n_heads)
+        donor = clean_cache[f"blocks.{layer}.attn.hook_z"].mean(0, keepdim=True)  # [1, pos, head, d]
+        logits = _hand_ablated_forward(tiny_model, batch.tokens, layer, head, donor)
+        by_hand[h] = float(task.score(logits, batch).mean())
+    assert np.abs(by_hand - engine.clean_score).max() > 1e-2  # some head's mean ablation matters
+    np.testing.assert_allclose(swept, by_hand, rtol=0, atol=1e-4)
+    for h in (2, 9):
+        assert engine.score([h]) == pytest.approx(by_hand[h], abs=1e-4)
+
+
 def test_cache_round_trip_and_corruption(tiny_model, tmp_path):
     cache = SweepCache(tmp_path)
     task = get_task("ioi")
