@@ -18,7 +18,6 @@ provenance (``scorer.reference_name``), and their names are reserved for them.
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import numpy as np
 
 import circuit_gym
 from circuit_gym.leaderboard import benchmark as B
+from circuit_gym.leaderboard.html_page import Figure, write_page
 from circuit_gym.leaderboard.scorer import check_name, content_hash, read_private_seeds, reference_name
 from circuit_gym.plots import _pyplot
 from circuit_gym.stats import recovery_difference_ci95
@@ -374,24 +374,13 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     readme.write_text(
         f"{head}{MARK_BEGIN}\n{table}\n\n![board](board.png)\n![per task](per_task.png)\n{MARK_END}{tail}"
     )
-    cells = "".join(
-        f"<tr><td>{i}</td><td>{html.escape(_label(r))}</td><td>{r['check']}</td><td>{r['k5']:.3f}</td>"
-        f"<td>{r['k1']:.3f}</td><td>{r['top1']:.2f}</td><td>{r['above_fixed_k5']:+.3f}</td>"
-        f"<td>{r['above_fixed_k1']:+.3f}</td><td>{_num(r['private_k5'])}</td><td>{_num(r['private_k1'])}</td>"
-        f"<td>{r['forward']:.3g} / {r['partial']:.3g} / {r['backward']:.3g}</td><td>{r['spread']:.3f}</td>"
-        f"<td>{r['consistency']:.2f}</td><td><img src='radar/{html.escape(r['name'])}.png' width='160'></td></tr>"
-        for i, r in enumerate(rows, 1)
-    )
-    notes = "".join(f"<li>{html.escape(m)}</li>" for m in refused)
-    (out / "index.html").write_text(
-        f"<!doctype html><meta charset='utf-8'><title>circuit_gym leaderboard</title>"
-        f"<h1>circuit_gym leaderboard</h1><p>{html.escape(B.BENCHMARK_VERSION)}: held-out "
-        f"{', '.join(B.HELD_OUT_TASKS)}, {len(B.EVAL_SEEDS)} seeds</p><img src='board.png'><img src='per_task.png'>"
-        f"<table border='1' cellpadding='4'><tr><th>rank</th><th>entry</th><th>check</th><th>best-of-5</th>"
-        f"<th>best-of-1</th><th>top-1</th><th>above memoriser (best-of-5)</th><th>above memoriser (best-of-1)</th>"
-        f"<th>private best-of-5</th><th>private best-of-1</th>"
-        f"<th>LM passes / episode (fwd / partial / bwd)</th><th>spread</th><th>consistency</th>"
-        f"<th>profile</th></tr>{cells}</table>"
-        f"{'<h2>Refused</h2><ul>' + notes + '</ul>' if notes else ''}"
-    )
+    about = (f"Benchmark {B.BENCHMARK_VERSION}: held-out tasks {', '.join(B.HELD_OUT_TASKS)} ({B.SPLIT} split), "
+             f"{len(B.EVAL_SEEDS)} seeds, {B.ABLATION} ablation, lambda {B.LAM}. Recovery: sum of chosen rewards / "
+             "sum of oracle rewards over the episodes with a positive oracle; above memoriser: minus the fixed-head "
+             "memoriser's on the same episodes; LM passes: what the solver ran per episode inside its rank call. "
+             "Check: hash-checked, rescored (render --rescore matched) or verified (rescored with private scores).")  # fmt: skip
+    write_page(out / "index.html", rows, {e["name"]: e for e in entries}, tasks=B.HELD_OUT_TASKS, about=about,
+               failed=failed, refused=refused, radar={r["name"]: radar_dir / f"{check_name(r['name'])}.png" for r in rows},
+               figures=[Figure("held-out best-of-5 recovery per entry (95% CI)", out / "board.png"),
+                        Figure("best-of-5 recovery per held-out task; memoriser and chance as lines", out / "per_task.png")])  # fmt: skip
     return {"rows": rows, "refused": refused, "failed": [f["name"] for f in failed]}
