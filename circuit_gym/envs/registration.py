@@ -174,6 +174,9 @@ def register_envs() -> None:
                 kwargs = {"model": target.models[model_key], "tasks": target.task_sets[task_key],
                           **target.kwargs, "registered_id": id_}  # fmt: skip
                 gym.register(id=id_, entry_point=SUPERSEDED_ENTRY_POINT, kwargs=kwargs)
+    from circuit_gym.envs.circuit_registration import register_circuit_envs  # after the IDs it lists
+
+    register_circuit_envs()
 
 
 def make_superseded(registered_id: str, **kwargs) -> CircuitDiscoveryEnv:
