@@ -339,6 +339,37 @@ def test_invalid_kwargs_name_the_argument(kwargs, arg):
         gym.make("CircuitDiscovery-Toy-Multi-v1", **kwargs)
 
 
+def test_bad_input_to_a_built_environment_is_a_clear_error_and_changes_nothing():
+    """Out-of-range or non-integer actions, a step before reset, unknown reset options, a batch
+    index outside the pool and an episode longer than the number of heads each raise an error
+    that says what is wrong; a refused action is not a step."""
+    from circuit_gym.envs import CircuitDiscoveryEnv
+
+    for oracle_info in (True, False):
+        env = CircuitDiscoveryEnv(
+            model="tiny", pool_size=2, batch_size=2, episode_length=2, oracle_info=oracle_info
+        )
+        with pytest.raises(RuntimeError, match=r"reset\(\)"):
+            env.step(0)
+    n = env.n_total
+    with pytest.raises(ValueError, match="episode_length"):
+        CircuitDiscoveryEnv(model="tiny", pool_size=2, batch_size=2, episode_length=n + 1)
+    env.reset(seed=0)
+    for action in (n, -1, 1.5, "3", None, np.array([1, 2]), np.float32(2.0)):
+        with pytest.raises(ValueError, match=rf"action must be a head id in \[0, {n}\)"):
+            env.step(action)
+    _, _, terminated, _, info = env.step(np.int64(3))  # numpy integers are valid actions
+    assert not terminated and info["action_mask"].sum() == n - 1  # the refused actions were not steps
+    for options, message in (
+        ({"batch": 0}, r"unknown reset options \['batch'\]"),
+        ({"batch_index": 2}, r"batch index must be in \[0, 2\), got 2"),
+        ({"batch_index": -1}, r"batch index must be in \[0, 2\), got -1"),
+        ({"task": "sentiment"}, "task"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            env.reset(options=options)
+
+
 def test_multi_samples_training_tasks_and_docstring_only_when_asked():
     env = gym.make("CircuitDiscovery-Toy-Multi-v1", pool_size=2, batch_size=2)
     seen = {env.reset(seed=s)[1]["task"] for s in range(12)}
