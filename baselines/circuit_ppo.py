@@ -1,0 +1,288 @@
+"""PPO (Tianshou 2.x) on the circuit-building Multi ID: one policy that builds circuits on any task.
+
+The network is the single-head PPO's :class:`~circuit_gym.baselines.ppo.HeadScorer` (a logit per
+head from its own feature row and, through self-attention, every other head's: no head index,
+so it applies to tasks it never saw) plus one STOP logit from the pooled head embeddings.
+Illegal actions are masked with the environment's ``info["action_mask"]``, carried next to the
+observation by :class:`~circuit_gym.baselines.ppo.MaskInObservation`.
+
+Checkpoints are chosen on the *training* tasks only: after every epoch the deterministic
+policy builds circuits on train-split batches ``pool_size .. pool_size + selection_episodes - 1``
+of each training task (held back: never trained on, never reported), and ``policy.pt`` keeps
+the parameters with the best mean CPR there (mean over tasks of the mean over batches).
+
+    python -m circuit_gym.baselines.circuit_ppo --out runs/circuit_ppo --epochs 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+import circuit_gym  # noqa: F401  (registers the environment IDs)
+from circuit_gym.baselines.circuit_solvers import play_episode
+from circuit_gym.baselines.ppo import HeadScorer, MaskInObservation, _as_tensor, _parse_bool
+from circuit_gym.circuits import cpr, faithfulness_curve
+from circuit_gym.envs.circuit_building import MEMBER_COLUMN, N_CIRCUIT_FEATURES, CircuitBuildingEnv
+from circuit_gym.envs.circuit_registration import circuit_env_id
+
+
+@dataclass
+class CircuitPPOConfig:
+    env_id: str = circuit_env_id("Toy", "Multi")  # the benchmark's training tasks, embedded model
+    model: str | None = None  # None: the ID's model
+    model_path: str | None = None
+    device: str = "cpu"
+    split: str = "train"
+    pool_size: int = 16  # training batches per task: indices 0 .. pool_size - 1
+    selection_episodes: int = 2  # held-back batches per task for checkpoint selection
+    batch_size_prompts: int = 8
+    budget: int = 16
+    # Training's cost per head. 0, not the env's 0.01: with a cost, adding a random head pays
+    # -alpha and STOP pays 0, so an untrained policy learns to STOP at once (seen in a 256-step
+    # smoke run: every circuit empty) before it finds the few heads that raise faithfulness;
+    # CPR, the selection score, does not charge for size.
+    alpha: float = 0.0
+    n_envs: int = 4
+    epochs: int = 4
+    steps_per_epoch: int = 512
+    steps_per_collect: int = 128
+    minibatch: int = 64
+    repeat: int = 4
+    lr: float = 1e-3
+    ent_coef: float = 0.03
+    gamma: float = 1.0  # finite episodes; the return is J(final) - J(empty)
+    hidden: int = 64
+    return_scaling: bool = True  # rewards are faithfulness changes, ~0.01-1
+    seed: int = 0
+
+
+class CircuitScorer(nn.Module):
+    """A logit per head (:class:`HeadScorer`) and a STOP logit; the critic is HeadScorer's."""
+
+    def __init__(self, n_features: int = N_CIRCUIT_FEATURES, hidden: int = 64) -> None:
+        super().__init__()
+        self.heads = HeadScorer(n_features=n_features, hidden=hidden)
+        self.stop = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+
+    def logits(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``[batch, heads + 1]``: one logit per head, then STOP; masked actions get -1e9."""
+        x = self.heads.embed(obs)
+        pooled = torch.cat([x.mean(-2), x.max(-2).values], dim=-1)
+        out = torch.cat([self.heads.logits(obs), self.stop(pooled)], dim=-1)
+        return out if mask is None else out.masked_fill(mask == 0, -1e9)
+
+    def state_value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.heads.state_value(obs)
+
+
+def build_algorithm(config: CircuitPPOConfig, action_space: gym.Space, net: CircuitScorer):
+    from tianshou.algorithm import PPO
+    from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.utils.net.common import AbstractDiscreteActor, ModuleWithVectorOutput
+    from tianshou.utils.net.discrete import dist_fn_categorical_from_logits
+
+    n_actions = int(action_space.n)
+
+    class Actor(AbstractDiscreteActor):
+        def __init__(self) -> None:
+            super().__init__(n_actions)
+            self.net = net
+
+        def get_preprocess_net(self) -> nn.Module:
+            return nn.Identity()
+
+        def forward(self, obs, state=None, info=None):
+            return self.net.logits(_as_tensor(obs.obs), _as_tensor(obs.mask)), state
+
+    class Critic(ModuleWithVectorOutput):
+        def __init__(self) -> None:
+            super().__init__(1)
+            self.net = net
+
+        def forward(self, obs, state=None, info=None):
+            return self.net.state_value(_as_tensor(obs.obs))
+
+    policy = ProbabilisticActorPolicy(
+        actor=Actor(), dist_fn=dist_fn_categorical_from_logits, action_space=action_space,
+        deterministic_eval=True, action_scaling=False,
+    )  # fmt: skip
+    return PPO(
+        policy=policy, critic=Critic(), optim=AdamOptimizerFactory(lr=config.lr), ent_coef=config.ent_coef,
+        gamma=config.gamma, max_grad_norm=0.5, return_scaling=config.return_scaling,
+    )  # fmt: skip
+
+
+class CircuitPPOSolver:
+    """A trained :class:`CircuitScorer` as a circuit-track solver (deterministic: the best legal action)."""
+
+    name = "ppo"
+
+    def __init__(self, net: CircuitScorer) -> None:
+        self.net = net
+
+    @classmethod
+    def load(cls, directory: str | Path) -> CircuitPPOSolver:
+        directory = Path(directory)
+        config = CircuitPPOConfig(**json.loads((directory / "config.json").read_text()))
+        state = torch.load(directory / "policy.pt", weights_only=True)
+        net = CircuitScorer(n_features=state["heads.embed.0.weight"].shape[1], hidden=config.hidden)
+        net.load_state_dict(state)
+        return cls(net.eval())
+
+    def begin(self, env: CircuitBuildingEnv) -> int:
+        return 0  # it reads the observation only
+
+    @torch.no_grad()
+    def _logits(self, obs: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+        m = None if mask is None else _as_tensor(mask)[None]
+        return self.net.logits(_as_tensor(obs)[None], m)[0].numpy().astype(np.float64)
+
+    def act(self, env, obs, info) -> int:
+        was = self.net.training
+        self.net.eval()
+        action = int(np.argmax(self._logits(obs, info["action_mask"])))
+        self.net.train(was)
+        return action
+
+    def scores(self, env, obs, info) -> np.ndarray:
+        """The head logits of the final state (heads outside the circuit order the rest of the ranking)."""
+        was = self.net.training
+        self.net.eval()
+        logits = self._logits(obs, None)[: env.n_total]
+        self.net.train(was)
+        return np.where(obs[:, MEMBER_COLUMN] > 0.5, -np.inf, logits)
+
+
+def make_env(config: CircuitPPOConfig, pool_size: int | None = None, oracle_info: bool = False) -> gym.Env:
+    """The configured environment; batch ``i`` is the same whatever ``pool_size``."""
+    kwargs = dict(split=config.split, pool_size=pool_size or config.pool_size, budget=config.budget,
+                  alpha=config.alpha, batch_size=config.batch_size_prompts, device=config.device,
+                  oracle_info=oracle_info)  # fmt: skip
+    if config.model:
+        kwargs["model"] = config.model
+    if config.model_path:
+        kwargs["model_path"] = config.model_path
+    return gym.make(config.env_id, **kwargs)
+
+
+def selection_indices(config: CircuitPPOConfig) -> range:
+    """The held-back train-split batches checkpoints are chosen on (never trained on, never reported)."""
+    return range(config.pool_size, config.pool_size + config.selection_episodes)
+
+
+def selection_cpr(net: CircuitScorer, env: gym.Env, indices: range) -> dict:
+    """Mean over the env's tasks of the mean CPR of the circuits ``net`` builds on ``indices``."""
+    solver = CircuitPPOSolver(net)
+    per_task = {}
+    for task in env.unwrapped.tasks:
+        values = []
+        for i in indices:
+            row = play_episode(env, solver, task, i)
+            values.append(cpr(faithfulness_curve(env.unwrapped.state.runner, row["ranking"])))
+        per_task[task] = float(np.mean(values))
+    return {"selection_cpr": float(np.mean(list(per_task.values()))), "selection_cpr_per_task": per_task}
+
+
+def warm_up(config: CircuitPPOConfig) -> float:
+    """Compute every training and selection batch's features and circuit runner once."""
+    from tqdm.auto import tqdm
+
+    start = time.time()
+    base = make_env(config, config.pool_size + config.selection_episodes).unwrapped
+    for task in base.tasks:
+        for i in tqdm(range(base.pool_size), desc=f"circuit runners ({task})", leave=False):
+            base.reset(options={"task": task, "batch_index": i})
+    return time.time() - start
+
+
+def train(config: CircuitPPOConfig, out: Path, progress: bool = True) -> dict:
+    """Train PPO; writes ``policy.pt`` (best selection CPR), ``policy_last.pt``, ``config.json``,
+    ``curve.json`` (per epoch: env steps, test return, selection CPR) and ``train_summary.json``."""
+    from tianshou.data import Collector, CollectStats, VectorReplayBuffer
+    from tianshou.env import DummyVectorEnv
+    from tianshou.trainer import OnPolicyTrainerParams
+
+    out.mkdir(parents=True, exist_ok=True)
+    warm_seconds = warm_up(config)
+
+    def env_fn(seed: int):
+        def make() -> gym.Env:
+            env = MaskInObservation(make_env(config))
+            env.reset(seed=seed)
+            return env
+
+        return make
+
+    train_envs = DummyVectorEnv([env_fn(config.seed + i) for i in range(config.n_envs)])
+    test_envs = DummyVectorEnv([env_fn(config.seed + 1000 + i) for i in range(config.n_envs)])
+    train_envs.seed(config.seed)
+    test_envs.seed(config.seed + 1000)
+    probe = env_fn(0)()
+    selection_env = make_env(config, config.pool_size + config.selection_episodes)
+    torch.manual_seed(config.seed)  # after the environments: what ran before cannot change the network
+    np.random.seed(config.seed)
+    net = CircuitScorer(n_features=probe.observation_space["obs"].shape[-1], hidden=config.hidden)
+    algorithm = build_algorithm(config, probe.action_space, net)
+
+    curve: list[dict] = []
+    state = {"env_step": 0}
+
+    def on_training_step(epoch: int, env_step: int) -> None:
+        state["env_step"] = env_step
+
+    def save_best(_algorithm) -> None:
+        torch.save(net.state_dict(), out / "policy.pt")
+
+    def on_test(stats: CollectStats) -> float:
+        mean = float(stats.returns_stat.mean) if stats.returns_stat is not None else float("nan")
+        selection = selection_cpr(net, selection_env, selection_indices(config))
+        curve.append({"env_steps": state["env_step"], "test_return": mean, **selection})
+        return selection["selection_cpr"]
+
+    collector = Collector(algorithm, train_envs, VectorReplayBuffer(config.steps_per_collect, config.n_envs))
+    test_collector = Collector(algorithm, test_envs)
+    params = OnPolicyTrainerParams(
+        training_collector=collector, test_collector=test_collector, max_epochs=config.epochs,
+        epoch_num_steps=config.steps_per_epoch, collection_step_num_env_steps=config.steps_per_collect,
+        batch_size=config.minibatch, update_step_num_repetitions=config.repeat,
+        test_step_num_episodes=config.n_envs, show_progress=progress, verbose=False,
+        training_fn=on_training_step, compute_score_fn=on_test, save_best_fn=save_best,
+    )  # fmt: skip
+    start = time.time()
+    result = algorithm.run_training(params)
+    summary = {
+        "warm_up_seconds": warm_seconds, "train_seconds": time.time() - start,
+        "best_selection_cpr": result.best_score, "selection_batch_indices": list(selection_indices(config)),
+    }  # fmt: skip
+    torch.save(net.state_dict(), out / "policy_last.pt")
+    (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
+    (out / "curve.json").write_text(json.dumps(curve, indent=1))
+    (out / "train_summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=Path("runs/circuit_ppo"))
+    for name, value in asdict(CircuitPPOConfig()).items():
+        kind = _parse_bool if isinstance(value, bool) else type(value) if value is not None else str
+        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=value)
+    args = vars(parser.parse_args(argv))
+    out = args.pop("out")
+    print(train(CircuitPPOConfig(**args), out))
+
+
+if __name__ == "__main__":
+    main()
