@@ -24,6 +24,7 @@ demo: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy  # the public API's type check; scope and settings in pyproject.toml [tool.mypy]
 
 test: lint
 	$(BIN)/python -m pytest -q

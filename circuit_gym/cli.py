@@ -127,8 +127,9 @@ def _cmd_lb_score(args: argparse.Namespace) -> int:
 
     try:
         result = score(args.name, policy_spec=args.policy, checkpoint=args.checkpoint, builtin=args.builtin,
-                       model=args.model, model_path=args.model_path, private_seeds=args.private_seeds)  # fmt: skip
-    except (ModuleNotFoundError, OSError) as err:
+                       model=args.model, model_path=args.model_path, private_seeds=args.private_seeds,
+                       require_isolation=args.require_isolation)  # fmt: skip
+    except (ModuleNotFoundError, OSError, RuntimeError) as err:  # RuntimeError: IsolationUnavailableError
         print(f"error: {err}", file=sys.stderr)
         return 2
     path = write_result(result, args.out)
@@ -165,7 +166,8 @@ def _cmd_lb_render(args: argparse.Namespace) -> int:
 
     paths = [Path(p) for p in args.results] if args.results else None
     summary = render(paths, Path(args.out) if args.out else None, model=args.model, model_path=args.model_path,
-                     rescore=args.rescore, private_seeds=Path(args.private_seeds) if args.private_seeds else None)  # fmt: skip
+                     rescore=args.rescore, private_seeds=Path(args.private_seeds) if args.private_seeds else None,
+                     require_isolation=args.require_isolation)  # fmt: skip
     for message in summary["refused"]:
         print(f"refused: {message}", file=sys.stderr)
     checks = ", ".join(f"{r['name']}: {r['check']}" for r in summary["rows"])
@@ -173,8 +175,44 @@ def _cmd_lb_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_play(args: argparse.Namespace) -> int:
+    import gymnasium as gym
+
+    from circuit_gym.play import PlayerQuitError, play
+
+    kwargs = {"episode_length": args.steps, "split": args.split}
+    if args.model_path:
+        kwargs["model_path"] = args.model_path
+    env = gym.make(args.env, device=args.device, **kwargs)
+    try:
+        play(env, seed=args.seed)
+    except PlayerQuitError:
+        print("\nquit")
+    return 0
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    import json
+
+    from circuit_gym.doctor import format_report, report
+
+    r = report()
+    print(json.dumps(r, indent=1) if args.json else format_report(r))
+    return 0
+
+
+def _default_play_id() -> str:
+    from circuit_gym.envs.registration import env_ids
+
+    return next(i for i in env_ids() if i.startswith("CircuitDiscovery-Toy-IOI-"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="circuit-gym", description=__doc__)
+    parser.add_argument(
+        "--no-progress", action="store_true",
+        help="no progress bars or first-use notes (also: CIRCUIT_GYM_PROGRESS=0; off anyway when not a terminal)",
+    )  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -252,6 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
         "also scored on those test-pool batch seeds, and the result keeps those scores and the file's "
         "SHA-256, never the seeds",
     )  # fmt: skip
+    p.add_argument(
+        "--require-isolation", action=argparse.BooleanOptionalAction, default=None,
+        help="refuse to run the policy without complete isolation (leaderboard/isolation.py); default: on "
+        "with --private-seeds, off otherwise (the result then records what was missing)",
+    )  # fmt: skip
     p.set_defaults(func=_cmd_lb_score)
     p = lb_sub.add_parser("render", help="verify result files and build the board")
     add_model_args(p)
@@ -265,7 +308,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --rescore: the private seed file, to re-compute the private scores of the entries scored "
         "on it (same SHA-256); only those entries are called verified",
     )  # fmt: skip
+    p.add_argument(
+        "--require-isolation", action=argparse.BooleanOptionalAction, default=True,
+        help="with --rescore: refuse to run a submitted policy without complete isolation (default: on)",
+    )  # fmt: skip
     p.set_defaults(func=_cmd_lb_render)
+
+    p = sub.add_parser("play", help="be the policy: pick heads for an episode in the terminal")
+    p.add_argument("--env", default=_default_play_id(), help="environment ID (default: %(default)s)")
+    p.add_argument("--model-path", default=None, help="local checkpoint directory (GPT2 IDs)")
+    p.add_argument("--device", default="cpu", help="torch device: cpu (default), cuda, mps")
+    p.add_argument("--steps", type=int, default=3, help="heads to ablate in the episode (default 3)")
+    p.add_argument("--split", default="train", choices=["train", "eval", "test"])
+    p.add_argument("--seed", type=int, default=None, help="reset seed (default: a random episode)")
+    p.set_defaults(func=_cmd_play)
+
+    p = sub.add_parser(
+        "doctor", help="print versions, device, model files and cache location (for bug reports)"
+    )
+    p.add_argument("--json", action="store_true", help="the same as JSON")
+    p.set_defaults(func=_cmd_doctor)
 
     p = sub.add_parser("run", help="the main job: train and evaluate the reference solvers")
     add_model_args(p)
@@ -280,6 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.no_progress:
+        import os
+
+        from circuit_gym.progress import PROGRESS_ENV_VAR
+
+        os.environ[PROGRESS_ENV_VAR] = "0"  # read by every bar, here and in worker processes
     from circuit_gym.models import ModelNotAvailableError
 
     try:

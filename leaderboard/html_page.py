@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
+from typing import Any
 
 # Sorting: numeric where every non-empty data-sort parses as a number, else text; empty last.
 SCRIPT = """
@@ -93,7 +94,7 @@ def data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
 
 
-def _finite(x) -> bool:
+def _finite(x: object) -> bool:
     return x is not None and isinstance(x, int | float) and math.isfinite(x)
 
 
@@ -108,7 +109,7 @@ def _cell(text: str, sort: float | str | None = None, *, css: str = "", title: s
     return f"<td{attrs}>{text}</td>"
 
 
-def _number(x, digits: int = 3, signed: bool = False, ci: Sequence | None = None) -> str:
+def _number(x: object, digits: int = 3, signed: bool = False, ci: Sequence | None = None) -> str:
     """Escaped text of a number with its interval underneath (``-`` for no value)."""
     if not _finite(x):
         return "-"
@@ -258,7 +259,7 @@ def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequ
     )
 
 
-def write_page(path: Path, *args, **kwargs) -> Path:
+def write_page(path: Path, *args: Any, **kwargs: Any) -> Path:
     """Write :func:`page` to ``path``."""
     path = Path(path)
     path.write_text(page(*args, **kwargs), encoding="utf-8")

@@ -1,0 +1,126 @@
+"""``circuit-gym doctor``: what a bug report needs, in one printout.
+
+Versions (Python, circuit_gym and its main dependencies), the compute device torch sees,
+the embedded model files (with sizes and the SHA-256 of their weights), where GPT-2's
+weights would come from, the disk cache's location and size, and the settings read from the
+environment. Reads only: it loads no model and opens no network connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+
+DEPENDENCIES = ("torch", "transformer-lens", "transformers", "gymnasium", "pettingzoo", "tianshou", "numpy",
+                "tokenizers", "safetensors", "tqdm", "matplotlib", "scipy")  # fmt: skip
+ENV_VARS = ("CIRCUIT_GYM_CACHE", "CIRCUIT_GYM_THREADS", "CIRCUIT_GYM_GPT2_PATH", "CIRCUIT_GYM_PROGRESS",
+            "CIRCUIT_GYM_PROGRESS_DELAY", "HF_HUB_OFFLINE", "HF_HOME")  # fmt: skip
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _device() -> dict:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    return {
+        # what load_model will set (see circuit_gym.models.set_threads), not torch's own default
+        "torch_threads": os.environ.get("CIRCUIT_GYM_THREADS") or "1", "cuda_available": cuda,
+        "cuda_devices": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else [],
+        "cuda_version": torch.version.cuda, "mps_available": mps, "cpu_count": os.cpu_count(),
+    }  # fmt: skip
+
+
+def _models() -> dict:
+    from circuit_gym.embedded import EMBEDDED
+    from circuit_gym.models.loading import MODELS_DIR
+
+    out = {}
+    for name in EMBEDDED:
+        directory = MODELS_DIR / name
+        files = sorted(p for p in directory.iterdir() if p.is_file()) if directory.is_dir() else []
+        weights = directory / "model.safetensors"
+        out[name] = {
+            "directory": str(directory), "files": {p.name: p.stat().st_size for p in files},
+            "weights_sha256": _sha256(weights) if weights.is_file() else None,
+        }  # fmt: skip
+    return out
+
+
+def _cache() -> dict:
+    from circuit_gym.ablation.cache import cache_dir
+
+    directory = cache_dir()
+    files = list(directory.glob("*.json")) if directory.is_dir() else []
+    return {"directory": str(directory), "exists": directory.is_dir(), "files": len(files),
+            "bytes": sum(p.stat().st_size for p in files)}  # fmt: skip
+
+
+def report() -> dict:
+    """Everything the printout shows, as a dictionary."""
+    import circuit_gym
+    from circuit_gym.progress import progress_enabled
+
+    return {
+        "circuit_gym": {"version": circuit_gym.__version__, "location": str(Path(circuit_gym.__file__).parent)},
+        "python": {"version": sys.version.split()[0], "implementation": platform.python_implementation(),
+                   "executable": sys.executable},
+        "platform": platform.platform(),
+        "dependencies": {d: _version(d) for d in DEPENDENCIES},
+        "device": _device(),
+        "embedded_models": _models(),
+        "gpt2": os.environ.get("CIRCUIT_GYM_GPT2_PATH") or "not set: load_model('gpt2') tries the Hugging Face "
+                "cache, then the hub (or pass --model-path)",
+        "cache": _cache(),
+        "environment": {v: os.environ.get(v) for v in ENV_VARS},
+        "progress_bars": progress_enabled(),
+        "environment_ids": len(circuit_gym.list_envs()),
+    }  # fmt: skip
+
+
+def format_report(r: dict) -> str:
+    """The printout of :func:`report`."""
+    d, c = r["device"], r["cache"]
+    lines = [
+        f"circuit_gym {r['circuit_gym']['version']} ({r['circuit_gym']['location']})",
+        f"python {r['python']['version']} ({r['python']['implementation']}, {r['python']['executable']})",
+        f"platform {r['platform']}",
+        "dependencies: " + ", ".join(f"{k} {v}" for k, v in r["dependencies"].items()),
+        f"device: {d['cpu_count']} CPUs, torch threads for models {d['torch_threads']}; CUDA "
+        + (f"{d['cuda_version']}: {', '.join(d['cuda_devices'])}" if d["cuda_available"] else "not available")
+        + f"; MPS {'available' if d['mps_available'] else 'not available'}",
+        "embedded models:",
+    ]
+    for name, m in r["embedded_models"].items():
+        size = sum(m["files"].values())
+        sha = (m["weights_sha256"] or "missing")[:16]
+        lines.append(f"  {name}: {m['directory']} ({len(m['files'])} files, {size / 1e6:.1f} MB; "
+                     f"model.safetensors sha256 {sha}...)")  # fmt: skip
+    lines += [
+        f"gpt2 weights: {r['gpt2']}",
+        f"cache: {c['directory']} ({c['files']} files, {c['bytes'] / 1e6:.1f} MB)" if c["exists"]
+        else f"cache: {c['directory']} (not created yet)",
+        "environment: " + (", ".join(f"{k}={v}" for k, v in r["environment"].items() if v is not None) or "none of "
+                           + ", ".join(r["environment"]) + " is set"),
+        f"progress bars: {'on' if r['progress_bars'] else 'off'} (on in a terminal; CIRCUIT_GYM_PROGRESS=0/1)",
+        f"registered environment IDs: {r['environment_ids']} current (circuit_gym.list_envs())",
+    ]  # fmt: skip
+    return "\n".join(lines)
