@@ -21,9 +21,12 @@ skipping them changes nothing. A 2-layer model forms induction in a few hundred 
 steps, where the full 12-layer stack took 8,000 (run B, see the model card); at the switch
 to phase 2 the whole stack trains, starting from the shallow model's function.
 
-Induction data use only the *train* third of the token ids (``copy_pool``), so the
-``induction`` task's eval and test tokens never appear in a repeated sequence; the
-``induction_seen`` task draws all its splits from this pool.
+Induction data repeat random sequences over *every* ordinary token id
+(``ordinary_token_pool``), so the copying circuit copies any token, as GPT-2's induction
+heads do. The ``induction`` task's prompts are fresh random sequences whose splits draw
+from disjoint thirds of the ids, so its splits stay disjoint in what they test. (Run D,
+the model shipped as ``toy_d`` for the v2/v3 IDs, repeated only the train third
+(``copy_pool``) and copied nothing else; see docs/training.)
 
     python scripts/train_toy_model.py --out circuit_gym/models/toy --work runs/toy
     python scripts/train_toy_model.py --out /tmp/smoke --work /tmp/smoke-work --steps 3 --smoke  # CI
@@ -63,7 +66,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from circuit_gym.tasks import corpus, get_task, list_tasks  # noqa: E402
 from circuit_gym.tasks import fillers as FL  # noqa: E402
-from circuit_gym.tasks.builtin import copy_pool  # noqa: E402
+from circuit_gym.tasks.builtin import ordinary_token_pool  # noqa: E402
 
 BOS = "<|endoftext|>"
 
@@ -82,6 +85,9 @@ MAKERS = {
 # Half the phase-1 repeats over the whole train third of the token ids: on the small subset
 # alone, "copy any token seen earlier" is nearly as good as induction (runs B and C).
 PHASE1 = {"repeat_small": 0.3, "repeat": 0.3, "stdlib": 0.2, "ioi": 0.1, "ordinary": 0.1}
+# Fine-tuning an exported model (--init-from): the full mixture with twice the share of random
+# repeats over every id, so the copying circuit the model has learns to copy any token.
+FINETUNE_REPEAT_SHARE = 0.3
 PHASE2 = {
     "stdlib": 0.23, "repeat": 0.15, "ioi": 0.10, "docstring": 0.08, "years": 0.08, "successor": 0.06,
     "pronoun": 0.07, "agreement": 0.08, "brackets": 0.06, "ordinary": 0.06, "ordinary_suite": 0.03,
@@ -163,9 +169,11 @@ class Stream:
         ids = [i for doc in tok.encode_batch(stdlib_train) for i in doc.ids + [self.bos]]
         self.stdlib = np.array(ids, dtype=np.int64)
         self.vocab = tok.get_vocab_size()
-        train_tokens = copy_pool(_hf_tokenizer(tok))
-        self.small_subset = self.np_rng.choice(train_tokens, size=96, replace=False)
-        self.normal = train_tokens
+        # Repeats over every ordinary id (run E): copying must generalise to any token, as an
+        # induction head's does. Run D repeated only the train third and copied nothing else.
+        every_token = ordinary_token_pool(_hf_tokenizer(tok))
+        self.small_subset = self.np_rng.choice(every_token, size=96, replace=False)
+        self.normal = every_token
         self.sep = tok.encode("\n\n").ids
 
     def state(self) -> dict:
@@ -306,6 +314,20 @@ def evaluate(model, stream: Stream, held_ids: np.ndarray, args) -> dict:
     return out
 
 
+def _file_sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def init_weights(model, directory: Path) -> None:
+    """Load an exported model's weights (float16 on disk) into ``model``; shapes must match."""
+    from safetensors.torch import load_file
+
+    state = {k: v.to(torch.float32) for k, v in load_file(str(directory / "model.safetensors")).items()}
+    model.load_state_dict(state)  # strict: a model of another shape is a clear error
+
+
 # --------------------------------------------------------------------------- export
 def export(model, cfg_dict: dict, tok, out_dir: Path, card: dict) -> None:
     from safetensors.torch import save_file
@@ -322,7 +344,7 @@ def export(model, cfg_dict: dict, tok, out_dir: Path, card: dict) -> None:
 
 # ----------------------------------------------------------------------------- main
 RESULT_ARGS = ("steps", "batch_size", "n_layers", "n_heads", "d_model", "n_ctx", "vocab", "lr", "warmup",
-               "max_phase1_steps", "seed_layers", "seed", "smoke", "eval_every")  # fmt: skip
+               "max_phase1_steps", "seed_layers", "seed", "smoke", "eval_every", "init_from")  # fmt: skip
 
 
 def parse_args(argv: list[str] | None):
@@ -346,6 +368,9 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--save-every", type=int, default=250)
     p.add_argument("--stop-after", type=int, default=None, help="stop (resumably) after this step")
     p.add_argument("--smoke", action="store_true", help="tiny stdlib subset, for CI")
+    p.add_argument("--init-from", type=str, default=None,
+                   help="an exported model directory to start from (its weights hash is checked on resume); "
+                        "skips phase 1 and trains the fine-tuning mixture")  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -358,6 +383,8 @@ def main(argv: list[str] | None = None) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     ckpt_path = args.work / "checkpoint.pt"
     setup = {k: getattr(args, k) for k in RESULT_ARGS}
+    if args.init_from:
+        setup["init_from_sha256"] = _file_sha256(Path(args.init_from) / "model.safetensors")
     stdlib_train, stdlib_held = corpus.stdlib_files()
     if args.smoke:
         stdlib_train, stdlib_held = stdlib_train[:40], stdlib_held[:10]
@@ -387,6 +414,11 @@ def main(argv: list[str] | None = None) -> None:
         ),
     )
     start, phase, switched_at, log = 1, 1, None, []
+    mix2 = PHASE2
+    if args.init_from:  # a trained model: no phase 1, its weights as the start
+        init_weights(model, Path(args.init_from))
+        phase, switched_at = 2, 0
+        mix2 = {**PHASE2, "repeat": FINETUNE_REPEAT_SHARE}
     if resume is not None:
         model.load_state_dict(resume["model"])
         opt.load_state_dict(resume["optimizer"])
@@ -409,7 +441,7 @@ def main(argv: list[str] | None = None) -> None:
 
     use_fast_attention(model)
     for step in range(start, args.steps + 1):
-        x = stream.batch(PHASE1 if phase == 1 else PHASE2, args.batch_size)
+        x = stream.batch(PHASE1 if phase == 1 else mix2, args.batch_size)
         shallow = phase == 1 and args.seed_layers
         with only_first_layers(model, args.seed_layers) if shallow else contextlib.nullcontext():
             loss = F.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten())

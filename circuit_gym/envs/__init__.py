@@ -2,9 +2,9 @@
 
 from circuit_gym.envs.circuit_env import ORACLE_INFO_KEYS, CircuitDiscoveryEnv
 from circuit_gym.envs.features import FEATURE_NAMES
-from circuit_gym.planning import PlanResult, best_of_k, top_k_heads
 from circuit_gym.envs.registration import VERSIONS, SupersededEnvWarning, env_ids, list_envs, register_envs
 from circuit_gym.envs.wrappers import HideOracleInfo
+from circuit_gym.planning import PlanResult, best_of_k, top_k_heads
 
 __all__ = [
     "FEATURE_NAMES", "ORACLE_INFO_KEYS", "VERSIONS", "CircuitDiscoveryEnv", "HideOracleInfo", "PlanResult",

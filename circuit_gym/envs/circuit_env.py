@@ -125,12 +125,18 @@ class CircuitDiscoveryEnv(gym.Env):
     computation off.
 
     ## Version History
+    * v4: the embedded model ``"toy"`` is retrained (run E) so that its induction circuit copies
+      any token, not only the third of the ids its training repeated; ``induction`` passes its
+      inclusion gate. Run D's model stays embedded as ``"toy_d"`` behind the v2/v3 Toy IDs,
+      which keep their behaviour. ``InductionSeen`` gets no v4 (on the new model it measures
+      what ``Induction`` measures). Multi samples the training tasks of leaderboard benchmark v5.
+      GPT2 IDs: same behaviour as v2/v3 except Multi's task set.
     * v3: IDs for the ``induction_seen`` task (``InductionSeen``: induction over the token ids
       the embedded model was trained to copy; ``induction`` copies ids it never saw copied
       and fails its inclusion gate there); Multi samples the training tasks of leaderboard
       benchmark v4 (agreement, docstring, greater-than, pronoun, successor). Other IDs stay
       v2 with unchanged behaviour.
-    * v2: the embedded model (``"toy"``) has GPT-2 small's head grid, 12 layers x 12 heads
+    * v2: the embedded model (``"toy"``, since v4 ``"toy_d"``) has GPT-2 small's head grid, 12 layers x 12 heads
       (144 actions; the 4 x 4 model of v0/v1 is kept as ``"tiny"``); every built-in task has
       an ID (induction, IOI, docstring, greater-than, successor, pronoun, agreement,
       brackets); Multi samples the training tasks of leaderboard benchmark v3. GPT2 IDs: new task IDs, same

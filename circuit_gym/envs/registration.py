@@ -57,6 +57,16 @@ TASK_SETS_V3 = {
     "Multi": ("agreement", "docstring", "greater_than", "pronoun", "successor"),
 }
 
+# v4: the retrained embedded model (run E, copies any token) as "toy"; every task of v2 again
+# (InductionSeen stays v3 on toy_d: on the new model it measures what Induction measures), and
+# Multi samples the training tasks of leaderboard benchmark v5, written out (a test compares
+# them with circuit_gym.leaderboard.benchmark.TRAIN_TASKS).
+MODELS_V4 = {"Toy": "toy", "GPT2": "gpt2"}
+TASK_SETS_V4 = {
+    **{name: tasks for name, tasks in TASK_SETS_V2.items() if name != "Multi"},
+    "Multi": ("agreement", "docstring", "greater_than", "pronoun", "successor"),
+}
+
 
 @dataclass(frozen=True)
 class Version:
@@ -94,6 +104,13 @@ VERSIONS: dict[int, Version] = {
         TASK_SETS_V3,
         "InductionSeen IDs (induction over the token ids the embedded model was trained to copy); "
         "Multi samples the training tasks of leaderboard benchmark v4, which holds induction_seen out",
+    ),
+    4: Version(
+        MODELS_V4,
+        TASK_SETS_V4,
+        "the embedded model is retrained so that its induction circuit copies any token (run E; run D "
+        "stays as toy_d behind the v2/v3 IDs): induction passes its inclusion gate; Multi samples the "
+        "training tasks of leaderboard benchmark v5",
     ),
 }
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from circuit_gym.embedded import EMBEDDED, is_embedded
+from circuit_gym.embedded import EMBEDDED
 
 MODELS_DIR = Path(str(resources.files("circuit_gym") / "models"))
 GPT2_ENV_VAR = "CIRCUIT_GYM_GPT2_PATH"

@@ -98,8 +98,13 @@ def induction_token_pool(tokenizer, split: str) -> np.ndarray:
 
 
 def copy_pool(tokenizer) -> np.ndarray:
-    """The token ids the embedded model's training repeats: the train third of the vocabulary."""
+    """The token ids run D of the embedded model (``toy_d``) was trained to copy: the train third."""
     return induction_token_pool(tokenizer, "train")
+
+
+def ordinary_token_pool(tokenizer) -> np.ndarray:
+    """Every ordinary (non-special) token id: what run E's random repeats copy (all three thirds)."""
+    return _ordinary_ids(tokenizer, lambda h: True)
 
 
 def seen_token_pool(tokenizer, split: str) -> np.ndarray:
