@@ -48,6 +48,31 @@ def test_training_runs_resumes_exactly_and_its_export_loads(tmp_path):
     assert proc.returncode != 0 and "other settings" in proc.stderr
 
 
+@pytest.mark.slow
+def test_init_from_starts_at_the_given_weights_and_records_them(tmp_path):
+    """--init-from (run F's recipe): with a zero learning rate the export is the starting model
+    (fp16 both ways), phase 1 is skipped, and the start's file hash is part of the setup."""
+    _train(tmp_path / "start", tmp_path / "work_start", "--steps", "2")
+    start = tmp_path / "start"
+    _train(
+        tmp_path / "tuned", tmp_path / "work_tuned", "--steps", "2", "--lr", "0", "--init-from", str(start)
+    )
+    from safetensors.torch import load_file
+
+    a, b = (
+        load_file(str(start / "model.safetensors")),
+        load_file(str(tmp_path / "tuned" / "model.safetensors")),
+    )
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    log = json.loads((tmp_path / "tuned" / "training_log.json").read_text())
+    assert log["phase_switch_step"] == 0 and {e["phase"] for e in log["log"]} == {2}
+    assert log["setup"]["init_from"] == str(start) and len(log["setup"]["init_from_sha256"]) == 64
+    # a learning rate above zero moves away from the start
+    _train(tmp_path / "moved", tmp_path / "work_moved", "--steps", "2", "--init-from", str(start))
+    c = load_file(str(tmp_path / "moved" / "model.safetensors"))
+    assert any(not torch.equal(a[k], c[k]) for k in a)
+
+
 def _train_module():
     spec = importlib.util.spec_from_file_location("train_toy_model", SCRIPT)
     train = importlib.util.module_from_spec(spec)
