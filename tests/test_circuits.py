@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -10,6 +12,7 @@ from circuit_gym.circuits import (
     MIB_FRACTIONS,
     Circuit,
     CircuitRunner,
+    FaithfulnessCurve,
     Ranking,
     circuit_scores,
     circuit_sizes,
@@ -167,6 +170,18 @@ def test_areas_match_numpy_and_check_the_ranking_rule(runner):
     # MIB's extremes on its fractions: f = 1 everywhere gives CPR 0.999 and CMD 0
     assert trapezoid_area(MIB_FRACTIONS, [1.0] * 10) == pytest.approx(0.999)
     assert normalised_area(0.5, 0.25) == 2.0 and np.isnan(normalised_area(1.0, 0.0))
+
+
+def test_cmd_counts_overshoot_above_one():
+    """A circuit can beat the full model (f > 1): CMD counts that distance too."""
+    f = (0.0, 0.0, 0.0, 0.5, 1.5, 1.5, 1.0, 1.0, 1.0, 1.0)
+    curve = FaithfulnessCurve("hand", True, MIB_FRACTIONS, circuit_sizes(144), f, f, 0.0, 1.0)
+    widths = np.diff(MIB_FRACTIONS)
+    by_hand = sum(w * (abs(1 - a) + abs(1 - b)) / 2 for w, a, b in zip(widths, f[:-1], f[1:], strict=True))
+    assert cmd(curve) == pytest.approx(by_hand)
+    assert cpr(dataclasses.replace(curve, absolute=False)) == pytest.approx(
+        sum(w * (a + b) / 2 for w, a, b in zip(widths, f[:-1], f[1:], strict=True))
+    )
 
 
 def test_circuit_scores_beats_random_with_the_exact_single_head_order(tiny_model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -42,6 +43,9 @@ def test_layout_matches_mibs_published_file(published):
     assert list(written["nodes"]) == list(published["nodes"])
     assert [e for e in written["edges"] if _in_excerpt(e)] == list(published["edges"])
     assert len(written["edges"]) == published["_provenance"]["full_file_edges"] == 32491
+    # every edge name of the full published file, in its order (hashed: the file is 2.4 MB)
+    digest = hashlib.sha256("\n".join(written["edges"]).encode()).hexdigest()
+    assert digest == published["_provenance"]["full_file_edge_names_sha256"]
     for name, node in published["nodes"].items():  # same field types where MIB writes them
         assert set(node) <= set(written["nodes"][name]) and isinstance(
             written["nodes"][name]["in_graph"], bool
