@@ -113,6 +113,27 @@ def test_stacked_circuits_match_plain_hooked_passes(tiny_model, ioi_batch, kind)
     np.testing.assert_allclose(got, expected, atol=2e-4, rtol=1e-4)
 
 
+@pytest.mark.slow
+def test_stacked_circuits_on_gpt2_blocks(random_gpt2_dir):
+    """GPT-2's blocks (MLPs, not the attention-only replay) and zero ablation, with an MIB
+    export of the same circuit read back and run."""
+    from circuit_gym.circuits.mib import model_layout, read_mib_json, write_mib_json
+    from circuit_gym.models import load_model
+
+    model = load_model("gpt2", path=random_gpt2_dir)
+    task = get_task("ioi")
+    batch = task.batch(model, "test", 2, seed=0)
+    runner = CircuitRunner.for_task(model, task, batch)
+    assert runner.ablation == "zero" and runner.engine._fast is None
+    ranking = random_ranking(12, 12, 0)
+    circuits = [Circuit.empty(12, 12), ranking.top(7), ranking.top(72)]
+    expected = [_plain_hooked_metric(model, task, batch, c, "zero") for c in circuits]
+    np.testing.assert_allclose(runner.metric(circuits), expected, atol=2e-4, rtol=1e-4)
+    path = write_mib_json(random_gpt2_dir / "c.json", circuits[1], ranking, **model_layout(model))
+    back, back_ranking = read_mib_json(path, 12, 12)
+    assert back == circuits[1] and back_ranking.scores == ranking.scores
+
+
 def test_runner_chunks_give_the_same_numbers(runner, monkeypatch):
     circuits = [random_ranking(4, 4, s).top(k) for s in range(3) for k in (2, 5, 9)]
     together = runner.metric(circuits)
