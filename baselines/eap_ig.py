@@ -16,9 +16,11 @@ The path: at step ``alpha`` every head's output is set to
 ``z_ablated + alpha * (z - z_ablated)``, ``z`` being what the head computes in that pass, so
 ``alpha = 0`` is the empty circuit and ``alpha = 1`` the clean model, and the gradient
 flows through every later layer. ``alpha`` takes ``k / steps`` for ``k = 1..steps`` (a right
-Riemann sum ending at the clean run). This interpolates the activations at ``hook_z``
-(MIB's "EAP-IG-activations" flavour); Hanna et al.'s original interpolates the input
-embeddings; this one works for every ablation kind. With ``steps = 1`` it is exactly
+Riemann sum ending at the clean run). This interpolates activations at ``hook_z``, all heads
+jointly (close to the activation-interpolating variant MIB also evaluates, which interpolates
+each node's activations); Hanna et al.'s original interpolates the input embeddings. This
+path works for every ablation kind. It is not exactly complete (the attributions need not
+sum to ``m(full) - m(empty)``): later heads' outputs also move with ``alpha``. With ``steps = 1`` it is exactly
 minus attribution patching's estimate of ablating each head.
 
 Cost (``PassCounter``'s counting): the runner's clean and counterfactual forward passes
