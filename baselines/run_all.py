@@ -7,7 +7,10 @@
 3. Evaluate random, fixed, greedy (attribution patching) and PPO, best-of-1 and best-of-5:
    on the training tasks with the eval split (unseen templates and filler combinations),
    and on the benchmark's held-out tasks with the test split, through ``HideOracleInfo``.
-4. Write ``results.json`` (every number), ``results.md`` (the table), ``learning_curve.png``
+4. Circuit scores (``circuit_gym.baselines.circuit_scoring``): MIB's CPR and CMD at head level of
+   every solver's ranking, and of ACDC and EAP-IG, on the first ``circuit_episodes`` held-out
+   episodes (test split), with a faithfulness-curve figure per task.
+5. Write ``results.json`` (every number), ``results.md`` (the tables), ``learning_curve.png``
    and per-task heatmaps of the mean oracle reward beside PPO's mean preference.
 """
 
@@ -27,10 +30,13 @@ import numpy as np
 import torch
 
 import circuit_gym
+from circuit_gym.baselines.circuit_scoring import circuit_track
+from circuit_gym.baselines.circuit_scoring import markdown as circuit_markdown
 from circuit_gym.baselines.fixed_policy import FixedPolicy
 from circuit_gym.baselines.greedy import attribution_scores, compare_with_sweep
 from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train
 from circuit_gym.baselines.random_policy import RandomPolicy
+from circuit_gym.circuits.plot import faithfulness_figure
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.evaluation import evaluate, results_as_dicts, summarize
 from circuit_gym.leaderboard.benchmark import HELD_OUT_TASKS, TRAIN_TASKS, multi_env_id
@@ -41,7 +47,8 @@ from circuit_gym.stats import mean_ci95
 
 
 def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episodes: int = 48,
-        ppo: PPOConfig | None = None, seed: int = 0, device: str = "cpu", workers: int = 2) -> dict:  # fmt: skip
+        ppo: PPOConfig | None = None, seed: int = 0, device: str = "cpu", workers: int = 2,
+        circuit_episodes: int = 8) -> dict:  # fmt: skip
     start = time.time()
     out.mkdir(parents=True, exist_ok=True)
     env_id = multi_env_id(model)
@@ -51,7 +58,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     # Every pool the job reads is swept in `workers` processes (a disk-cache read later): the
     # training pools first, the evaluation pools in the background while PPO trains (and from the
     # list's other end in this process once PPO is done).
-    print(f"[0/4] oracle tables of the training pools ({workers} worker processes)", flush=True)
+    print(f"[0/5] oracle tables of the training pools ({workers} worker processes)", flush=True)
     sweep = partial(precompute_jobs, model, model_path=model_path, batch_size=config.batch_size_prompts,
                     device=device, workers=workers)  # fmt: skip
     # The training pool and the held-back selection batches after it (checkpoint selection).
@@ -60,7 +67,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
         HELD_OUT_TASKS, ["test"], eval_episodes
     )
     print(
-        f"[1/4] training PPO on {env_id} ({config.epochs} epochs x {config.steps_per_epoch} steps); "
+        f"[1/5] training PPO on {env_id} ({config.epochs} epochs x {config.steps_per_epoch} steps); "
         f"the {len(evaluation_jobs)} evaluation pools' tables are swept meanwhile",
         flush=True,
     )
@@ -80,7 +87,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     if model_path:
         kwargs["model_path"] = model_path
     train_env = gym.make(env_id, split="train", pool_size=config.pool_size, **kwargs)
-    print("[2/4] fitting the fixed baseline", flush=True)
+    print("[2/5] fitting the fixed baseline", flush=True)
     fixed = FixedPolicy.fit(train_env, TRAIN_TASKS, episodes=config.pool_size)
     fixed.save(out / "fixed_policy.json")
     random_policy = RandomPolicy(seed)
@@ -100,7 +107,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
         "ppo": lambda obs, env: ppo_policy.rank_heads(obs),
     }
 
-    print(f"[3/4] evaluating {list(solvers)} on {eval_episodes} episodes per task", flush=True)
+    print(f"[3/5] evaluating {list(solvers)} on {eval_episodes} episodes per task", flush=True)
     eval_env = gym.make(env_id, split="eval", pool_size=eval_episodes, **kwargs)
     test_env = HideOracleInfo(gym.make(env_id, split="test", pool_size=eval_episodes, **kwargs))
     episodes = range(eval_episodes)
@@ -110,7 +117,13 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
         results += evaluate(test_env, rank, name, HELD_OUT_TASKS, episodes, progress=True)
     rows = summarize(results)
 
-    print("[4/4] writing results", flush=True)
+    print(f"[4/5] circuit scores (CPR, CMD) on {circuit_episodes} held-out episodes per task", flush=True)
+    circuits = circuit_track(test_env, solvers, HELD_OUT_TASKS, range(circuit_episodes), progress=True)
+    for task, by_solver in circuits["tasks"].items():
+        faithfulness_figure(by_solver, out / f"faithfulness_{task}.png",
+                            title=f"{task} (test split, {circuit_episodes} episodes)")  # fmt: skip
+
+    print("[5/5] writing results", flush=True)
     greedy_agreement = _greedy_agreement(eval_env, test_env, episodes, greedy)
     heatmaps = _heatmaps(out, eval_env, test_env, ppo_policy, episodes)
     curve = json.loads((out / "ppo" / "curve.json").read_text())
@@ -120,7 +133,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     report = {
         "model": info.name, "weights_hash": info.weights_hash, "n_heads_total": info.n_heads_total,
         "version": circuit_gym.__version__, "command": f"circuit-gym run --model {model} --out {out}",
-        "rows": rows, "greedy_vs_sweep": greedy_agreement, "ppo": {"config": asdict(config), **ppo_summary},
+        "rows": rows, "circuits": circuits, "greedy_vs_sweep": greedy_agreement, "ppo": {"config": asdict(config), **ppo_summary},
         "learning_curve": curve, "heatmaps": heatmaps, "episodes": results_as_dicts(results),
         "eval_batch_indices": list(episodes), "wall_seconds": time.time() - start, "oracle_tables": tables,
         "machine": {"python": platform.python_version(), "torch": torch.__version__,
@@ -130,6 +143,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     table = markdown_table(rows)
     (out / "results.md").write_text(
         f"# circuit_gym results ({info.name}, weights {info.weights_hash})\n\n{table}\n\n"
+        f"## Circuits: CPR and CMD on held-out tasks (test split)\n\n{circuit_markdown(circuits)}\n\n"
         f"Greedy (attribution patching) vs exact sweep: {json.dumps(greedy_agreement)}\n\n"
         f"Wall time {report['wall_seconds']:.0f} s. Produced by `{report['command']}`.\n"
     )

@@ -31,7 +31,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config = replace(config, epochs=1, steps_per_epoch=256, pool_size=8, n_envs=2, batch_size_prompts=4)
     run(Path(args.out), model=args.model, model_path=args.model_path,
         eval_episodes=4 if args.quick else args.eval_episodes, ppo=config, seed=args.seed, device=args.device,
-        workers=args.workers)  # fmt: skip
+        workers=args.workers, circuit_episodes=1 if args.quick else args.circuit_episodes)  # fmt: skip
     return 0
 
 
@@ -336,6 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="tiny settings: checks the wiring in a minute")
     p.add_argument("--workers", type=int, default=2, help="processes that sweep the pools before training")
+    p.add_argument(
+        "--circuit-episodes",
+        type=int,
+        default=8,
+        help="held-out episodes per task for the circuit scores (CPR/CMD, with ACDC and EAP-IG)",
+    )
     p.set_defaults(func=_cmd_run)
     return parser
 

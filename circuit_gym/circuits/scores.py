@@ -70,7 +70,15 @@ def circuit_scores(model, task: Task, batches: Sequence[PromptBatch], ranking_fn
         method = ranking.method
         runner = CircuitRunner.for_task(model, task, batch, ablation)
         per_batch.append(batch_scores(runner, ranking, n_random, seed, fractions))
-    out = {"method": method, "task": task.name, "ablation": ablation, "batches": len(per_batch)}
+    return summarise_batches(per_batch, method, task.name, ablation)
+
+
+def summarise_batches(per_batch: Sequence[dict], method: str | None, task: str, ablation: str) -> dict:
+    """Means over batches of :func:`batch_scores` results, with 95% Student-t intervals."""
+    if not per_batch:
+        raise ValueError("no batches to summarise")
+    per_batch = list(per_batch)
+    out = {"method": method, "task": task, "ablation": ablation, "batches": len(per_batch)}
     for key in ("cpr", "cmd", "cpr_random", "cmd_random"):
         out[key], out[f"{key}_ci95"] = mean_ci95([b[key] for b in per_batch])
     out["cpr_normalised"] = normalised_area(out["cpr"], out["cpr_random"])

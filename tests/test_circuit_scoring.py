@@ -1,0 +1,44 @@
+"""Circuit scores of the single-head solvers (the main job's and the board's CPR / CMD)."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import circuit_gym  # noqa: F401
+from circuit_gym.baselines.circuit_scoring import circuit_track, preference_ranking
+
+
+def test_a_preference_ranking_keeps_the_order_under_both_of_mibs_rules():
+    scores = np.array([-5.0, 3.0, -0.5, 0.2, 9.0, -7.0])
+    ranking = preference_ranking(scores, "p", 2, 3)
+    expected = list(np.argsort(-scores, kind="stable"))
+    # MIB ranks CPR by signed and CMD by absolute score; a logit of -7 must not lead the CMD circuit
+    assert list(ranking.order()) == expected and list(ranking.order(absolute=True)) == expected
+    with pytest.raises(ValueError, match="finite"):
+        preference_ranking(np.array([1.0, np.nan, 0, 0, 0, 0]), "p", 2, 3)
+    with pytest.raises(ValueError, match="expected 6"):
+        preference_ranking(np.zeros(5), "p", 2, 3)
+
+
+def test_putting_the_heads_that_matter_first_scores_a_higher_cpr_than_putting_them_last():
+    """On the 4 x 4 model: a ranking by each head's single-ablation task damage against its
+    reverse; the areas must separate them (a swapped CPR/CMD or an ignored ranking would not)."""
+    env = gym.make("CircuitDiscovery-Toy-IOI-v1", split="test", pool_size=2)
+
+    def damage(obs, env):
+        return env.unwrapped.episode.table.task_damage
+
+    solvers = {"first": damage, "last": lambda obs, env: -damage(obs, env)}
+    track = circuit_track(env, solvers, ["ioi"], [0, 1], white_box=(), n_random=4)
+    ioi = track["tasks"]["ioi"]
+    assert ioi["first"]["cpr"] > ioi["last"]["cpr"] + 0.2
+    assert ioi["first"]["cmd"] < ioi["last"]["cmd"]
+    assert ioi["first"]["batches"] == 2 and len(ioi["first"]["per_batch"]) == 2
+
+
+def test_white_box_solvers_run_on_the_same_episodes_and_count_their_passes():
+    env = gym.make("CircuitDiscovery-Toy-IOI-v1", split="test", pool_size=1)
+    track = circuit_track(env, {}, ["ioi"], [0], n_random=2)
+    assert set(track["tasks"]["ioi"]) == {"acdc", "eap_ig"}
+    assert track["white_box_passes_per_episode"]["acdc"] >= 16  # every head tried at least once
+    assert all(np.isfinite(r["cpr"]) for r in track["tasks"]["ioi"].values())
