@@ -30,6 +30,51 @@ def test_attribution_patching_is_the_first_order_effect():
     assert scores.shape == (16,) and np.isfinite(scores).all()
 
 
+def test_greedy_scores_are_the_first_order_contrastive_reward():
+    """``attribution_scores`` (greedy's ranking) equals the slope of the actual contrastive
+    reward, task damage - lam * general damage, as each head is moved towards its ablated
+    value: central finite differences with plain hooks on the task prompts and the reference
+    batch (signs of both terms and lam included)."""
+    import torch.nn.functional as F
+
+    from circuit_gym.envs import CircuitDiscoveryEnv
+    from circuit_gym.tasks import get_task
+    from circuit_gym.tasks.reference import reference_batch
+
+    lam = 0.5
+    env = CircuitDiscoveryEnv(model="tiny", tasks="ioi", ablation="zero", lam=lam, pool_size=1, batch_size=4)
+    env.reset(options={"batch_index": 0})
+    scores = attribution_scores(env)
+    model, batch = env.model, env.episode.batch
+    task, ref = get_task("ioi"), reference_batch(model)
+    n_heads = model.cfg.n_heads
+
+    def moved(tokens, head: int, eps: float):
+        """Logits with head ``head``'s output scaled by (1 - eps): eps = 1 is zero ablation."""
+        layer, h = divmod(head, n_heads)
+
+        def hook(z, hook):
+            z = z.clone()
+            z[:, :, h] *= 1 - eps
+            return z
+
+        with torch.no_grad():
+            return model.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{layer}.attn.hook_z", hook)])
+
+    def reward(head: int, eps: float) -> float:
+        metric = float(task.score(moved(batch.tokens, head, eps), batch).mean())
+        logits = moved(ref.tokens, head, eps)
+        loss = float(F.cross_entropy(logits[:, :-1].flatten(0, 1), ref.tokens[:, 1:].flatten()))
+        return -metric - lam * loss  # task damage - lam * general damage, up to a constant
+
+    # one head per layer and greedy's top and bottom choices (each costs 4 passes over the reference)
+    heads = sorted({0, 5, 10, 15, int(np.argmax(scores)), int(np.argmin(scores))})
+    eps = 1e-2
+    slope = np.array([(reward(h, eps) - reward(h, -eps)) / (2 * eps) for h in heads])
+    assert np.abs(slope).max() > 0.1
+    np.testing.assert_allclose(scores[heads], slope, rtol=0.02, atol=0.01 * np.abs(slope).max())
+
+
 def test_random_and_fixed_policies():
     obs = np.zeros((16, 12), dtype=np.float32)
     a, b = RandomPolicy(3).rank_heads(obs), RandomPolicy(3).rank_heads(obs)
@@ -122,6 +167,13 @@ def test_main_job_quick_writes_every_artifact(tmp_path, monkeypatch):
     assert {(r["task"], r["split"]) for r in report["rows"]} == {(t, "eval") for t in TRAIN_TASKS} | {
         (t, "test") for t in HELD_OUT_TASKS
     }
+    # circuit scores: every held-out task, every solver plus ACDC and EAP-IG, and a figure each
+    circuits = report["circuits"]["tasks"]
+    assert set(circuits) == set(HELD_OUT_TASKS)
+    for task, by_solver in circuits.items():
+        assert set(by_solver) == solvers | {"acdc", "eap_ig"}
+        assert all(np.isfinite(r["cpr"]) and np.isfinite(r["cmd"]) for r in by_solver.values())
+        assert (res / f"faithfulness_{task}.png").stat().st_size > 0
     # the training pools were swept before PPO, the evaluation pools in a worker process
     # during it and from the list's other end after it: each computed once (the job where
     # the two meet may be computed by both)
