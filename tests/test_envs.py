@@ -52,29 +52,26 @@ def independent_scorer(model, env, lam):
 
 # ------------------------------------------------------------------ registration
 def test_current_ids_are_registered_and_listed():
-    sets_v2 = (
-        "Induction",
-        "IOI",
-        "Docstring",
-        "GreaterThan",
-        "Successor",
-        "Pronoun",
-        "Agreement",
-        "Brackets",
-    )
-    sets_v3 = ("InductionSeen", "Multi")
-    assert env_ids() == [f"CircuitDiscovery-{m}-{t}-v2" for m in ("Toy", "GPT2") for t in sets_v2] + [
-        f"CircuitDiscovery-{m}-{t}-v3" for m in ("Toy", "GPT2") for t in sets_v3
+    sets_v4 = ("Induction", "IOI", "Docstring", "GreaterThan", "Successor", "Pronoun", "Agreement", "Brackets",
+               "Multi")  # fmt: skip
+    # InductionSeen has no v4 (redundant on the retrained model): its v3 IDs stay current on toy_d
+    expected = [f"CircuitDiscovery-{m}-InductionSeen-v3" for m in ("Toy", "GPT2")] + [
+        f"CircuitDiscovery-{m}-{t}-v4" for m in ("Toy", "GPT2") for t in sets_v4
     ]
+    assert sorted(env_ids()) == sorted(expected)
     rows = circuit_gym.list_envs()
     assert [r["id"] for r in rows] == env_ids()
     for row in rows:
-        assert row["id"] in gym.registry and row["current"] and row["version"] in (2, 3) and row["notes"]
+        assert row["id"] in gym.registry and row["current"] and row["version"] in (3, 4) and row["notes"]
     # every built-in task has its own ID; Multi samples the benchmark's training tasks
     single = {tuple(r["tasks"]) for r in rows if "-Multi-" not in r["id"]}
     assert single == {(t,) for t in list_tasks() if t in BUILTIN}
-    assert {r["id"]: r["tasks"] for r in rows}["CircuitDiscovery-Toy-Multi-v3"] == list(TRAIN_TASKS)
-    assert gym.spec("CircuitDiscovery-Toy-IOI-v2").kwargs["model"] == "toy_d"
+    assert {r["id"]: r["tasks"] for r in rows}["CircuitDiscovery-Toy-Multi-v4"] == list(TRAIN_TASKS)
+    assert gym.spec("CircuitDiscovery-Toy-IOI-v4").kwargs["model"] == "toy"
+    # the older Toy IDs keep run D's model, so their behaviour is unchanged
+    for version in (2, 3):
+        assert gym.spec(f"CircuitDiscovery-Toy-Multi-v{version}").kwargs["model"] == "toy_d"
+    assert gym.spec("CircuitDiscovery-Toy-InductionSeen-v3").kwargs["model"] == "toy_d"
 
 
 def test_older_multi_ids_keep_their_tasks_and_point_to_the_current_one():
@@ -85,15 +82,15 @@ def test_older_multi_ids_keep_their_tasks_and_point_to_the_current_one():
         "greater_than",
         "pronoun",
     ]
+    assert older["CircuitDiscovery-Toy-Multi-v3"]["tasks"] == [
+        "agreement", "docstring", "greater_than", "pronoun", "successor",
+    ]  # fmt: skip
     assert gym.spec("CircuitDiscovery-Toy-Multi-v2").kwargs["tasks"] == (
-        "agreement",
-        "docstring",
-        "greater_than",
-        "pronoun",
-    )
-    for version in (1, 2):
+        "agreement", "docstring", "greater_than", "pronoun",
+    )  # fmt: skip
+    for version in (1, 2, 3):
         row = older[f"CircuitDiscovery-Toy-Multi-v{version}"]
-        assert not row["current"] and row["use"] == "CircuitDiscovery-Toy-Multi-v3"
+        assert not row["current"] and row["use"] == "CircuitDiscovery-Toy-Multi-v4"
 
 
 def test_v1_ids_keep_the_4x4_model_and_point_to_the_current_ids():

@@ -4,7 +4,7 @@ import torch
 
 from circuit_gym.tasks import PromptBatch, Task, get_task, list_tasks, logit_diff, register_task
 from circuit_gym.tasks import fillers as F
-from circuit_gym.tasks.builtin import induction_token_pool, seen_token_pool
+from circuit_gym.tasks.builtin import induction_token_pool, ordinary_token_pool, seen_token_pool
 from circuit_gym.tasks.reference import REFERENCE_CHOICES, reference_batch
 
 
@@ -141,7 +141,9 @@ def test_reference_batches_are_fixed(tiny_model, name):
 
 def test_induction_seen_copies_only_ids_the_training_script_repeats(tiny_model):
     """Every split of induction_seen draws from the train third of the ids, the only ids in
-    the embedded model's repeated training sequences; induction's eval and test do not."""
+    run D's (toy_d's) repeated training sequences; induction's eval and test do not. The
+    induction splits stay disjoint in what they test, and together with the train third they
+    cover every ordinary id (what run F's repeats draw from)."""
     tok = tiny_model.tokenizer
     train_third = set(induction_token_pool(tok, "train"))
     special = set(tok.all_special_ids)
@@ -154,3 +156,6 @@ def test_induction_seen_copies_only_ids_the_training_script_repeats(tiny_model):
         not set(get_task("induction").batch(tiny_model, "test", 4, seed=0).tokens[:, 1:].flatten().tolist())
         & train_third
     )
+    thirds = [set(induction_token_pool(tok, s)) for s in F.SPLITS]
+    assert all(not (a & b) for i, a in enumerate(thirds) for b in thirds[i + 1 :])
+    assert set().union(*thirds) == set(ordinary_token_pool(tok)) == set(range(len(tok))) - special

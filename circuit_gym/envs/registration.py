@@ -64,7 +64,7 @@ TASK_SETS_V3 = {
 MODELS_V4 = {"Toy": "toy", "GPT2": "gpt2"}
 TASK_SETS_V4 = {
     **{name: tasks for name, tasks in TASK_SETS_V2.items() if name != "Multi"},
-    "Multi": ("agreement", "docstring", "greater_than", "pronoun", "successor"),
+    "Multi": ("agreement", "docstring", "greater_than", "ioi", "pronoun"),
 }
 
 
