@@ -34,17 +34,19 @@ def test_greedy_scores_are_the_first_order_contrastive_reward():
     """``attribution_scores`` (greedy's ranking) equals the slope of the actual contrastive
     reward, task damage - lam * general damage, as each head is moved towards its ablated
     value: central finite differences with plain hooks on the task prompts and the reference
-    batch (signs of both terms and lam included)."""
+    batch, at two values of lam (the signs of both terms and lam itself are checked)."""
     import torch.nn.functional as F
 
     from circuit_gym.envs import CircuitDiscoveryEnv
     from circuit_gym.tasks import get_task
     from circuit_gym.tasks.reference import reference_batch
 
-    lam = 0.5
-    env = CircuitDiscoveryEnv(model="tiny", tasks="ioi", ablation="zero", lam=lam, pool_size=1, batch_size=4)
-    env.reset(options={"batch_index": 0})
-    scores = attribution_scores(env)
+    envs = {lam: CircuitDiscoveryEnv(model="tiny", tasks="ioi", ablation="zero", lam=lam, pool_size=1, batch_size=4)
+            for lam in (0.5, 4.0)}  # fmt: skip
+    scores = {}
+    for lam, env in envs.items():
+        env.reset(options={"batch_index": 0})
+        scores[lam] = attribution_scores(env)
     model, batch = env.model, env.episode.batch
     task, ref = get_task("ioi"), reference_batch(model)
     n_heads = model.cfg.n_heads
@@ -61,18 +63,23 @@ def test_greedy_scores_are_the_first_order_contrastive_reward():
         with torch.no_grad():
             return model.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{layer}.attn.hook_z", hook)])
 
-    def reward(head: int, eps: float) -> float:
+    def damages(head: int, eps: float) -> np.ndarray:
+        """(task damage, general damage), each up to a constant."""
         metric = float(task.score(moved(batch.tokens, head, eps), batch).mean())
         logits = moved(ref.tokens, head, eps)
         loss = float(F.cross_entropy(logits[:, :-1].flatten(0, 1), ref.tokens[:, 1:].flatten()))
-        return -metric - lam * loss  # task damage - lam * general damage, up to a constant
+        return np.array([-metric, loss])
 
-    # one head per layer and greedy's top and bottom choices (each costs 4 passes over the reference)
-    heads = sorted({0, 5, 10, 15, int(np.argmax(scores)), int(np.argmin(scores))})
+    # one head per layer and greedy's top and bottom choices (each costs 2 passes over the reference)
+    heads = sorted({0, 1, 5, 10, 15, int(np.argmax(scores[0.5])), int(np.argmin(scores[0.5]))})
     eps = 1e-2
-    slope = np.array([(reward(h, eps) - reward(h, -eps)) / (2 * eps) for h in heads])
-    assert np.abs(slope).max() > 0.1
-    np.testing.assert_allclose(scores[heads], slope, rtol=0.02, atol=0.01 * np.abs(slope).max())
+    task_slope, general_slope = np.array([(damages(h, eps) - damages(h, -eps)) / (2 * eps) for h in heads]).T
+    assert np.abs(task_slope).max() > 1.0 and np.abs(general_slope).max() > 0.1
+    for lam, estimate in scores.items():
+        slope = task_slope - lam * general_slope
+        np.testing.assert_allclose(
+            estimate[heads], slope, rtol=0.02, atol=0.01 * np.abs(slope).max(), err_msg=f"lam={lam}"
+        )
 
 
 def test_random_and_fixed_policies():
