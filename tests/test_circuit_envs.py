@@ -271,6 +271,7 @@ def test_render_modes():
 
 
 # ------------------------------------------------------------------ an outside RL library
+@pytest.mark.slow  # a few seconds on an idle machine; mostly importing Tianshou
 def test_tianshou_runs_on_it_unchanged():
     from tianshou.data import Collector, VectorReplayBuffer
     from tianshou.env import DummyVectorEnv
