@@ -1,4 +1,5 @@
-"""Shared fixtures: the embedded model and a random GPT-2 checkpoint, loaded once."""
+"""Shared fixtures: the embedded model and a random GPT-2 checkpoint, loaded once; a disk
+cache of the test session's own."""
 
 from __future__ import annotations
 
@@ -17,3 +18,16 @@ def tiny_model():
 def random_gpt2_dir(tmp_path_factory):
     """A GPT-2-architecture checkpoint (12 layers x 12 heads) with random weights."""
     return write_random_gpt2_checkpoint(tmp_path_factory.mktemp("gpt2"), n_embd=96)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_sweep_cache(tmp_path_factory):
+    """Every test reads and writes a cache (and its secret key) of this session's own, never
+    the user's; a test or module fixture that sets its own directory overrides it."""
+    from circuit_gym.ablation.cache import CACHE_ENV_VAR, KEY_ENV_VAR
+
+    root = tmp_path_factory.mktemp("sweep_cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(CACHE_ENV_VAR, str(root / "cache"))
+        mp.setenv(KEY_ENV_VAR, str(root / "secret" / "cache.key"))
+        yield root

@@ -1,4 +1,5 @@
 import json
+import types
 
 import numpy as np
 import pytest
@@ -227,6 +228,13 @@ def test_cache_key_covers_everything_that_changes_the_numbers(tiny_model, monkey
     for what, (t, b) in variants.items():
         assert sweep_key(tiny_model, t, b, ref, "zero") != base, what
     assert sweep_key(tiny_model, task, batch, ref, "mean") != base
+    # other weights under the same model name, and other reference tokens under the same name
+    other_weights = types.SimpleNamespace(
+        circuit_gym_info=dataclasses.replace(tiny_model.circuit_gym_info, weights_hash="0" * 16)
+    )
+    assert sweep_key(other_weights, task, batch, ref, "zero") != base, "weights"
+    other_ref = dataclasses.replace(ref, tokens=ref.tokens.flip(0))
+    assert other_ref.name == ref.name and sweep_key(tiny_model, task, batch, other_ref, "zero") != base
     monkeypatch.setattr(tables, "ENGINE_VERSION", tables.ENGINE_VERSION + 1)
     assert sweep_key(tiny_model, task, batch, ref, "zero") != base, "engine version"
 

@@ -1,21 +1,25 @@
 """Cached oracle tables: the single-head sweep of one prompt batch, from disk when possible.
 
 A cache key covers everything that changes the damages: the weights, the task's
-definition (name, version, the metric's qualified name), the prompts *and* what is scored
+definition (name, version, and what the metric computes: its code, constants, defaults,
+closure and global values, :mod:`circuit_gym.ablation.fingerprint`), the prompts *and* what is scored
 on them (answers, distractors, metric positions, counterfactual), the reference batch, the
 ablation kind and :data:`ENGINE_VERSION`. ``lam`` is not in it: the cache holds task and
 general damages, and the reward is formed from them for any ``lam`` without a new sweep.
+A metric that cannot be fingerprinted is never cached on disk (a warning, once per task).
 """
 
 from __future__ import annotations
 
 import hashlib
+import warnings
 
 import numpy as np
 
 from circuit_gym.ablation.cache import SweepCache
 from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable
 from circuit_gym.ablation.engine import ENGINE_VERSION, AblationEngine, Evaluation, check_ablation
+from circuit_gym.ablation.fingerprint import fingerprint
 from circuit_gym.models.loading import model_device
 from circuit_gym.progress import announce_once
 from circuit_gym.tasks.base import PromptBatch, Task
@@ -35,13 +39,33 @@ def _tensor_bytes(t) -> bytes:
     return b"none" if t is None else str(tuple(t.shape)).encode() + t.cpu().numpy().tobytes()
 
 
-def batch_fingerprint(task: Task, batch: PromptBatch) -> str:
-    """Hash of what decides a batch's task damages: its prompts, what is scored, and how."""
-    metric = getattr(task.metric, "__qualname__", type(task.metric).__qualname__)
-    h = hashlib.sha256(f"{task.name}|v{task.version}|{task.metric.__module__}.{metric}".encode())
+def batch_fingerprint(task: Task, batch: PromptBatch) -> str | None:
+    """Hash of what decides a batch's task damages: its prompts, what is scored, and how (the
+    metric by what it computes); None if the metric cannot be fingerprinted."""
+    metric = fingerprint(task.metric)
+    if metric is None:
+        return None
+    h = hashlib.sha256(f"{task.name}|v{task.version}|{metric}".encode())
     for t in (batch.tokens, batch.counterfactual, batch.positions, batch.answers, batch.distractors):
         h.update(b"|" + _tensor_bytes(t))
     return h.hexdigest()[:24]
+
+
+_WARNED_UNCACHEABLE: set[str] = set()
+
+
+def _disk_cache_for(task: Task, key: dict, cache: SweepCache | None) -> SweepCache | None:
+    """``cache``, unless the metric could not be fingerprinted (then None, and a warning once)."""
+    if cache is None or key["batch"] is not None:
+        return cache
+    if task.name not in _WARNED_UNCACHEABLE:
+        _WARNED_UNCACHEABLE.add(task.name)
+        warnings.warn(
+            f"circuit_gym cache: the metric of task {task.name!r} cannot be fingerprinted (it holds an object "
+            "whose value cannot be hashed), so its sweeps are not cached on disk and are recomputed",
+            stacklevel=3,
+        )
+    return None
 
 
 def general_engine(model, reference: ReferenceBatch, ablation: str) -> AblationEngine:
@@ -93,7 +117,8 @@ def sweep_table(model, task: Task, batch: PromptBatch, reference: ReferenceBatch
         table = scorer.sweep(general_damage(model, reference, ablation, cache, progress), progress)
         return {k: v for k, v in table.to_dict().items() if k in DAMAGE_FIELDS}
 
-    payload = cache.get_or_compute(key, compute) if cache else compute()
+    disk = _disk_cache_for(task, key, cache)
+    payload = disk.get_or_compute(key, compute) if disk else compute()
     info = model.circuit_gym_info
     return SweepTable.from_dict({
         **payload, "model": info.name, "weights_hash": info.weights_hash, "task": task.name, "split": batch.split,
