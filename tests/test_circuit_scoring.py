@@ -42,3 +42,16 @@ def test_white_box_solvers_run_on_the_same_episodes_and_count_their_passes():
     assert set(track["tasks"]["ioi"]) == {"acdc", "eap_ig"}
     assert track["white_box_passes_per_episode"]["acdc"] >= 16  # every head tried at least once
     assert all(np.isfinite(r["cpr"]) for r in track["tasks"]["ioi"].values())
+
+
+def test_episode_areas_separate_a_good_ranking_from_its_reverse_and_summaries_skip_nan():
+    from circuit_gym.baselines.circuit_scoring import areas_summary, episode_areas
+
+    env = gym.make("CircuitDiscovery-Toy-IOI-v1", split="test", pool_size=1)
+    env.reset(options={"batch_index": 0})
+    damage = env.unwrapped.episode.table.task_damage
+    good, bad = episode_areas(env, damage), episode_areas(env, -damage)
+    assert good["cpr"] > bad["cpr"] + 0.2 and good["cmd"] < bad["cmd"]
+    summary = areas_summary([good, bad, {"cpr": float("nan"), "cmd": None}])
+    assert summary["cpr_episodes"] == 2 and summary["cmd_episodes"] == 2
+    assert summary["cpr"] == pytest.approx((good["cpr"] + bad["cpr"]) / 2)
