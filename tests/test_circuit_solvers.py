@@ -147,7 +147,11 @@ def test_ppo_trains_selects_on_held_back_batches_and_plays_legal_episodes(tmp_pa
         action = solver.act(env.unwrapped, obs, info)
         assert info["action_mask"][action] == 1
         obs, _, terminated, _, info = env.step(action)
-    row = play_episode(env, solver, "ioi", 3)
-    runner = env.unwrapped.state.runner
-    # policy.pt is the checkpoint with the best selection CPR, measured on exactly this batch
-    assert cpr(faithfulness_curve(runner, row["ranking"])) == pytest.approx(summary["best_selection_cpr"])
+    ppo_cpr = cpr(
+        faithfulness_curve(env.unwrapped.state.runner, play_episode(env, solver, "ioi", 3)["ranking"])
+    )
+    greedy = gym.make(IOI, **{**TINY, "pool_size": 4}, budget=3, alpha=config.alpha, oracle_info=False)
+    row = play_episode(greedy, GreedySearch(), "ioi", 3)
+    greedy_cpr = cpr(faithfulness_curve(greedy.unwrapped.state.runner, row["ranking"]))
+    # policy.pt is the checkpoint with the best selection score: its CPR over greedy's, on exactly this batch
+    assert ppo_cpr / greedy_cpr == pytest.approx(summary["best_selection_score"])
