@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--checkpoint", type=Path, default=None, help="a trained PPO run: skip training")
     parser.add_argument("--epochs", type=int, default=CircuitPPOConfig.epochs)
     parser.add_argument("--steps-per-epoch", type=int, default=CircuitPPOConfig.steps_per_epoch)
+    parser.add_argument("--selection-episodes", type=int, default=CircuitPPOConfig.selection_episodes)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
         ppo_dir = args.out / "ppo"
         config = CircuitPPOConfig(env_id=circuit_env_id("Toy" if is_embedded(args.model) else "GPT2", "Multi"),
                                   model=args.model, budget=args.budget, alpha=args.train_alpha, epochs=args.epochs,
-                                  steps_per_epoch=args.steps_per_epoch, seed=args.seed)  # fmt: skip
+                                  steps_per_epoch=args.steps_per_epoch, selection_episodes=args.selection_episodes, seed=args.seed)  # fmt: skip
         train(config, ppo_dir, progress=True)
     train_seconds = time.time() - start
     solvers = {**default_solvers(args.seed), "ppo": lambda: CircuitPPOSolver.load(ppo_dir)}

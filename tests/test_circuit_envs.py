@@ -63,7 +63,10 @@ def test_every_single_head_task_part_has_circuit_ids_on_both_models():
     rows = {row["id"]: row for row in list_circuit_envs()}
     expected = {circuit_env_id(m, t) for m in ("Toy", "GPT2") for t in task_parts}
     assert set(rows) == expected and expected <= set(gym.registry)
+    # pinned in the ID, and equal to the current benchmark's training tasks (a benchmark that
+    # changes them must add a Circuit version)
     assert rows[circuit_env_id("Toy", "Multi")]["tasks"] == list(TRAIN_TASKS)
+    assert gym.spec(circuit_env_id("GPT2", "Multi")).kwargs["tasks"] == tuple(TRAIN_TASKS)
     assert rows[circuit_env_id("Toy", "IOI")]["tasks"] == ["ioi"]
     assert {r["model"] for r in rows.values() if "-Toy-" in r["id"]} == {"toy"}
     assert {r["model"] for r in rows.values() if "-GPT2-" in r["id"]} == {"gpt2"}
