@@ -8,8 +8,8 @@ fixed and greedy do not depend on PPO's seed and are taken from the first seed's
 every solver's episodes are pooled per seed:
 recovery (sum of chosen rewards / sum of oracle rewards over episodes with a positive
 oracle) on the held-out tasks (test split) and on the training tasks (eval split), at
-best-of-1 and best-of-5. The targets (the issue's, on the current benchmark): PPO's mean over seeds on the held-out
-tasks at best-of-5 >= 0.96; at best-of-1 and best-of-5, its 95% interval over seeds above
+best-of-1 and best-of-5. The targets (the issues', on the current benchmark): PPO's mean over seeds on the held-out
+tasks at best-of-5 >= 0.96 and at best-of-1 >= 0.75; at best-of-1 and best-of-5, its 95% interval over seeds above
 and not overlapping the fixed memoriser's and random's (their paired-bootstrap intervals,
 seed 0); on the training tasks (eval split) recovery >= 0.98. Writes ``OUT/seeds.json`` and
 ``OUT/seeds.md``. Nothing here is chosen on the held-out tasks: the seeds are fixed in advance.
@@ -40,6 +40,7 @@ from circuit_gym.leaderboard.benchmark import (  # noqa: E402
 from circuit_gym.stats import mean_ci95  # noqa: E402
 
 TARGET_HELD_OUT_K5 = 0.96
+TARGET_HELD_OUT_K1 = 0.75  # issue 22's second target (checkpoints chosen on held-back training batches)
 TARGET_TRAIN = 0.98
 SOLVERS = ("random", "fixed", "greedy", "ppo")
 
@@ -97,6 +98,7 @@ def summarise(per_seed: dict[int, dict]) -> dict:
             ref_ci = first[ref][f"held_out_k{k}"]["ci95"]
             out["targets"][f"held_out_k{k}_above_{ref}"] = bool(ci[0] > ref_ci[1])
     out["targets"]["held_out_k5_mean_at_least_0.96"] = out["ppo_held_out_k5"]["mean"] >= TARGET_HELD_OUT_K5
+    out["targets"]["held_out_k1_mean_at_least_0.75"] = out["ppo_held_out_k1"]["mean"] >= TARGET_HELD_OUT_K1
     train = [per_seed[s]["ppo"]["train_k1"]["recovery"] for s in sorted(per_seed)]
     out["ppo_train_k1"] = {"mean": float(np.mean(train)), "values": train}
     out["targets"]["train_k1_mean_at_least_0.98"] = float(np.mean(train)) >= TARGET_TRAIN
