@@ -70,14 +70,20 @@ def verify(path: Path, weights_hash: str | None) -> dict:
 
 
 def rescore_matches(
-    path: Path, result: dict, private_seeds: Path | None = None, model_path: str | None = None
+    path: Path,
+    result: dict,
+    private_seeds: Path | None = None,
+    model_path: str | None = None,
+    require_isolation: bool = True,
 ) -> str:
     """Re-run the scorer on the recorded policy; refuse unless the scores are identical.
 
     A content hash proves a file was not edited by accident, but anyone can recompute
     it; re-scoring is what makes hand-edited numbers impossible to slip in. Returns
     ``"verified"`` when the entry's private scores were re-computed too (``private_seeds``
-    has the SHA-256 the entry records) and matched, else ``"rescored"``.
+    has the SHA-256 the entry records) and matched, else ``"rescored"``. A sandboxed policy is
+    rescored only with its isolation complete, unless ``require_isolation`` is False (an
+    ``IsolationUnavailableError`` then stops the render: the machine, not the entry, is at fault).
     """
     from circuit_gym.leaderboard.scorer import canonical_json, score
 
@@ -93,7 +99,8 @@ def rescore_matches(
     try:
         fresh = score(result["name"], policy_spec=None if builtin else policy, checkpoint=prov.get("checkpoint"),
                       builtin=builtin, model=prov["model"], model_path=model_path,
-                      private_seeds=private_seeds if with_private else None)  # fmt: skip
+                      private_seeds=private_seeds if with_private else None,
+                      require_isolation=require_isolation)  # fmt: skip
     except (ImportError, ValueError) as err:  # e.g. the policy's module is gone
         raise RefusedResultError(f"{path}: cannot re-score {policy}: {err}") from None
     if fresh.get("status") != result.get("status") or canonical_json(fresh.get("scores")) != canonical_json(
@@ -112,7 +119,8 @@ def rescore_matches(
 
 
 def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, private_seeds: Path | None = None,
-            model_path: str | None = None) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
+            model_path: str | None = None,
+            require_isolation: bool = True) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
     """(scored entries, refusal messages, failure records), in ``paths`` order.
 
     Each returned result gets ``result["board"] = {"check": ..., "reference": name or None}``
@@ -131,7 +139,11 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
                 )
             if name in seen:
                 raise RefusedResultError(f"{path}: another result file already uses the name {name!r}")
-            check = rescore_matches(path, result, private_seeds, model_path) if rescore else "hash-checked"
+            check = (
+                rescore_matches(path, result, private_seeds, model_path, require_isolation)
+                if rescore
+                else "hash-checked"
+            )
         except RefusedResultError as err:
             refused.append(str(err))
             continue
@@ -162,7 +174,7 @@ def _row(e: dict) -> dict:
         "spread": _f(s["reproducibility"]["k5_recovery_spread"]),
         "consistency": float(np.mean([_f(v) for v in s["consistency_top5_jaccard"].values()])),
         "white_box": prov["white_box"], "policy": prov["policy"], "episodes": k5["episodes"],
-        "check": board["check"], "reference": board["reference"],
+        "check": board["check"], "reference": board["reference"], "isolation": isolation_note(e),
         **{f"per_task_k{k}": {t: _f(v[f"k{k}"]["recovery"]) for t, v in s["per_task"].items()} for k in B.KS},
     }  # fmt: skip
 
@@ -191,6 +203,17 @@ def _num(x, digits: int = 3) -> str:
 
 def _ci(ci) -> str:
     return f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci is not None and np.isfinite(ci).all() else ""
+
+
+def isolation_note(result: dict) -> str | None:
+    """None if the policy was scored with complete isolation, else what the board says about it."""
+    iso = result.get("isolation")
+    if not isinstance(iso, dict):
+        return "scored without isolation (not recorded)"
+    if iso.get("complete") is True:
+        return None
+    missing = iso.get("missing") if isinstance(iso.get("missing"), list) else []
+    return "scored without isolation" + (f" ({'; '.join(str(m) for m in missing)})" if missing else "")
 
 
 def _label(r: dict) -> str:
@@ -227,7 +250,7 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
     ]
     for i, r in enumerate(rows, 1):
         lines.append(
-            f"| {i} | {_label(r)} | {r['check']} | {r['k5']:.3f}{_ci(r['k5_ci'])} | {r['k1']:.3f} | {r['top1']:.2f} "
+            f"| {i} | {_label(r)} | {r['check']}{' (not isolated)' if r['isolation'] else ''} | {r['k5']:.3f}{_ci(r['k5_ci'])} | {r['k1']:.3f} | {r['top1']:.2f} "
             f"| {r['above_fixed_k5']:+.3f}{_ci(r['above_fixed_k5_ci'])} "
             f"| {r['above_fixed_k1']:+.3f}{_ci(r['above_fixed_k1_ci'])} "
             f"| {_num(r['private_k5'])}{_ci(r['private_k5_ci'])} | {_num(r['private_k1'])} "
@@ -245,6 +268,10 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
     if without:
         lines += ["", "Episodes without a positive oracle reward (counted, not in recovery): "
                   + ", ".join(f"{k}: {v}" for k, v in without.items())]  # fmt: skip
+    unisolated = [r for r in rows if r["isolation"]]
+    if unisolated:
+        lines += ["", "Not isolated: these entries' policies ran without the complete sandbox (trust them as you "
+                  "trust their code):"] + [f"- {r['name']}: {r['isolation']}" for r in unisolated]  # fmt: skip
     if failed:
         lines += ["", "Failed submissions (no score):"]
         lines += [
@@ -331,11 +358,13 @@ def _radar(row: dict, path: Path) -> None:
 
 
 def render(result_paths: list[Path] | None = None, out: Path | None = None, model: str | None = None,
-           model_path: str | None = None, rescore: bool = False, private_seeds: Path | None = None) -> dict:  # fmt: skip
+           model_path: str | None = None, rescore: bool = False, private_seeds: Path | None = None,
+           require_isolation: bool = True) -> dict:  # fmt: skip
     """Verify results and write the Markdown table, HTML page, bar chart and radar charts.
 
     ``private_seeds`` (with ``rescore``): the maintainers' private seed file, to re-compute the
     private scores of the entries scored on it (the same SHA-256) and call them verified.
+    ``require_isolation`` (with ``rescore``): refuse to run a submission without complete isolation.
     """
     out = out or Path(__file__).resolve().parent
     paths = sorted(result_paths or RESULTS_DIR.glob("*.json"))
@@ -344,7 +373,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
             "private_seeds only makes sense with rescore=True (the private scores are re-computed)"
         )
     weights = circuit_gym.load_model(model or B.MODEL, path=model_path).circuit_gym_info.weights_hash
-    entries, refused, failed = collect(paths, weights, rescore, private_seeds, model_path)
+    entries, refused, failed = collect(paths, weights, rescore, private_seeds, model_path, require_isolation)
     present = {e["board"]["reference"] for e in entries}
     missing = [r for r in B.REFERENCE_POLICIES if r not in present]
     if missing:

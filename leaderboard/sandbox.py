@@ -1,62 +1,69 @@
-"""Run a submitted policy in a child process with a time limit and a memory limit.
+"""Run a submitted policy in an isolated child process, with time, memory and other limits.
 
-The parent sends observations, the child answers with ``rank_heads(observation)``. A
-child that crashes, hangs past the time limit or allocates past the memory limit is
-reported as a :class:`PolicyFailureError` (and killed); the scorer never crashes because of
-a policy.
+The parent (the scorer) sends observations, the child answers with
+``rank_heads(observation)``. A child that crashes, hangs past the time limit, allocates
+past the memory limit or answers nonsense is reported as a :class:`PolicyFailureError`
+(and killed); the scorer never crashes because of a policy.
 
 The submitted module is imported **only in the child**. The parent finds its file(s) for
-the result's hash and for a clear error on a wrong path with :func:`locate_module`, which
-asks the import system's finders where the module is without executing any module code
-(not even the ``__init__`` of its parent packages).
+the result's hash, for a clear error on a wrong path and for what the sandbox lets the
+child read with :func:`locate_module`, which asks the import system's finders where the
+module is without executing any module code (not even its parent packages' ``__init__``).
 
-Isolation is limited (see leaderboard/README.md): the child runs as the same user as the
-scorer, so it can read every file the scorer can read, use the network, and look at
-``/proc``. What it does get:
+The child is started by :mod:`circuit_gym.leaderboard.isolation` (bubblewrap namespaces:
+no view of the scorer's files, processes or network) and, before it imports the policy,
+its bootstrap (:mod:`circuit_gym.leaderboard.policy_child`, trusted code, run as a script so
+that it imports nothing of circuit_gym) sets hard resource limits (memory as
+``RLIMIT_DATA``, CPU time, file size, open files) and loads a seccomp filter
+(:mod:`circuit_gym.leaderboard.syscall_filter`: no new processes, no ptrace, no memory the
+data limit does not count). Its environment is rebuilt from nothing, and its only file
+descriptors are stdin (``/dev/null``), stdout and stderr (a log file the scorer quotes in
+failure messages) and its end of a socket pair.
 
-- its own session and process group (``os.setsid``), killed as a whole at the end, and it
-  dies with the scorer (``PR_SET_PDEATHSIG``);
-- a memory limit set with ``setrlimit(RLIMIT_DATA)`` before the policy is imported;
-- a time limit per call, enforced by the parent;
-- nothing but observations: no path, seed or task name is passed to it.
+The protocol on that socket (defined in ``policy_child``) is length-prefixed frames:
+observations go down as ``.npy`` bytes, answers come back as JSON (never pickle: the parent would run code a hostile child
+put in a pickle), each at most :data:`MAX_REPLY_BYTES`, read against a deadline, so a
+child that stalls mid-message is a time-out, not a hung scorer.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib
 import importlib.machinery
-import multiprocessing as mp
+import io
+import json
 import os
-import resource
 import signal
+import socket
+import subprocess
 import sys
+import tempfile
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
 
-# RLIMIT_DATA bounds the child's private writable memory (heap and anonymous mmap; measured:
-# numpy and torch allocations past it fail with MemoryError / "can't allocate memory").
-# RLIMIT_AS would count every mapping, and torch maps far more address space than it uses
-# (CUDA builds reserve tens of GB), so it would refuse ordinary policies.
-MEMORY_RLIMIT = "RLIMIT_DATA"
-_MEMORY_MESSAGES = ("can't allocate memory", "cannot allocate memory", "out of memory", "std::bad_alloc")
+from circuit_gym.leaderboard.isolation import (
+    Isolation,
+    IsolationUnavailableError,
+    bwrap_command,
+    child_env,
+    interpreter_paths,
+    probe,
+)
+from circuit_gym.leaderboard.policy_child import (  # noqa: F401 - re-exported: one definition
+    MEMORY_RLIMIT,
+    build_policy,
+    load_factory,
+    recv_frame,
+    send_frame,
+    split_spec,
+)
 
 
 class PolicyFailureError(RuntimeError):
     """The policy could not produce scores; ``reason`` says why."""
-
-
-def split_spec(spec: str) -> tuple[str, str]:
-    """``package.module:factory`` -> (module name, factory name); ValueError otherwise."""
-    module_name, sep, attr = str(spec).partition(":")
-    parts = module_name.split(".")
-    if not sep or not attr.isidentifier() or not all(p.isidentifier() for p in parts):
-        raise ValueError(f"policy must be 'package.module:factory', got {spec!r}")
-    return module_name, attr
 
 
 def _find_spec(name: str, path: list[str] | None):
@@ -116,126 +123,135 @@ def policy_files(spec: str) -> list[Path]:
     return [origin] if origin is not None and origin.is_file() else []
 
 
-def load_factory(spec: str):
-    """``package.module:factory`` -> the factory callable. Imports (executes) the module: call it
-    only in the sandboxed child."""
-    module_name, attr = split_spec(spec)
-    return getattr(importlib.import_module(module_name), attr)
+# The child's other limits (besides memory and the per-call time the parent enforces).
+CPU_LIMIT_S = 3600  # RLIMIT_CPU: CPU seconds over the child's whole life (threads included)
+FILE_SIZE_LIMIT_MB = 64  # RLIMIT_FSIZE: largest file it may write (its log, its /tmp)
+OPEN_FILES_LIMIT = 1024  # RLIMIT_NOFILE
+# Imported by the child's bootstrap (after its limits and filter, before the policy and its
+# start-up limit): the package every reference policy imports, which takes seconds to import.
+PRELOAD = ("circuit_gym",)
+# Seconds the child's bootstrap may take to start the interpreter and import torch, before
+# the policy's own start-up limit (3x the call limit) begins.
+BOOT_TIMEOUT_S = 120.0
 
 
-def build_policy(spec: str, checkpoint: str | None):
-    factory = load_factory(spec)
-    policy = factory(checkpoint) if checkpoint is not None else factory()
-    if not callable(getattr(policy, "rank_heads", None)):
-        raise TypeError(
-            f"{spec} returned {type(policy).__name__}, which has no rank_heads(observation) method"
-        )
-    return policy
-
-
-def _die_with_parent() -> None:
-    """Best effort (Linux): SIGKILL this process when the scorer that started it dies."""
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-
-
-def limit_memory(memory_mb: float) -> None:
-    """Cap this process's (and its children's) private writable memory at ``memory_mb``."""
-    kind = getattr(resource, MEMORY_RLIMIT)
-    limit = int(memory_mb * 2**20)
-    _, hard = resource.getrlimit(kind)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(kind, (limit, limit))  # hard limit too: the policy cannot raise it back
-
-
-def _failure(header: str, what: str, memory_mb: float) -> str:
-    """The child's report of the exception being handled; a memory error says so first."""
-    err = sys.exc_info()[1]
-    text = traceback.format_exc(limit=3)
-    if isinstance(err, MemoryError) or any(m in str(err).lower() for m in _MEMORY_MESSAGES):
-        return f"memory limit of {memory_mb:g} MB ({MEMORY_RLIMIT}) exceeded while {what}:\n{text}"
-    return f"{header}:\n{text}"
-
-
-def _child(conn, spec: str, checkpoint: str | None, threads: int, memory_mb: float) -> None:
-    try:
-        with contextlib.suppress(OSError):
-            os.setsid()  # own process group: the parent kills it and anything it started
-        _die_with_parent()
-        limit_memory(memory_mb)  # before the policy's module is imported
-        import torch
-
-        torch.set_num_threads(threads)
-        policy = build_policy(spec, checkpoint)
-        conn.send(("ready", None))
-    except BaseException:
-        conn.send(("error", _failure("loading the policy failed", "loading the policy", memory_mb)))
-        return
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            return  # the scorer is gone
-        if msg is None:
-            return
-        try:
-            scores = policy.rank_heads(msg)
-            conn.send(("ok", np.asarray(scores).tolist() if scores is not None else None))
-        except BaseException:
-            conn.send(("error", _failure("rank_heads raised", "ranking heads", memory_mb)))
+def readable_paths(spec: str, checkpoint: str | None) -> list[Path]:
+    """What the child may read: the interpreter, circuit_gym's source, the policy's top-level
+    package (or module file) and its checkpoint. Located without importing anything."""
+    paths = interpreter_paths()
+    for name in ("circuit_gym", "circuit_gym.baselines", "circuit_gym.leaderboard"):
+        module_spec = locate_module(name)
+        paths += [Path(p) for p in module_spec.submodule_search_locations or ()]
+    top = locate_module(split_spec(spec)[0].split(".")[0])
+    if top.submodule_search_locations:
+        paths += [Path(p) for p in top.submodule_search_locations]
+    elif top.origin and top.has_location:
+        paths.append(Path(top.origin))
+    if checkpoint is not None:
+        paths.append(Path(checkpoint))
+    return paths
 
 
 class SandboxedPolicy:
-    """A policy living in a child process; ``rank_heads`` raises :class:`PolicyFailureError`."""
+    """A policy living in an isolated child process; ``rank_heads`` raises
+    :class:`PolicyFailureError`. ``isolation`` says what was in force; with
+    ``require_isolation``, a machine without all of it raises
+    :class:`~circuit_gym.leaderboard.isolation.IsolationUnavailableError` instead."""
 
     def __init__(self, spec: str, checkpoint: str | None = None, *, timeout_s: float = 20.0,
-                 memory_mb: float = 4096, threads: int = 1) -> None:  # fmt: skip
+                 memory_mb: float = 4096, threads: int = 1, require_isolation: bool = False,
+                 isolate: bool = True) -> None:  # fmt: skip
         split_spec(spec)
         self.timeout_s, self.memory_mb = timeout_s, memory_mb
-        ctx = mp.get_context("spawn")  # a clean interpreter: no state shared with the scorer
-        self.conn, child_conn = ctx.Pipe()
-        self.proc = ctx.Process(
-            target=_child, args=(child_conn, spec, checkpoint, threads, memory_mb), daemon=True
-        )
-        self.proc.start()
-        child_conn.close()  # the child holds its end; EOF here then means the child is gone
-        self._expect("loading the policy", startup=True)
+        self.proc: subprocess.Popen | None = None
+        found = probe()
+        if not isolate:  # trusted code only: no namespaces, the limits as this machine gives them
+            found = Isolation("setrlimit" + (" + seccomp" if found.limits else ""), False, False, False, True,
+                              found.limits, ("namespaces: switched off by the caller",)
+                              + tuple(m for m in found.missing if "seccomp" in m))  # fmt: skip
+        self.isolation: Isolation = found
+        if require_isolation and not found.complete:
+            raise IsolationUnavailableError(
+                "scoring requires the policy's isolation, and this machine lacks: " + "; ".join(found.missing)
+            )
+        checkpoint = str(Path(checkpoint).resolve()) if checkpoint is not None else None
+        self._tmp = tempfile.TemporaryDirectory(prefix="circuit_gym_policy_")
+        self._log_path = Path(self._tmp.name) / "policy.log"
+        self.conn, child_sock = socket.socketpair()
+        config = {"fd": child_sock.fileno(), "spec": spec, "checkpoint": checkpoint, "threads": threads,
+                  "memory_mb": memory_mb, "cpu_s": CPU_LIMIT_S, "file_mb": FILE_SIZE_LIMIT_MB,
+                  "open_files": OPEN_FILES_LIMIT, "preload": list(PRELOAD), "seccomp": not any("seccomp" in m for m in found.missing),
+                  "sys_path": [os.path.abspath(p) for p in sys.path if p]}  # fmt: skip
+        argv = [sys.executable, "-I", str(Path(__file__).with_name("policy_child.py")), json.dumps(config)]
+        if found.bwrap is not None:
+            cmd, env, cwd = (
+                bwrap_command(found.bwrap, argv, readable_paths(spec, checkpoint)),
+                child_env(threads),
+                None,
+            )
+        else:
+            home = Path(self._tmp.name) / "home"
+            home.mkdir()
+            cmd, env, cwd = argv, child_env(threads, str(home)), str(home)
+        try:
+            with open(self._log_path, "wb") as log:
+                self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                             env=env, cwd=cwd, pass_fds=(child_sock.fileno(),), close_fds=True,
+                                             start_new_session=True)  # fmt: skip
+        finally:
+            child_sock.close()  # the child holds its end; EOF here then means the child is gone
+        self._expect("starting the policy's process", BOOT_TIMEOUT_S, "booted")
+        self._expect("loading the policy", 3 * timeout_s, "ready")
 
-    def _expect(self, what: str, startup: bool = False):
-        deadline = time.monotonic() + self.timeout_s * (3 if startup else 1)
-        while True:
-            if self.conn.poll(max(0.0, min(0.1, deadline - time.monotonic()))):
-                try:
-                    status, payload = self.conn.recv()
-                except (EOFError, OSError):
-                    self.close()
-                    raise PolicyFailureError(
-                        f"the policy process died while {what} (a process at its memory limit of "
-                        f"{self.memory_mb:g} MB can die this way)"
-                    ) from None
-                if status == "error":
-                    self.close()
-                    raise PolicyFailureError(payload)
-                return payload
-            if not self.proc.is_alive():
-                code = self.proc.exitcode
-                self.close()
-                raise PolicyFailureError(f"the policy process exited (code {code}) while {what}")
-            if time.monotonic() > deadline:
-                self.close()
-                raise PolicyFailureError(f"time limit of {self.timeout_s:g} s exceeded while {what}")
+    def _log_tail(self) -> str:
+        try:
+            text = self._log_path.read_bytes()[-2000:].decode(errors="replace").strip()
+        except OSError:
+            return ""
+        return f"\nlast output of the policy's process:\n{text}" if text else ""
+
+    def _fail(self, message: str):
+        tail = self._log_tail()
+        self.close()
+        raise PolicyFailureError(message + tail)
+
+    def _expect(self, what: str, timeout_s: float, status: str = "ok"):
+        deadline = time.monotonic() + timeout_s
+        try:
+            frame = recv_frame(self.conn, deadline)
+        except TimeoutError:
+            self._fail(f"time limit of {timeout_s:g} s exceeded while {what}")
+        except ValueError as err:
+            self._fail(f"the policy's process sent {err} while {what}")
+        except OSError:
+            frame = None
+        if frame is None:
+            code = self.proc.wait(timeout=5) if self.proc is not None else None
+            self._fail(
+                f"the policy process exited (code {code}) while {what} (a process at its memory limit of "
+                f"{self.memory_mb:g} MB can die this way)"
+            )
+        try:
+            reply = json.loads(frame)
+            got = reply["status"]
+        except (ValueError, KeyError, TypeError):
+            self._fail(f"the policy's process sent something that is not a reply while {what}")
+        if got == "error":
+            self._fail(str(reply.get("message")))
+        if got != status:
+            self._fail(f"the policy's process sent {got!r} instead of {status!r} while {what}")
+        return reply.get("scores")
 
     def rank_heads(self, observation: np.ndarray):
         if self.proc is None:
             raise PolicyFailureError("the policy process is no longer running")
+        buffer = io.BytesIO()
+        np.save(buffer, np.asarray(observation, dtype=np.float32), allow_pickle=False)
         try:
-            self.conn.send(np.asarray(observation, dtype=np.float32))
+            send_frame(self.conn, buffer.getvalue())
         except OSError:
-            self.close()
-            raise PolicyFailureError("the policy process is no longer running") from None
-        scores = self._expect("ranking heads")
+            self._fail("the policy process is no longer running")
+        scores = self._expect("ranking heads", self.timeout_s)
         if scores is None:
             raise PolicyFailureError("rank_heads returned None")
         return scores  # validated by the scorer (circuit_gym.policy.check_scores)
@@ -244,20 +260,20 @@ class SandboxedPolicy:
         if self.proc is None:
             return
         try:
-            if self.proc.is_alive():
-                with contextlib.suppress(OSError):
-                    self.conn.send(None)
-                self.proc.join(timeout=1)
-            with contextlib.suppress(OSError):  # the child's group: whatever it started, too
+            with contextlib.suppress(OSError):
+                self.conn.shutdown(socket.SHUT_RDWR)  # the child reads end of stream and returns
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=1)
+            with contextlib.suppress(OSError):  # the whole session: bwrap (its sandbox dies with it)
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            if self.proc.is_alive():
-                with contextlib.suppress(OSError):
-                    os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.join(timeout=5)
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            self.proc.wait(timeout=5)
         finally:
             self.proc = None
             with contextlib.suppress(OSError):
                 self.conn.close()
+            self._tmp.cleanup()
 
     def __enter__(self) -> SandboxedPolicy:
         return self

@@ -33,10 +33,11 @@ import numpy as np
 
 import circuit_gym
 from circuit_gym.envs import HideOracleInfo
-from circuit_gym.planning import top_k_heads
 from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.leaderboard import benchmark as B
+from circuit_gym.leaderboard.isolation import IsolationUnavailableError, probe
 from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, policy_files, split_spec
+from circuit_gym.planning import top_k_heads
 from circuit_gym.policy import InvalidScoresError, check_scores
 
 # Reference solvers that read the task metric and run in-process: name -> the function whose
@@ -45,6 +46,14 @@ BUILTIN_WHITE_BOX = {"greedy": "circuit_gym.baselines.greedy:attribution_scores"
 # Entry names become file names (radar charts): letters, digits, '_', '.', '-', no '..'.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _in_process_isolation() -> dict:
+    """The ``isolation`` record of a white-box reference, which runs in the scorer's own
+    process (the package's code, not a submission): none."""
+    return {"complete": False, "mechanism": None, "filesystem": False, "processes": False, "network": False,
+            "environment": False, "limits": False,
+            "missing": ["white-box reference solver: runs in the scorer's process"]}  # fmt: skip
 
 
 def check_name(name: object) -> str:
@@ -283,12 +292,18 @@ def _round(obj, digits: int = 10):
 
 def score(name: str, policy_spec: str | None = None, checkpoint: str | None = None, builtin: str | None = None,
           model: str | None = None, model_path: str | None = None,
-          private_seeds: str | Path | None = None) -> dict:  # fmt: skip
+          private_seeds: str | Path | None = None, require_isolation: bool | None = None) -> dict:  # fmt: skip
     """Score one policy; returns the result dict (with ``status`` "scored" or "failed").
 
     ``private_seeds``: the maintainers' private seed file (see :func:`read_private_seeds`);
     the policy is then also scored on those batch seeds of the test-split pool, and the
     result stores those scores with the file's SHA-256 (never the seeds or their episodes).
+
+    The result's ``isolation`` records what the policy's sandbox enforced
+    (:mod:`circuit_gym.leaderboard.isolation`). ``require_isolation`` (default: on with
+    ``private_seeds``) raises ``IsolationUnavailableError`` before any scoring where this
+    machine cannot isolate a submitted policy completely; otherwise an incomplete isolation is
+    recorded, for trusted policies only.
     """
     check_name(name)
     if (policy_spec is None) == (builtin is None):
@@ -300,6 +315,12 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
     # Located without importing: a wrong import path is a ModuleNotFoundError now.
     policy_hash = files_hash(policy_spec or BUILTIN_WHITE_BOX[builtin], checkpoint)
     private = read_private_seeds(private_seeds) if private_seeds is not None else None
+    if require_isolation is None:
+        require_isolation = private is not None
+    if policy_spec is not None and require_isolation and not probe().complete:
+        raise IsolationUnavailableError(
+            "scoring requires the policy's isolation, and this machine lacks: " + "; ".join(probe().missing)
+        )
     model = model or B.MODEL
     start = time.time()
     env = _make_env(model, model_path, B.EVAL_SEEDS + B.REPRO_SEEDS)
@@ -310,7 +331,7 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
         "checkpoint": str(checkpoint) if checkpoint else None, "policy_files_hash": policy_hash,
         "white_box": builtin is not None,
     }  # fmt: skip
-    result: dict = {"name": name, "provenance": provenance}
+    result: dict = {"name": name, "provenance": provenance, "isolation": _in_process_isolation()}
     sandbox = None
     try:
         if builtin == "greedy":
@@ -330,9 +351,9 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
                 return e.unwrapped.episode.scorer
 
         else:
-            sandbox = SandboxedPolicy(
-                policy_spec, checkpoint, timeout_s=B.CALL_TIMEOUT_S, memory_mb=B.MEMORY_LIMIT_MB
-            )
+            result["isolation"] = probe().as_dict()
+            sandbox = SandboxedPolicy(policy_spec, checkpoint, timeout_s=B.CALL_TIMEOUT_S,
+                                      memory_mb=B.MEMORY_LIMIT_MB, require_isolation=require_isolation)  # fmt: skip
             prepare = None
 
             def rank(obs, e):

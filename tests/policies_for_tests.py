@@ -1,7 +1,8 @@
 """Policies for the leaderboard tests, imported by the sandbox's child process.
 
-Some of them are deliberately hostile; they take their instructions from environment
-variables that the tests set (the child inherits the scorer's environment).
+Some of them are deliberately hostile (more in hostile_policies.py); they take their
+instructions from their checkpoint, a JSON file the test writes (the child's environment is
+rebuilt from nothing, and the checkpoint is what the sandbox lets it read).
 """
 
 import json
@@ -12,10 +13,8 @@ from pathlib import Path
 import numpy as np
 
 # Import-time side effect, for the test that the scorer never imports a submission itself:
-# record which process executed this module.
-if os.environ.get("CIRCUIT_GYM_TEST_IMPORT_MARKER"):
-    with open(os.environ["CIRCUIT_GYM_TEST_IMPORT_MARKER"], "a") as marker:
-        marker.write(f"{os.getpid()}\n")
+# the process that executed this module.
+IMPORTED_IN_PID = os.getpid()
 
 
 class _Fn:
@@ -77,12 +76,18 @@ def no_rank_heads():
     return object()
 
 
-def seed_file_reader():
-    """Tries to learn the private seeds: from a path it was told (CIRCUIT_GYM_TEST_SEED_PATH),
-    from its own arguments and environment, and from its parent's command line. Writes what
-    it found to CIRCUIT_GYM_TEST_REPORT."""
+def where_am_i():
+    """Reports (as a failure) which process imported this module and runs the policy."""
+    report = {"imported_in_pid": IMPORTED_IN_PID, "pid": os.getpid()}
+    raise RuntimeError("REPORT " + json.dumps(report))
+
+
+def seed_file_reader(checkpoint):
+    """Tries to learn the private seeds: from a path it was told (the checkpoint's
+    ``seed_path``), from its own arguments and environment, and from its parent's command
+    line. Reports what it found as its failure (``REPORT {...}``)."""
     report: dict = {"pid": os.getpid(), "ppid": os.getppid()}
-    told = os.environ.get("CIRCUIT_GYM_TEST_SEED_PATH")
+    told = json.loads(Path(checkpoint).read_text())["seed_path"]
     try:
         report["told_path_content"] = Path(told).read_text() if told else None
     except OSError as err:
@@ -95,14 +100,13 @@ def seed_file_reader():
         report["own_cmdline"] = Path("/proc/self/cmdline").read_bytes().decode(errors="replace")
     except OSError as err:
         report["own_cmdline"] = f"unreadable: {err}"
-    report["own_environ"] = {k: v for k, v in os.environ.items() if k != "CIRCUIT_GYM_TEST_SEED_PATH"}
-    Path(os.environ["CIRCUIT_GYM_TEST_REPORT"]).write_text(json.dumps(report))
-    return constant()
+    report["own_environ"] = dict(os.environ)
+    raise RuntimeError("REPORT " + json.dumps(report))
 
 
-def pool_rebuilder():
+def pool_rebuilder(checkpoint):
     """The cheat a public seed list invites: rebuild the test-split pool of batch seeds
-    0..N-1 (N = CIRCUIT_GYM_TEST_PUBLIC_SEEDS) with the published settings, find the batch
+    0..N-1 (N: the checkpoint's ``public_seeds``) with the published settings, find the batch
     whose observation equals the one received, and put that batch's oracle head first.
     Unknown observations get ``constant``'s ranking."""
     state: dict = {}
@@ -112,7 +116,7 @@ def pool_rebuilder():
 
         from circuit_gym.leaderboard import benchmark as B
 
-        n = int(os.environ["CIRCUIT_GYM_TEST_PUBLIC_SEEDS"])
+        n = int(json.loads(Path(checkpoint).read_text())["public_seeds"])
         # the settings of the tests' small benchmark (which patches them in the scorer's process only)
         env = gym.make(f"CircuitDiscovery-Toy-Multi-{B.ENV_VERSION}", split=B.SPLIT, pool_size=n, batch_size=B.PROMPTS_PER_EPISODE,
                        ablation=B.ABLATION, lam=B.LAM, model="tiny")  # fmt: skip

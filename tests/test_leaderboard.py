@@ -126,18 +126,17 @@ def test_bad_entry_names_are_refused_before_scoring(name):
 
 
 def test_constant_policy_matches_an_independent_computation_and_is_imported_only_in_the_child(
-    small_benchmark, monkeypatch, tmp_path, tiny_model
+    small_benchmark, tiny_model
 ):
-    marker = tmp_path / "imported_by.txt"
-    monkeypatch.setenv("CIRCUIT_GYM_TEST_IMPORT_MARKER", str(marker))
     sys.modules.pop("policies_for_tests", None)  # so an import by the scorer would run the module again
     result = score("constant", policy_spec="policies_for_tests:constant")
     assert result["status"] == "scored", result.get("failure")
-    # the module's import-time code ran, but only in the sandbox's child
-    pids = [int(line) for line in marker.read_text().split()]
-    assert pids and os.getpid() not in pids
     assert "policies_for_tests" not in sys.modules
-    monkeypatch.delenv("CIRCUIT_GYM_TEST_IMPORT_MARKER")
+    # the module's import-time code ran, but only in the sandbox's child
+    where = score("where", policy_spec="policies_for_tests:where_am_i")
+    report = json.loads(where["failure"]["reason"].rsplit("REPORT ", 1)[1].splitlines()[0])
+    assert report["imported_in_pid"] == report["pid"] != os.getpid()
+    assert "policies_for_tests" not in sys.modules
     from policies_for_tests import constant_ranking
 
     # Independently: every head's reward from a separately built ContrastiveScorer.
@@ -164,41 +163,43 @@ def test_constant_policy_matches_an_independent_computation_and_is_imported_only
         assert got == pytest.approx(_recovery_by_hand(rewards[k], oracle), abs=1e-4)
 
 
-def test_what_a_policy_can_learn_about_the_private_seeds(small_benchmark, monkeypatch, tmp_path):
-    """Documents the protection (leaderboard/README.md): the scorer hands the child no path,
-    seed or episode; the result keeps only summaries and the file's hash. And its limit: the
-    child runs as the same user, so a policy that knows the path reads the file."""
+def test_what_a_policy_can_learn_about_the_private_seeds(small_benchmark, tmp_path):
+    """Told the private seed file's path, and looking at its own and its parent's command line
+    and environment, a sandboxed policy learns nothing of the seeds; the result keeps only the
+    summaries and the file's hash. (More attempts: tests/test_attacks.py.)"""
     seeds = [912345677, 887766551]
     seed_file = tmp_path / "private_seeds.txt"
     seed_file.write_text("# maintainers only\n" + "\n".join(map(str, seeds)) + "\n")
-    report_file = tmp_path / "report.json"
-    monkeypatch.setenv("CIRCUIT_GYM_TEST_SEED_PATH", str(seed_file))  # the test tells it the path
-    monkeypatch.setenv("CIRCUIT_GYM_TEST_REPORT", str(report_file))
-    result = score("reader", policy_spec="policies_for_tests:seed_file_reader", private_seeds=seed_file)
-    assert result["status"] == "scored", result.get("failure")
-    report = json.loads(report_file.read_text())
-    # what the scorer passes: nothing that names the file
-    assert report["ppid"] == os.getpid() and report["pid"] != os.getpid()
+    told = tmp_path / "checkpoint.json"
+    told.write_text(json.dumps({"seed_path": str(seed_file)}))
+    reader = score("reader", policy_spec="policies_for_tests:seed_file_reader", checkpoint=str(told),
+                   private_seeds=seed_file)  # fmt: skip
+    report = json.loads(reader["failure"]["reason"].rsplit("REPORT ", 1)[1].splitlines()[0])
+    assert report["pid"] != os.getpid() and report["ppid"] != os.getpid()  # its own PID namespace
+    assert report["told_path_content"].startswith("unreadable")
+    assert report["parent_cmdline"].startswith("unreadable") or str(seed_file) not in report["parent_cmdline"]
     assert str(seed_file) not in report["own_cmdline"] and str(seed_file) not in json.dumps(
         report["own_environ"]
     )
+    assert not set(report["own_environ"]) & {"CIRCUIT_GYM_CACHE", "CIRCUIT_GYM_CACHE_KEY"}
     # what it stores: the hash and the summaries, never the seeds or their episodes
+    result = score("entry", policy_spec="policies_for_tests:constant", private_seeds=seed_file)
     private = result["private"]
     assert private["seed_file_sha256"] == read_private_seeds(seed_file)[1] and private["n_seeds"] == 2
     assert set(private["scores"]) == {"overall", "per_task"}  # summaries, no per-episode rows
     assert not any(str(s) in json.dumps(result) for s in seeds)
-    # the limit: told the path (or finding it in the scorer's command line), it reads the seeds
-    assert report["told_path_content"] == seed_file.read_text()
 
 
 def test_rebuilding_the_public_pool_scores_on_public_seeds_only(small_benchmark, monkeypatch, tmp_path):
     monkeypatch.setattr(B, "CALL_TIMEOUT_S", 120.0)  # the first call rebuilds the pool in the child
-    monkeypatch.setenv("CIRCUIT_GYM_TEST_PUBLIC_SEEDS", str(max(B.EVAL_SEEDS + B.REPRO_SEEDS) + 1))
+    told = tmp_path / "checkpoint.json"
+    told.write_text(json.dumps({"public_seeds": max(B.EVAL_SEEDS + B.REPRO_SEEDS) + 1}))
     seed_file = tmp_path / "private.json"
     seed_file.write_text(
         json.dumps(sorted(np.random.default_rng(7).choice(10**9, 3, replace=False).tolist()))
     )
-    result = score("cheat", policy_spec="policies_for_tests:pool_rebuilder", private_seeds=seed_file)
+    result = score("cheat", policy_spec="policies_for_tests:pool_rebuilder", checkpoint=str(told),
+                   private_seeds=seed_file)  # fmt: skip
     assert result["status"] == "scored", result.get("failure")
     public = result["scores"]["overall"]["k1"]
     private = result["private"]["scores"]["overall"]["k1"]

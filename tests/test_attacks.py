@@ -1,0 +1,304 @@
+"""The attack suite: hostile policies (tests/hostile_policies.py), scored by the real scorer.
+
+Each attempt either fails with a clear failure record, or scores exactly what the honest
+policy it falls back to scores, and leaves everything outside its temporary directory as
+it was (the cache, leaderboard/results/, the repository's tests, the working directory).
+Where the isolation is not available on this machine (see leaderboard/isolation.py) the
+suite is skipped, except in CI, where it must run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+from pathlib import Path
+
+import pytest
+from hostile_policies import SUCCESS
+
+from circuit_gym.leaderboard import benchmark as B
+from circuit_gym.leaderboard import sandbox
+from circuit_gym.leaderboard.isolation import probe
+from circuit_gym.leaderboard.scorer import REPO_ROOT, canonical_json, score
+
+RESULTS_DIR = REPO_ROOT / "leaderboard" / "results"
+TESTS_DIR = Path(__file__).resolve().parent
+
+if not probe().complete:
+    if os.environ.get("CI"):
+        raise RuntimeError(f"the sandbox's isolation is not available in CI: {probe().missing}")
+    pytest.skip(f"isolation not available here: {probe().missing}", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    """The tests' small benchmark: the 4 x 4 model, one held-out task, 2 + 1 seeds."""
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(B, "MODEL", "tiny")
+        mp.setattr(B, "HELD_OUT_TASKS", ("docstring",))
+        mp.setattr(B, "EVAL_SEEDS", (0, 1))
+        mp.setattr(B, "REPRO_SEEDS", (2,))
+        mp.setattr(B, "CALL_TIMEOUT_S", 5.0)
+        mp.setattr(sandbox, "PRELOAD", ())  # the policies here import numpy only: start them fast
+        mp.setenv("CIRCUIT_GYM_CACHE", str(cache))
+        seeds = tmp_path_factory.mktemp("private") / "private_seeds.txt"
+        seeds.write_text("# maintainers only\n912345677\n887766551\n")
+        secret = tmp_path_factory.mktemp("home") / "id_rsa"
+        secret.write_text("-----BEGIN OPENSSH PRIVATE KEY----- not really\n")
+        secret.chmod(0o600)
+        yield {"cache": cache, "seeds": seeds, "secret": secret}
+
+
+def _info(bench, tmp_path, **extra) -> Path:
+    """What a determined attacker could know or guess, as the policy's checkpoint."""
+    info = {
+        "scorer_pid": os.getpid(),
+        "marker": Path("/proc/self/cmdline").read_bytes().decode(errors="replace"),
+        "seed_file": str(bench["seeds"]),
+        "secret_file": str(bench["secret"]),
+        "cache_dir": str(bench["cache"]),
+        "results_dir": str(RESULTS_DIR),
+        "cwd": os.getcwd(),
+        "drop_name": f"zz_attack_{os.getpid()}_{tmp_path.name}.json",
+        "env_markers": [str(bench["cache"]), str(bench["seeds"]), str(REPO_ROOT)],
+        **extra,
+    }
+    path = tmp_path / "checkpoint.json"
+    path.write_text(json.dumps(info))
+    return path
+
+
+def _state(*paths: Path) -> dict:
+    """(size, mtime) of every file at or under ``paths``: what must not change."""
+    files = [f for p in paths for f in ([p] if p.is_file() else sorted(p.rglob("*")))]
+    return {
+        str(f): (f.stat().st_size, f.stat().st_mtime_ns)
+        for f in files
+        if f.is_file() and "__pycache__" not in f.parts
+    }
+
+
+@pytest.fixture(scope="module")
+def honest(bench, tmp_path_factory):
+    """The scores (public and private) of the policy every attack falls back to."""
+    result = score("honest", policy_spec="hostile_policies:honest", private_seeds=bench["seeds"],
+                   checkpoint=str(_info(bench, tmp_path_factory.mktemp("honest"))))  # fmt: skip
+    assert result["status"] == "scored", result.get("failure")
+    assert result["isolation"]["complete"], result["isolation"]
+    return result
+
+
+# Attempts on the private seeds: scored with them (the others without, to keep the suite fast).
+SEED_ATTACKS = {"proc_cmdline", "open_seed_file", "symlink_to_seed_file", "inherited_descriptor"}
+
+
+def _run(bench, tmp_path, attack: str, **extra) -> dict:
+    checkpoint = _info(bench, tmp_path, **extra)
+    # (not all of tests/: other work in a shared checkout may change it meanwhile)
+    watched = (bench["cache"], RESULTS_DIR, TESTS_DIR / "hostile_policies.py")
+    before = _state(*watched)
+    try:
+        result = score(attack, policy_spec=f"hostile_policies:{attack}", checkpoint=str(checkpoint),
+                       private_seeds=bench["seeds"] if attack in SEED_ATTACKS else None)  # fmt: skip
+    finally:
+        drop = json.loads(checkpoint.read_text())["drop_name"]
+        leftovers = [p for p in (RESULTS_DIR / drop, TESTS_DIR / drop, Path.cwd() / drop) if p.exists()]
+        for p in leftovers:
+            p.unlink()
+    assert not leftovers, f"{attack} wrote {leftovers}"
+    assert _state(*watched) == before, f"{attack} changed files outside its temporary directory"
+    assert SUCCESS not in json.dumps(result), result.get("failure")
+    return result
+
+
+def _same_as_honest(result: dict, honest: dict) -> None:
+    assert result["status"] == "scored", result.get("failure")
+    assert result["isolation"]["complete"], result["isolation"]
+    assert canonical_json(result["scores"]) == canonical_json(honest["scores"])
+    if result["name"] in SEED_ATTACKS:
+        assert canonical_json(result["private"]) == canonical_json(honest["private"])
+
+
+# Attempts that, defended, leave the policy ranking honestly: the scores must be the honest ones.
+QUIET_ATTACKS = [
+    "proc_cmdline", "proc_environ", "proc_self_dotdot", "proc_fd", "proc_mem", "ptrace_scorer",
+    "signal_scorer", "open_seed_file", "symlink_to_seed_file", "read_other_users_secret", "read_cache",
+    "write_results", "write_repo", "write_cwd", "environment_probe", "inherited_descriptor",
+    "raise_memory_limit", "patch_the_scorers_checks",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("attack", QUIET_ATTACKS)
+def test_a_failed_attack_scores_what_the_honest_policy_scores(bench, honest, tmp_path, monkeypatch, attack):
+    if attack == "patch_the_scorers_checks":
+        monkeypatch.setattr(sandbox, "PRELOAD", ("circuit_gym",))  # it patches circuit_gym's modules
+    _same_as_honest(_run(bench, tmp_path, attack), honest)
+
+
+def test_an_inherited_descriptor_of_the_seed_file_is_not_there(bench, honest, tmp_path):
+    fd = os.open(bench["seeds"], os.O_RDONLY)  # the scorer holds the file open, inheritable
+    os.set_inheritable(fd, True)
+    try:
+        result = _run(bench, tmp_path, "inherited_descriptor", marker="912345677")
+    finally:
+        os.close(fd)
+    _same_as_honest(result, honest)
+
+
+def test_no_connection_to_a_local_port(bench, honest, tmp_path):
+    with (
+        socket.create_server(("127.0.0.1", 0)) as tcp,
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp,
+    ):
+        udp.bind(("127.0.0.1", 0))
+        udp.settimeout(0.5)
+        tcp.settimeout(0.5)
+        ports = {"tcp_port": tcp.getsockname()[1], "udp_port": udp.getsockname()[1]}
+        for attack in ("connect_local_tcp", "send_local_udp"):
+            _same_as_honest(_run(bench, tmp_path, attack, **ports), honest)
+        with pytest.raises(TimeoutError):
+            tcp.accept()
+        with pytest.raises(TimeoutError):
+            udp.recvfrom(100)
+
+
+def test_a_forged_cache_does_not_move_any_score(bench, honest, tmp_path):
+    """The attack of issue 23: rewrite the cached tables (checksums recomputed) so that the
+    honest ranking's first head becomes every episode's oracle; then the forger and a fresh
+    honest scoring must both score what the honest policy scored before."""
+    _same_as_honest(_run(bench, tmp_path, "forge_cache"), honest)
+    again = score("honest", policy_spec="hostile_policies:honest", checkpoint=str(_info(bench, tmp_path)))
+    assert canonical_json(again["scores"]) == canonical_json(honest["scores"])
+
+
+def test_a_pickle_sent_to_the_scorer_runs_nothing(bench, tmp_path):
+    marker = tmp_path / "ran_in_scorer.txt"
+    result = _run(bench, tmp_path, "pickle_to_the_scorer", marker_file=str(marker))
+    assert not marker.exists(), "code sent by the policy ran in the scorer's process"
+    assert result["status"] == "failed" and result["failure"]["type"] == "PolicyFailureError"
+
+
+def test_forking_is_refused(bench, honest, tmp_path):
+    result = _run(bench, tmp_path, "fork_bomb", forks=40, allowed=0)
+    _same_as_honest(result, honest)
+
+
+def test_a_process_the_policy_starts_does_not_outlive_it(bench, tmp_path):
+    result = _run(bench, tmp_path, "spawner")
+    assert result["status"] == "failed"
+    assert "spawn refused" in result["failure"]["reason"], result["failure"]
+
+
+@pytest.mark.parametrize(
+    "attack, reason",
+    [
+        ("exits_mid_call", r"exited \(code 3\) while ranking heads"),
+        ("hangs_at_load", r"time limit of 6 s exceeded while loading the policy"),
+        ("spins_forever", r"time limit of 2 s exceeded while ranking heads"),
+        ("returns_a_string", r"scores are not numeric"),
+        ("returns_huge", r"20000000 values, more than"),
+        ("huge_frame", r"message of 4294967295 bytes, larger than the limit"),
+    ],
+)
+def test_a_misbehaving_policy_gets_a_clear_failure(bench, tmp_path, monkeypatch, attack, reason):
+    if attack in ("hangs_at_load", "spins_forever"):
+        monkeypatch.setattr(B, "CALL_TIMEOUT_S", 2.0)  # these wait for the limit: keep it short
+    result = _run(bench, tmp_path, attack)
+    assert result["status"] == "failed" and "scores" not in result
+    assert re.search(reason, result["failure"]["reason"]), result["failure"]
+
+
+def test_memory_the_data_limit_does_not_count_is_limited_too(bench, tmp_path, monkeypatch):
+    monkeypatch.setattr(B, "MEMORY_LIMIT_MB", 600)
+    result = _run(bench, tmp_path, "shared_memory_hog", megabytes=2048)
+    assert result["status"] == "failed" and "memory" in result["failure"]["reason"], result.get("failure")
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Host pids whose command line contains ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_a_process_the_policy_spawns_dies_with_it_even_without_the_process_limit(tmp_path, monkeypatch):
+    """With the seccomp filter off, the policy can fork a grandchild that leaves its process
+    group; the PID namespace still ends it with the sandbox."""
+    import dataclasses
+
+    import numpy as np
+
+    from circuit_gym.leaderboard import sandbox
+
+    full = probe()
+    monkeypatch.setattr(sandbox, "probe", lambda: dataclasses.replace(
+        full, limits=False, missing=("process limit (seccomp filter): off for this test",)))  # fmt: skip
+    checkpoint = tmp_path / f"spawner_{os.getpid()}.json"
+    checkpoint.write_text("{}")
+    with sandbox.SandboxedPolicy("hostile_policies:spawner_quiet", str(checkpoint), timeout_s=30) as policy:
+        policy.rank_heads(np.zeros((16, 12), dtype=np.float32))
+        inside = _processes_naming(checkpoint.name)
+        assert len(inside) >= 3, inside  # bwrap, the policy and its grandchild (all name the checkpoint)
+    time_left = 50
+    while _processes_naming(checkpoint.name) and time_left:
+        time_left -= 1
+        __import__("time").sleep(0.1)
+    assert not _processes_naming(checkpoint.name)
+
+
+def test_rescoring_refuses_an_entry_whose_policy_files_changed(bench, tmp_path, monkeypatch):
+    from circuit_gym.leaderboard.board import RefusedResultError, rescore_matches
+    from circuit_gym.leaderboard.scorer import write_result
+
+    package = tmp_path / "team_policy"
+    package.mkdir()
+    source = (TESTS_DIR / "hostile_policies.py").read_text()
+    (package / "__init__.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    checkpoint = _info(bench, tmp_path)
+    result = score("team", policy_spec="team_policy:honest", checkpoint=str(checkpoint))
+    assert result["status"] == "scored", result.get("failure")
+    path = write_result(result, tmp_path / "team.json")
+    assert rescore_matches(path, result) == "rescored"
+    (package / "__init__.py").write_text(source + "\n# edited after scoring: same numbers, other files\n")
+    with pytest.raises(RefusedResultError, match="policy's files changed"):
+        rescore_matches(path, result)
+
+
+def test_without_namespaces_scoring_runs_for_trusted_policies_and_says_so(bench, tmp_path, monkeypatch):
+    """Degrading visibly: where bwrap is missing the policy still runs (rlimits, filter, clean
+    environment), the result records what was missing, the board marks the entry, and
+    private-seed scoring (which requires isolation by default) refuses."""
+    import dataclasses
+
+    from circuit_gym.leaderboard import board
+    from circuit_gym.leaderboard import scorer as scorer_module
+    from circuit_gym.leaderboard.isolation import IsolationUnavailableError
+
+    partial = dataclasses.replace(
+        probe(), mechanism="setrlimit + seccomp", filesystem=False, processes=False, network=False, bwrap=None,
+        missing=("namespaces: no bwrap (removed by this test)",),
+    )  # fmt: skip
+    monkeypatch.setattr(sandbox, "probe", lambda: partial)
+    monkeypatch.setattr(scorer_module, "probe", lambda: partial)
+    result = score("trusted", policy_spec="hostile_policies:honest", checkpoint=str(_info(bench, tmp_path)))
+    assert result["status"] == "scored", result.get("failure")
+    assert result["isolation"] == {"complete": False, "mechanism": "setrlimit + seccomp", "filesystem": False,
+                                   "processes": False, "network": False, "environment": True, "limits": True,
+                                   "missing": ["namespaces: no bwrap (removed by this test)"]}  # fmt: skip
+    with pytest.raises(IsolationUnavailableError, match="no bwrap"):
+        score("private", policy_spec="hostile_policies:honest", private_seeds=bench["seeds"])
+    with pytest.raises(IsolationUnavailableError, match="no bwrap"):
+        score("required", policy_spec="hostile_policies:honest", require_isolation=True)
+    row = board._row({**result, "board": {"check": "hash-checked", "reference": None}})
+    table = board.markdown([{**row, **board.above_memoriser(result, None)}], [], [])
+    assert "| hash-checked (not isolated) |" in table and "no bwrap (removed by this test)" in table
