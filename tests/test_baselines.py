@@ -131,6 +131,37 @@ def test_ppo_trains_saves_and_loads(tmp_path):
     assert len(list((tmp_path / "tensorboard").iterdir())) == 1  # a rerun replaces the run's logs
 
 
+@pytest.mark.slow
+def test_ppo_learns_the_best_head_of_a_fixed_batch(tmp_path, monkeypatch):
+    """One IOI batch on the 4 x 4 model is a 16-armed bandit with known payoffs (the batch's
+    sweep table): 512 steps of PPO move the weights away from the same-seed initialisation and
+    take the greedy policy from a head the untrained network prefers to the oracle head."""
+    from circuit_gym.baselines.ppo import HeadScorer
+    from circuit_gym.envs import CircuitDiscoveryEnv
+
+    monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))
+    config = PPOConfig(env_id="CircuitDiscovery-Toy-IOI-v1", pool_size=1, selection_episodes=1, batch_size_prompts=4,
+                       n_envs=2, epochs=2, steps_per_epoch=256, steps_per_collect=64, ent_coef=0.01)  # fmt: skip
+    env = CircuitDiscoveryEnv(model="tiny", tasks="ioi", pool_size=1, batch_size=4)
+    obs, _ = env.reset(options={"batch_index": 0})
+    reward = env.episode.table.reward  # every head's payoff, from the exact sweep
+    torch.manual_seed(config.seed)  # what train() does right before building its network
+    initial = HeadScorer(n_features=obs.shape[1], hidden=config.hidden)
+    initial_head = int(np.argmax(PPOPolicy(initial).rank_heads(obs)))
+    assert reward[initial_head] < reward.max() - 1.0  # there is something to learn
+
+    train(config, tmp_path / "run", progress=False)
+    trained = torch.load(tmp_path / "run" / "policy_last.pt", weights_only=True)
+    assert trained.keys() == initial.state_dict().keys()
+    assert not all(torch.equal(initial.state_dict()[k], trained[k]) for k in trained), "no update was made"
+    net = HeadScorer(n_features=obs.shape[1], hidden=config.hidden)
+    net.load_state_dict(trained)
+    assert int(np.argmax(PPOPolicy(net).rank_heads(obs))) == int(np.argmax(reward))
+    returns = [point["test_return"] for point in json.loads((tmp_path / "run" / "curve.json").read_text())]
+    assert returns[0] == pytest.approx(reward[initial_head], abs=1e-6)  # before training
+    assert returns[-1] == pytest.approx(reward.max(), abs=1e-6)
+
+
 def test_head_scorer_ignores_head_order_but_uses_other_heads():
     from circuit_gym.baselines.ppo import HeadScorer
 
