@@ -176,6 +176,8 @@ def _row(e: dict) -> dict:
         "white_box": prov["white_box"], "policy": prov["policy"], "episodes": k5["episodes"],
         "check": board["check"], "reference": board["reference"], "isolation": isolation_note(e),
         **{f"per_task_k{k}": {t: _f(v[f"k{k}"]["recovery"]) for t, v in s["per_task"].items()} for k in B.KS},
+        "circuits": s.get("circuits") or {},
+        "private_circuits": (private or {}).get("circuits") or {},
     }  # fmt: skip
 
 
@@ -214,6 +216,18 @@ def isolation_note(result: dict) -> str | None:
         return None
     missing = iso.get("missing") if isinstance(iso.get("missing"), list) else []
     return "scored without isolation" + (f" ({'; '.join(str(m) for m in missing)})" if missing else "")
+
+
+def _areas(c: dict | None) -> str:
+    """``CPR [ci] / CMD [ci]`` of a circuit summary, or a dash where the result has none."""
+    if not c or c.get("cpr") is None:
+        return "-"
+
+    def ci(key: str) -> str:
+        values = c.get(key)
+        return _ci(values) if values and all(isinstance(v, int | float) for v in values) else ""
+
+    return f"{_num(c['cpr'])}{ci('cpr_ci95')} / {_num(c['cmd'])}{ci('cmd_ci95')}"
 
 
 def _label(r: dict) -> str:
@@ -263,6 +277,13 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
     for r in rows:
         lines.append(f"| {r['name']} | "
                      + " | ".join(f"{r['per_task_k5'][t]:.3f} / {r['per_task_k1'][t]:.3f}" for t in tasks) + " |")  # fmt: skip
+    if any(r["circuits"] for r in rows):
+        lines += ["", "Circuits per held-out task (MIB's areas at head level over the evaluation episodes: CPR, "
+                  "higher is better / CMD, lower is better, 95% t-interval), and over the private episodes:", "",
+                  "| entry | " + " | ".join(tasks) + " | private (all tasks) |", "|---|" + "---|" * (len(tasks) + 1)]  # fmt: skip
+        for r in rows:
+            cells = [_areas(r["circuits"].get(t)) for t in tasks] + [_areas(r["private_circuits"].get("all"))]
+            lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
     lines += ["", "Above memoriser: recovery minus the fixed-head memoriser's on the same episodes."]
     without = {r["name"]: r["no_positive_oracle"] for r in rows if r["no_positive_oracle"]}
     if without:

@@ -32,6 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 import circuit_gym
+from circuit_gym.baselines.circuit_scoring import areas_summary, episode_areas
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.leaderboard import benchmark as B
@@ -225,9 +226,11 @@ def _make_env(model: str, model_path: str | None, seeds: tuple[int, ...], cache:
     return HideOracleInfo(gym.make(env_id, **kwargs))
 
 
-def _episodes(env, rank, seeds, prepare=None, desc: str = "scoring") -> list[dict]:
+def _episodes(env, rank, seeds, prepare=None, desc: str = "scoring", circuits: bool = False) -> list[dict]:
     """One row per (held-out task, seed). ``prepare(env)`` runs before the counted rank call:
-    the environment's own per-episode state a white-box solver reads (not its compute)."""
+    the environment's own per-episode state a white-box solver reads (not its compute).
+    ``circuits``: also the CPR and CMD of the circuits the scores propose, run by the scorer
+    (``circuit_gym.baselines.circuit_scoring.episode_areas``; not counted as the solver's passes)."""
     from tqdm.auto import tqdm
 
     base = env.unwrapped
@@ -249,6 +252,8 @@ def _episodes(env, rank, seeds, prepare=None, desc: str = "scoring") -> list[dic
             row[f"head_k{r.k}"] = r.head
             row[f"reward_k{r.k}"] = r.reward
             row[f"recovery_k{r.k}"] = r.recovery if np.isfinite(r.recovery) else None
+        if circuits:
+            row.update(episode_areas(env, scores))
         out.append(row)
     return out
 
@@ -262,6 +267,13 @@ def _summary(episodes: list[dict]) -> dict:
         )
         for k in B.KS
     }
+
+
+def _circuits(episodes: list[dict]) -> dict:
+    """CPR and CMD per held-out task (mean over episodes, 95% t-interval) and, under ``"all"``,
+    over every episode."""
+    per_task = {t: areas_summary([e for e in episodes if e["task"] == t]) for t in B.HELD_OUT_TASKS}
+    return {**per_task, "all": areas_summary(episodes)}
 
 
 def _compute(episodes: list[dict]) -> dict:
@@ -359,13 +371,13 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
             def rank(obs, e):
                 return sandbox.rank_heads(obs)
 
-        main = _episodes(env, rank, B.EVAL_SEEDS, prepare, "evaluation seeds")
+        main = _episodes(env, rank, B.EVAL_SEEDS, prepare, "evaluation seeds", circuits=True)
         repro = _episodes(env, rank, B.REPRO_SEEDS, prepare, "reproducibility seeds")
         if private is not None:
             # No disk cache: the oracle tables of private batches never reach a file the
             # policy's process could read.
             private_env = _make_env(model, model_path, private[0], cache=False)
-            hidden = _episodes(private_env, rank, private[0], prepare, "private seeds")
+            hidden = _episodes(private_env, rank, private[0], prepare, "private seeds", circuits=True)
     except (PolicyFailureError, InvalidScoresError) as err:
         result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
     else:
@@ -388,6 +400,7 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
                     "consistency_top5_jaccard": {
                         t: _consistency([e for e in main if e["task"] == t]) for t in B.HELD_OUT_TASKS
                     },
+                    "circuits": _circuits(main),
                     "compute": _compute(main),
                     "episodes": main,
                 }
@@ -400,6 +413,7 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
                 "scores": _round({
                     "overall": _summary(hidden),
                     "per_task": {t: _summary([e for e in hidden if e["task"] == t]) for t in B.HELD_OUT_TASKS},
+                    "circuits": _circuits(hidden),
                 }),
             }  # fmt: skip
     finally:

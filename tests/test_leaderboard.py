@@ -47,7 +47,10 @@ def _recovery_by_hand(rewards, oracle):
     return float(np.sum(np.asarray(rewards)[pos]) / np.sum(np.asarray(oracle)[pos]))
 
 
-def test_scoring_twice_gives_byte_identical_scores(small_benchmark):
+def test_scoring_twice_gives_byte_identical_scores(small_benchmark, tiny_model):
+    from circuit_gym.tasks import get_task
+    from circuit_gym.tasks.reference import reference_batch
+
     a = score("good", policy_spec="policies_for_tests:good")
     b = score("good", policy_spec="policies_for_tests:good")
     assert a["status"] == "scored"
@@ -66,12 +69,33 @@ def test_scoring_twice_gives_byte_identical_scores(small_benchmark):
         assert key in prov
     s = a["scores"]
     assert s["overall"]["k5"]["episodes"] == 3 and set(s["generalisation"]) == set(B.HELD_OUT_TASKS)
-    assert 0.0 <= s["consistency_top5_jaccard"]["docstring"] <= 1.0
+    # "good" ranks heads 0, 1, 2, ... first: the same top-5 set in every episode
+    assert s["consistency_top5_jaccard"]["docstring"] == 1.0
     # recovery is the ratio of sums of the per-episode rewards the file records
     eps = s["episodes"]
     for k in B.KS:
         expected = _recovery_by_hand([e[f"reward_k{k}"] for e in eps], [e["oracle_reward"] for e in eps])
         assert s["overall"][f"k{k}"]["recovery"] == pytest.approx(expected, abs=1e-9)
+    # every episode, the recorded ones and the reproducibility seeds' (not recorded), recomputed
+    # from a sweep of its batch built here: best-of-k of "good" is the best of heads 0..k-1
+    task = get_task("docstring")
+    ref = reference_batch(tiny_model)
+
+    def by_hand(seed: int) -> dict:
+        batch = task.batch(tiny_model, B.SPLIT, B.PROMPTS_PER_EPISODE, seed=seed)
+        reward = ContrastiveScorer(tiny_model, task, batch, ref, B.ABLATION, B.LAM).sweep().reward
+        return {"oracle_reward": reward.max(), **{f"reward_k{k}": reward[:k].max() for k in B.KS}}
+
+    for episode in eps:
+        for key, value in by_hand(episode["seed"]).items():
+            assert episode[key] == pytest.approx(value, abs=1e-6), key
+    other = [by_hand(seed) for seed in B.REPRO_SEEDS]
+    other_k5 = _recovery_by_hand([e["reward_k5"] for e in other], [e["oracle_reward"] for e in other])
+    repro = s["reproducibility"]
+    assert repro["k5_recovery_other_seeds"] == {"docstring": pytest.approx(other_k5, abs=1e-6)}
+    assert repro["k5_recovery_spread"] == pytest.approx(
+        abs(s["overall"]["k5"]["recovery"] - other_k5), abs=1e-6
+    )
     # a sandboxed policy sees observations only: it makes no pass of the benchmark's model
     assert s["compute"] == {"forward_passes_per_episode": 0.0, "partial_passes_per_episode": 0.0,
                             "backward_passes_per_episode": 0.0, "episodes": 3}  # fmt: skip
@@ -161,6 +185,22 @@ def test_constant_policy_matches_an_independent_computation_and_is_imported_only
     for k in (1, 5):
         got = result["scores"]["overall"][f"k{k}"]["recovery"]
         assert got == pytest.approx(_recovery_by_hand(rewards[k], oracle), abs=1e-4)
+    # circuit scores: the constant order's circuits run on each episode's batch, by the scorer
+    from circuit_gym.circuits import Circuit, CircuitRunner, faithfulness
+    from circuit_gym.circuits.curve import MIB_FRACTIONS, circuit_sizes
+
+    pool = env.unwrapped.pool(B.HELD_OUT_TASKS[0])
+    runner = CircuitRunner.for_task(tiny_model, pool.task, pool.episode(0).batch, pool.ablation)
+    sizes = circuit_sizes(n)
+    circuits = [Circuit.of([int(h) for h in order[:s]], runner.n_layers, runner.n_heads) for s in sizes]
+    m = runner.metric([Circuit.empty(runner.n_layers, runner.n_heads), *circuits])
+    f = [faithfulness(x, m[0], runner.full_metric) for x in m[1:]]
+    fractions = np.array(MIB_FRACTIONS)  # MIB's x axis: the requested fractions, trapezoids
+    by_hand = float(np.sum((fractions[1:] - fractions[:-1]) * (np.array(f[1:]) + np.array(f[:-1])) / 2))
+    first = episodes[0]
+    assert first["cpr"] == pytest.approx(by_hand, abs=1e-6)
+    circuits_task = result["scores"]["circuits"][B.HELD_OUT_TASKS[0]]
+    assert circuits_task["cpr"] == pytest.approx(np.mean([e["cpr"] for e in episodes]), abs=1e-9)
 
 
 def test_what_a_policy_can_learn_about_the_private_seeds(small_benchmark, tmp_path):
