@@ -198,9 +198,9 @@ def selection_cpr(
     net: CircuitScorer, env: gym.Env, indices: range, reference: dict[str, list[float]]
 ) -> dict:
     """The checkpoint-selection score: per task, the policy's CPR over greedy search's (ratio of
-    sums over ``indices``), then the mean over tasks, so greedy = 1 on every task. Raw CPR
-    differs tenfold between tasks (faithfulness leaves [0, 1] where m(full) - m(empty) is small),
-    and its plain mean would mostly measure the task mix."""
+    sums over ``indices``), then the mean over tasks, so greedy = 1 on every task. Raw CPR can
+    differ by an order of magnitude between tasks (faithfulness leaves [0, 1] where
+    m(full) - m(empty) is small), and then its plain mean would mostly measure the task mix."""
     solver = CircuitPPOSolver(net)
     raw, relative = {}, {}
     for task in env.unwrapped.tasks:
