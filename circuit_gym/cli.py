@@ -191,6 +191,22 @@ def _cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_circuits(args: argparse.Namespace) -> int:
+    import json
+
+    from circuit_gym.baselines.circuit_export import export, score_file
+    from circuit_gym.models import load_model
+
+    model = load_model(args.model, path=args.model_path, device=args.device, threads=args.threads)
+    batches = range(args.episodes)
+    if args.circuits_command == "export":
+        paths = export(model, args.solver, args.task, args.split, batches, args.out, size=args.size)
+        print(f"wrote {len(paths)} MIB circuit files to {args.out}")
+    else:
+        print(json.dumps(score_file(model, args.file, args.task, args.split, batches), indent=1))
+    return 0
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
     import json
 
@@ -225,6 +241,26 @@ def build_parser() -> argparse.ArgumentParser:
             "--threads", type=int, default=None,
             help="torch threads (default: $CIRCUIT_GYM_THREADS, else 1; see README for when more help)",
         )  # fmt: skip
+
+    circuits = sub.add_parser(
+        "circuits", help="MIB circuit files: export a solver's circuits, or score a file"
+    )
+    circuits_sub = circuits.add_subparsers(dest="circuits_command", required=True)
+    p = circuits_sub.add_parser("export", help="write a reference solver's circuit of each batch as MIB JSON")
+    add_model_args(p)
+    p.add_argument("--solver", choices=["acdc", "eap_ig", "attribution"], default="eap_ig")
+    p.add_argument("--size", type=int, default=None, help="heads in each circuit (default: 10%% of them)")
+    p.add_argument("--out", required=True, help="output directory")
+    p2 = circuits_sub.add_parser("score", help="faithfulness of the head circuit in a MIB circuit file")
+    add_model_args(p2)
+    p2.add_argument("file", help="a MIB circuit JSON file (nodes a{layer}.h{head} with in_graph)")
+    for q in (p, p2):
+        q.add_argument("--task", default="ioi")
+        q.add_argument("--split", default="test")
+        q.add_argument(
+            "--episodes", type=int, default=8, help="prompt batches (seeds 0..N-1), 8 prompts each"
+        )
+        q.set_defaults(func=_cmd_circuits)
 
     p = sub.add_parser("info", help="load a model and print its shape")
     add_model_args(p)
