@@ -61,13 +61,17 @@ def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("board")
     entries = _results()
     assert len(entries) >= 4, "the committed board has the four references"
+    for e in entries:  # the test decides which entries record isolation and circuit scores
+        e.pop("isolation", None)
+        e["scores"].pop("circuits", None)
     hostile = copy.deepcopy(next(e for e in entries if e["name"] == "random"))
     hostile["name"], hostile["board"] = HOSTILE_NAME, {"check": "hash-checked", "reference": None}
     hostile["provenance"]["policy"] = "<b>bold</b>:make_policy"
     hostile["isolation"] = {"complete": False, "mechanism": "landlock", "missing": ["<net>", "pid namespace"]}
     entries[0]["isolation"] = {"complete": True, "mechanism": "landlock+namespaces", "missing": []}
+    task = board.B.HELD_OUT_TASKS[0]
     entries[1]["scores"]["circuits"] = {
-        "ioi": {"cpr": 0.61, "cpr_ci95": [0.5, 0.7], "cmd": 0.2, "cmd_ci95": [0.1, 0.3]}
+        task: {"cpr": 0.61, "cpr_ci95": [0.5, 0.7], "cmd": 0.2, "cmd_ci95": [0.1, 0.3]}
     }
     entries.append(hostile)
     fixed = next(e for e in entries if e["board"]["reference"] == "fixed")
@@ -109,7 +113,7 @@ def test_page_is_self_contained_and_escapes_every_untrusted_string(built):
     # optional fields: isolation shown where recorded, "not recorded" elsewhere; circuit scores
     assert "landlock+namespaces" in text and "missing: &lt;net&gt;, pid namespace" in text
     assert text.count("not recorded") == len(rows) - 2
-    assert "ioi: CPR" in text and "0.610<small>[0.500, 0.700]</small>" in text
+    assert f"{board.B.HELD_OUT_TASKS[0]}: CPR" in text and "0.610<small>[0.500, 0.700]</small>" in text
 
 
 def test_a_page_without_circuit_scores_has_no_circuit_columns(built, tmp_path):
