@@ -146,6 +146,8 @@ def child_main() -> None:
         _hard_limit(resource.RLIMIT_CORE, 0)
         if config["seccomp"]:
             _load_syscall_filter()
+        # The scorer's import path first: circuit_gym may come from a source checkout, not an install.
+        sys.path[:] = config["sys_path"]
         for name in config["preload"]:  # trusted packages most policies import (not on their clock)
             importlib.import_module(name)
         _reply(sock, "booted")
@@ -153,7 +155,6 @@ def child_main() -> None:
         _reply(sock, "error", message=_failure("starting the policy's process failed", "starting", memory_mb))
         return
     try:
-        sys.path[:] = config["sys_path"]
         policy = build_policy(config["spec"], config["checkpoint"])
         _reply(sock, "ready")
     except BaseException:
