@@ -117,6 +117,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
         results += evaluate(test_env, rank, name, HELD_OUT_TASKS, episodes, progress=True)
     rows = summarize(results)
 
+    circuit_episodes = min(circuit_episodes, eval_episodes)  # the first episodes of the test pools
     print(f"[4/5] circuit scores (CPR, CMD) on {circuit_episodes} held-out episodes per task", flush=True)
     circuits = circuit_track(test_env, solvers, HELD_OUT_TASKS, range(circuit_episodes), progress=True)
     for task, by_solver in circuits["tasks"].items():

@@ -231,7 +231,10 @@ def test_what_a_policy_can_learn_about_the_private_seeds(small_benchmark, tmp_pa
     result = score("entry", policy_spec="policies_for_tests:constant", private_seeds=seed_file)
     private = result["private"]
     assert private["seed_file_sha256"] == read_private_seeds(seed_file)[1] and private["n_seeds"] == 2
-    assert set(private["scores"]) == {"overall", "per_task"}  # summaries, no per-episode rows
+    assert set(private["scores"]) == {"overall", "per_task", "circuits"}  # summaries, no per-episode rows
+    for summary in private["scores"]["circuits"].values():  # areas: means, intervals and counts only
+        assert all(isinstance(v, int | float) or v is None or (isinstance(v, list) and len(v) == 2)
+                   for v in summary.values()), summary  # fmt: skip
     assert not any(str(s) in json.dumps(result) for s in seeds)
 
 
