@@ -31,7 +31,6 @@ from torch import nn
 import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym.baselines.circuit_solvers import GreedySearch, play_episode
 from circuit_gym.baselines.ppo import HeadScorer, MaskInObservation, _as_tensor, _parse_bool
-from circuit_gym.baselines.ppo import build_algorithm as build_ppo
 from circuit_gym.circuits import cpr, faithfulness_curve
 from circuit_gym.envs.circuit_building import MEMBER_COLUMN, N_CIRCUIT_FEATURES, CircuitBuildingEnv
 from circuit_gym.envs.circuit_registration import circuit_env_id
@@ -87,9 +86,41 @@ class CircuitScorer(nn.Module):
 
 
 def build_algorithm(config: CircuitPPOConfig, action_space: gym.Space, net: CircuitScorer):
-    """The single-head PPO's Tianshou algorithm (masking, actor and critic) with this config."""
-    return build_ppo(action_space, net, lr=config.lr, ent_coef=config.ent_coef, gamma=config.gamma,
-                     return_scaling=config.return_scaling)  # fmt: skip
+    from tianshou.algorithm import PPO
+    from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.utils.net.common import AbstractDiscreteActor, ModuleWithVectorOutput
+    from tianshou.utils.net.discrete import dist_fn_categorical_from_logits
+
+    n_actions = int(action_space.n)
+
+    class Actor(AbstractDiscreteActor):
+        def __init__(self) -> None:
+            super().__init__(n_actions)
+            self.net = net
+
+        def get_preprocess_net(self) -> nn.Module:
+            return nn.Identity()
+
+        def forward(self, obs, state=None, info=None):
+            return self.net.logits(_as_tensor(obs.obs), _as_tensor(obs.mask)), state
+
+    class Critic(ModuleWithVectorOutput):
+        def __init__(self) -> None:
+            super().__init__(1)
+            self.net = net
+
+        def forward(self, obs, state=None, info=None):
+            return self.net.state_value(_as_tensor(obs.obs))
+
+    policy = ProbabilisticActorPolicy(
+        actor=Actor(), dist_fn=dist_fn_categorical_from_logits, action_space=action_space,
+        deterministic_eval=True, action_scaling=False,
+    )  # fmt: skip
+    return PPO(
+        policy=policy, critic=Critic(), optim=AdamOptimizerFactory(lr=config.lr), ent_coef=config.ent_coef,
+        gamma=config.gamma, max_grad_norm=0.5, return_scaling=config.return_scaling,
+    )  # fmt: skip
 
 
 class CircuitPPOSolver:

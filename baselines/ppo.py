@@ -124,22 +124,18 @@ def _as_tensor(obs) -> torch.Tensor:
     return torch.as_tensor(np.asarray(obs), dtype=torch.float32)
 
 
-def build_algorithm(action_space: gym.Space, net: nn.Module, *, lr: float, ent_coef: float, gamma: float,
-                    return_scaling: bool):  # fmt: skip
-    """Tianshou PPO over ``net`` (``logits(obs, mask)`` per action, ``state_value(obs)``), the
-    mask carried in the observation (:class:`MaskInObservation`). Shared by the single-head and
-    the circuit-building PPO."""
+def build_algorithm(config: PPOConfig, action_space: gym.Space, net: HeadScorer):
     from tianshou.algorithm import PPO
     from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
     from tianshou.algorithm.optim import AdamOptimizerFactory
     from tianshou.utils.net.common import AbstractDiscreteActor, ModuleWithVectorOutput
     from tianshou.utils.net.discrete import dist_fn_categorical_from_logits
 
-    n_actions = int(action_space.n)
+    n_heads = int(action_space.n)
 
     class Actor(AbstractDiscreteActor):
         def __init__(self) -> None:
-            super().__init__(n_actions)
+            super().__init__(n_heads)
             self.net = net
 
         def get_preprocess_net(self) -> nn.Module:
@@ -161,8 +157,9 @@ def build_algorithm(action_space: gym.Space, net: nn.Module, *, lr: float, ent_c
         deterministic_eval=True, action_scaling=False,
     )  # fmt: skip
     return PPO(
-        policy=policy, critic=Critic(), optim=AdamOptimizerFactory(lr=lr), ent_coef=ent_coef, gamma=gamma,
-        max_grad_norm=0.5, return_scaling=return_scaling,
+        policy=policy, critic=Critic(), optim=AdamOptimizerFactory(lr=config.lr), ent_coef=config.ent_coef,
+        gamma=0.0 if config.episode_length == 1 else 0.99, max_grad_norm=0.5,
+        return_scaling=config.return_scaling,
     )  # fmt: skip
 
 
@@ -248,9 +245,7 @@ def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
     net = HeadScorer(n_features=probe.observation_space["obs"].shape[-1], hidden=config.hidden)
-    algorithm = build_algorithm(probe.action_space, net, lr=config.lr, ent_coef=config.ent_coef,
-                                gamma=0.0 if config.episode_length == 1 else 0.99,
-                                return_scaling=config.return_scaling)  # fmt: skip
+    algorithm = build_algorithm(config, probe.action_space, net)
 
     curve: list[dict] = []
     progress_state = {"env_step": 0}
