@@ -130,7 +130,14 @@ def seccomp_problem() -> str | None:
     return None
 
 
-def child_env(threads: int, home: str = "/tmp") -> dict[str, str]:
+# The policy's private writable directory inside the sandbox. Not /tmp: a scorer checkout under
+# /tmp (a CI clone) would then sit inside a writable tmpfs, and a write to the scorer's own path
+# would succeed there (harmlessly, in memory, but indistinguishable to the attacker's test).
+# Here /tmp and every other path outside the binds belong to the read-only root.
+PRIVATE_DIR = "/sandbox-tmp"
+
+
+def child_env(threads: int, home: str = PRIVATE_DIR) -> dict[str, str]:
     """The child's whole environment: nothing inherited from the scorer but ``PASSED_ENV``;
     ``home`` is its private writable directory (``/tmp`` inside the sandbox)."""
     env = {"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
@@ -178,14 +185,14 @@ def bwrap_command(bwrap: str, argv: list[str], readable: list[Path]) -> list[str
     cmd = [bwrap, "--unshare-user", "--unshare-all", "--disable-userns", "--die-with-parent",
            "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox",
            "--proc", "/proc", "--dev", "/dev",
-           "--perms", "1777", "--size", str(TMP_SIZE_MB << 20), "--tmpfs", "/tmp",
+           "--perms", "1777", "--size", str(TMP_SIZE_MB << 20), "--tmpfs", PRIVATE_DIR,
            "--perms", "1777", "--size", str(SHM_SIZE_MB << 20), "--tmpfs", "/dev/shm"]  # fmt: skip
     cmd += _system_binds()
     for p in _paths_to_bind(readable):
         if not p.startswith(SYSTEM_DIRS):
             cmd += ["--ro-bind", p, p]
     # read-only: /dev, and the sandbox's root (a tmpfs holding the binds' parent directories)
-    cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp"]
+    cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", PRIVATE_DIR]
     return [*cmd, "--", *argv]
 
 
