@@ -12,6 +12,7 @@ from gymnasium import spaces
 
 from circuit_gym.ablation.engine import ABLATIONS, default_ablation
 from circuit_gym.circuits import Circuit, CircuitRunner, faithfulness
+from circuit_gym.envs.circuit_env import _check_choice, reset_choice
 from circuit_gym.envs.features import FEATURE_BOUND, N_STATIC
 from circuit_gym.envs.pool import Episode, shared_model, shared_pool
 from circuit_gym.envs.render import render_grid
@@ -328,17 +329,7 @@ class CircuitBuildingEnv(gym.Env):
     # -------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        options = options or {}
-        unknown = set(options) - {"task", "batch_index"}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; allowed: 'task', 'batch_index'")
-        task = options.get("task")
-        if task is None:
-            task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
-        _check_choice("options['task']", task, tuple(list_tasks()))
-        index = options.get("batch_index")
-        if index is None:
-            index = int(self.np_random.integers(self.pool_size))
+        task, index = reset_choice(self, options)
         self._task = task
         self._state = circuit_episode(self.pool(task).episode(int(index)))
         self._circuit = frozenset() if self._adding() else frozenset(range(self.n_total))
@@ -415,8 +406,3 @@ class CircuitBuildingEnv(gym.Env):
         )
         return render_grid(self.n_layers, self.n_heads, self._last_gains, outside, last,
                            self._steps / self.budget)  # fmt: skip
-
-
-def _check_choice(name: str, value, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")

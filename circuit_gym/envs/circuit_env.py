@@ -267,17 +267,7 @@ class CircuitDiscoveryEnv(gym.Env):
     # -------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        options = options or {}
-        unknown = set(options) - {"task", "batch_index"}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; allowed: 'task', 'batch_index'")
-        task = options.get("task")
-        if task is None:
-            task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
-        _check_choice("options['task']", task, tuple(list_tasks()))
-        index = options.get("batch_index")
-        if index is None:
-            index = int(self.np_random.integers(self.pool_size))
+        task, index = reset_choice(self, options)
         self._task = task
         self._episode = self.pool(task).episode(int(index))
         self._ablated, self._steps, self._set_reward = set(), 0, 0.0
@@ -354,6 +344,24 @@ def oracle_recovery(reward: float, oracle_reward: float) -> float:
     from circuit_gym.evaluation import oracle_recovery as definition
 
     return definition(reward, oracle_reward)
+
+
+def reset_choice(env, options: dict | None) -> tuple[str, int]:
+    """The task and pool batch a reset asks for in ``options`` (``task``, ``batch_index``), each
+    drawn from ``env.np_random`` when absent (task first, then batch); unknown options and tasks
+    are clear errors. Shared by the single-head and the circuit-building environments."""
+    options = options or {}
+    unknown = set(options) - {"task", "batch_index"}
+    if unknown:
+        raise ValueError(f"unknown reset options {sorted(unknown)}; allowed: 'task', 'batch_index'")
+    task = options.get("task")
+    if task is None:
+        task = env.tasks[int(env.np_random.integers(len(env.tasks)))]
+    _check_choice("options['task']", task, tuple(list_tasks()))
+    index = options.get("batch_index")
+    if index is None:
+        index = int(env.np_random.integers(env.pool_size))
+    return task, index
 
 
 def _check_choice(name: str, value, allowed: tuple) -> None:
