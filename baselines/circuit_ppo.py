@@ -13,6 +13,7 @@ the parameters with the best CPR there relative to exact greedy search's on the 
 (per task, ratio of sums; then the mean over tasks; greedy = 1), computed once before training.
 
     python -m circuit_gym.baselines.circuit_ppo --out runs/circuit_ppo --epochs 6
+    python -m circuit_gym.baselines.circuit_ppo --out runs/circuit_ppo --epochs 10   # resumes, extends
 """
 
 from __future__ import annotations
@@ -164,6 +165,28 @@ class CircuitPPOSolver:
         return np.where(obs[:, MEMBER_COLUMN] > 0.5, -np.inf, logits)
 
 
+class CircuitPPOPolicy:
+    """A trained :class:`CircuitScorer` behind the circuit-building policy protocol
+    (:class:`circuit_gym.policy.CircuitBuilder`): it sees the observation and the legal actions only."""
+
+    def __init__(self, net: CircuitScorer) -> None:
+        self.solver = CircuitPPOSolver(net)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        return int(np.argmax(self.solver._logits(observation, np.asarray(action_mask))))
+
+    def rank_heads(self, observation: np.ndarray) -> np.ndarray:
+        """Head logits; heads already in the circuit last (finite, as the protocol asks)."""
+        logits = self.solver._logits(observation, None)[: observation.shape[0]]
+        return np.where(observation[:, MEMBER_COLUMN] > 0.5, -1e6, np.maximum(logits, -1e5))
+
+
+def load_policy(checkpoint: str) -> CircuitPPOPolicy:
+    """Factory for ``circuit-gym leaderboard score --track circuit --policy
+    circuit_gym.baselines.circuit_ppo:load_policy --checkpoint DIR``."""
+    return CircuitPPOPolicy(CircuitPPOSolver.load(checkpoint).net)
+
+
 def make_env(config: CircuitPPOConfig, pool_size: int | None = None, oracle_info: bool = False) -> gym.Env:
     """The configured environment; batch ``i`` is the same whatever ``pool_size``."""
     kwargs = dict(split=config.split, pool_size=pool_size or config.pool_size, budget=config.budget,
@@ -192,6 +215,28 @@ def greedy_reference(env: gym.Env, indices: range) -> dict[str, list[float]]:
     return {
         task: [episode_cpr(env, GreedySearch(), task, i) for i in indices] for task in env.unwrapped.tasks
     }
+
+
+# What greedy search's selection reference depends on: the episodes and the env, not the learner.
+REFERENCE_FIELDS = ("env_id", "model", "model_path", "device", "split", "pool_size", "selection_episodes",
+                    "batch_size_prompts", "budget", "alpha")  # fmt: skip
+REFERENCE_CACHE = "greedy_selection_reference.json"
+
+
+def cached_greedy_reference(config: CircuitPPOConfig, env: gym.Env, cache: Path,
+                            known: dict[str, list[float]] | None = None) -> dict[str, list[float]]:  # fmt: skip
+    """:func:`greedy_reference` on the selection batches, read from ``cache`` when a run with the
+    same episodes (``REFERENCE_FIELDS``) wrote it: every seed of a sweep shares it (greedy search
+    is deterministic and its ~2,000 passes per batch are most of a short run's cost). ``known``:
+    a resumed run's reference, written to the cache if it is not there."""
+    key = {k: getattr(config, k) for k in REFERENCE_FIELDS}
+    entries = json.loads(cache.read_text()) if cache.exists() else []
+    for entry in entries:
+        if entry["key"] == key:
+            return entry["reference"]
+    reference = known if known is not None else greedy_reference(env, selection_indices(config))
+    cache.write_text(json.dumps([*entries, {"key": key, "reference": reference}], indent=1))
+    return reference
 
 
 def selection_cpr(
@@ -223,15 +268,42 @@ def warm_up(config: CircuitPPOConfig) -> float:
     return time.time() - start
 
 
+CHECKPOINT = "checkpoint.pt"
+
+
+def _load_checkpoint(config: CircuitPPOConfig, out: Path) -> dict | None:
+    """The run's last epoch checkpoint if ``out`` holds one of the same configuration, else None;
+    ValueError if ``out`` holds a run of another configuration (nothing is overwritten)."""
+    path = out / CHECKPOINT
+    if not path.exists():
+        return None
+    saved, wanted = json.loads((out / "config.json").read_text()), json.loads(json.dumps(asdict(config)))
+    saved.pop("epochs"), wanted.pop("epochs")  # more epochs extend a run
+    if saved != wanted:
+        diff = sorted(k for k in saved.keys() | wanted.keys() if saved.get(k) != wanted.get(k))
+        raise ValueError(f"{out} holds a run with another configuration ({', '.join(diff)}): "
+                         "resume it with that configuration or train into another folder")  # fmt: skip
+    return torch.load(path, weights_only=False)  # our own file: the optimiser and RunningMeanStd states
+
+
 def train(config: CircuitPPOConfig, out: Path, progress: bool = True) -> dict:
     """Train PPO; writes ``policy.pt`` (best selection score, :func:`selection_cpr`), ``policy_last.pt``,
     ``config.json``, ``curve.json`` (per epoch: env steps, test return, selection score = CPR
-    relative to greedy search, greedy at 1) and ``train_summary.json``."""
+    relative to greedy search, greedy at 1) and ``train_summary.json``.
+
+    Resumable: after every epoch's selection test ``checkpoint.pt`` holds the algorithm (network,
+    optimiser, return normalisation), the curve and the best score so far; calling ``train`` again
+    with the same configuration and ``out`` continues from the last finished epoch (new episodes
+    from there, so a resumed run is not bitwise the uninterrupted one). A finished run is left as is."""
     from tianshou.data import Collector, CollectStats, VectorReplayBuffer
     from tianshou.env import DummyVectorEnv
     from tianshou.trainer import OnPolicyTrainerParams
 
     out.mkdir(parents=True, exist_ok=True)
+    resumed = _load_checkpoint(config, out)
+    if resumed is not None and resumed["epochs_done"] >= config.epochs:
+        return json.loads((out / "train_summary.json").read_text())
+    (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
     warm_seconds = warm_up(config)
 
     def env_fn(seed: int):
@@ -242,51 +314,72 @@ def train(config: CircuitPPOConfig, out: Path, progress: bool = True) -> dict:
 
         return make
 
-    train_envs = DummyVectorEnv([env_fn(config.seed + i) for i in range(config.n_envs)])
-    test_envs = DummyVectorEnv([env_fn(config.seed + 1000 + i) for i in range(config.n_envs)])
-    train_envs.seed(config.seed)
-    test_envs.seed(config.seed + 1000)
+    epochs_done = resumed["epochs_done"] if resumed else 0
+    # A resumed run's environments are seeded apart from the first run's (no repeated episodes).
+    seed = config.seed + 7919 * epochs_done
+    train_envs = DummyVectorEnv([env_fn(seed + i) for i in range(config.n_envs)])
+    test_envs = DummyVectorEnv([env_fn(seed + 1000 + i) for i in range(config.n_envs)])
+    train_envs.seed(seed)
+    test_envs.seed(seed + 1000)
     probe = env_fn(0)()
     selection_env = make_env(config, config.pool_size + config.selection_episodes)
-    reference = greedy_reference(selection_env, selection_indices(config))
+    reference = (
+        resumed["reference"]
+        if resumed
+        else cached_greedy_reference(config, selection_env, out.parent / REFERENCE_CACHE)
+    )
     torch.manual_seed(config.seed)  # after the environments: what ran before cannot change the network
     np.random.seed(config.seed)
     net = CircuitScorer(n_features=probe.observation_space["obs"].shape[-1], hidden=config.hidden)
     algorithm = build_algorithm(config, probe.action_space, net)
-
     curve: list[dict] = []
-    state = {"env_step": 0}
-
-    def on_training_step(epoch: int, env_step: int) -> None:
-        state["env_step"] = env_step
-
-    def save_best(_algorithm) -> None:
-        torch.save(net.state_dict(), out / "policy.pt")
+    state = {"offset": 0, "best": -np.inf, "epochs_done": epochs_done, "seconds": 0.0}
+    if resumed:
+        algorithm.load_state_dict(resumed["algorithm"])
+        if hasattr(algorithm, "ret_rms"):
+            algorithm.ret_rms = resumed["ret_rms"]
+        torch.set_rng_state(resumed["torch_rng"])
+        curve = resumed["curve"]
+        state.update(offset=resumed["env_steps"], best=resumed["best"], seconds=resumed["train_seconds"])
 
     def on_test(stats: CollectStats) -> float:
+        env_steps = state["offset"] + collector.collect_step  # training steps so far (the trainer resets it)
+        if resumed and curve and env_steps == curve[-1]["env_steps"]:
+            return state["best"]  # the resumed parameters' test, already on the curve
         mean = float(stats.returns_stat.mean) if stats.returns_stat is not None else float("nan")
         selection = selection_cpr(net, selection_env, selection_indices(config), reference)
-        curve.append({"env_steps": state["env_step"], "test_return": mean, **selection})
+        curve.append({"env_steps": env_steps, "test_return": mean, **selection})
+        if selection["selection_score"] > state["best"]:
+            state["best"] = selection["selection_score"]
+            torch.save(net.state_dict(), out / "policy.pt")
+        if len(curve) > 1:
+            state["epochs_done"] += 1
+        (out / "curve.json").write_text(json.dumps(curve, indent=1))
+        checkpoint = {"algorithm": algorithm.state_dict(), "ret_rms": getattr(algorithm, "ret_rms", None),
+                      "torch_rng": torch.get_rng_state(), "curve": curve, "env_steps": env_steps,
+                      "best": state["best"], "epochs_done": state["epochs_done"], "reference": reference,
+                      "train_seconds": state["seconds"] + time.time() - start}  # fmt: skip
+        torch.save(checkpoint, out / (CHECKPOINT + ".tmp"))
+        (out / (CHECKPOINT + ".tmp")).replace(out / CHECKPOINT)  # never a half-written checkpoint
         return selection["selection_score"]
 
     collector = Collector(algorithm, train_envs, VectorReplayBuffer(config.steps_per_collect, config.n_envs))
     test_collector = Collector(algorithm, test_envs)
     params = OnPolicyTrainerParams(
-        training_collector=collector, test_collector=test_collector, max_epochs=config.epochs,
+        training_collector=collector, test_collector=test_collector, max_epochs=config.epochs - epochs_done,
         epoch_num_steps=config.steps_per_epoch, collection_step_num_env_steps=config.steps_per_collect,
         batch_size=config.minibatch, update_step_num_repetitions=config.repeat,
         test_step_num_episodes=config.n_envs, show_progress=progress, verbose=False,
-        training_fn=on_training_step, compute_score_fn=on_test, save_best_fn=save_best,
+        compute_score_fn=on_test,
     )  # fmt: skip
     start = time.time()
-    result = algorithm.run_training(params)
+    algorithm.run_training(params)
     summary = {
-        "warm_up_seconds": warm_seconds, "train_seconds": time.time() - start,
-        "best_selection_score": result.best_score, "selection_batch_indices": list(selection_indices(config)),
+        "warm_up_seconds": warm_seconds, "train_seconds": state["seconds"] + time.time() - start,
+        "best_selection_score": state["best"], "selection_batch_indices": list(selection_indices(config)),
+        "resumed_after_epochs": epochs_done or None,
     }  # fmt: skip
     torch.save(net.state_dict(), out / "policy_last.pt")
-    (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
-    (out / "curve.json").write_text(json.dumps(curve, indent=1))
     (out / "train_summary.json").write_text(json.dumps(summary, indent=1))
     return summary
 

@@ -10,7 +10,12 @@
 4. Circuit scores (``circuit_gym.baselines.circuit_scoring``): MIB's CPR and CMD at head level of
    every solver's ranking, and of ACDC and EAP-IG, on the first ``circuit_episodes`` held-out
    episodes (test split), with a faithfulness-curve figure per task.
-5. Write ``results.json`` (every number), ``results.md`` (the tables), ``learning_curve.png``
+5. Circuit building, sequential (``circuit_gym.baselines.circuit_building_track``): PPO on the
+   circuit-building Multi ID (seed ``seed``, in ``out/circuit/ppo``: resumed if unfinished,
+   reused if finished), then exact greedy search, attribution insertion, random insertion and
+   PPO build circuits on the first ``circuit_build_episodes`` held-out episodes per task, scored
+   by CPR / CMD and forward passes per episode.
+6. Write ``results.json`` (every number), ``results.md`` (the tables), ``learning_curve.png``
    and per-task heatmaps of the mean oracle reward beside PPO's mean preference.
 """
 
@@ -30,6 +35,7 @@ import numpy as np
 import torch
 
 import circuit_gym
+from circuit_gym.baselines import circuit_building_track
 from circuit_gym.baselines.circuit_scoring import circuit_track
 from circuit_gym.baselines.circuit_scoring import markdown as circuit_markdown
 from circuit_gym.baselines.fixed_policy import FixedPolicy
@@ -48,7 +54,10 @@ from circuit_gym.stats import mean_ci95
 
 def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episodes: int = 48,
         ppo: PPOConfig | None = None, seed: int = 0, device: str = "cpu", workers: int = 2,
-        circuit_episodes: int = 8) -> dict:  # fmt: skip
+        circuit_episodes: int = 8, circuit_build_episodes: int = 2,
+        circuit_ppo: dict | None = None) -> dict:  # fmt: skip
+    """The main job; ``circuit_ppo``: overrides of the circuit-building PPO's configuration
+    (``circuit_building_track.ppo_config``), e.g. fewer epochs for a smoke run."""
     start = time.time()
     out.mkdir(parents=True, exist_ok=True)
     env_id = multi_env_id(model)
@@ -58,7 +67,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     # Every pool the job reads is swept in `workers` processes (a disk-cache read later): the
     # training pools first, the evaluation pools in the background while PPO trains (and from the
     # list's other end in this process once PPO is done).
-    print(f"[0/5] oracle tables of the training pools ({workers} worker processes)", flush=True)
+    print(f"[0/6] oracle tables of the training pools ({workers} worker processes)", flush=True)
     sweep = partial(precompute_jobs, model, model_path=model_path, batch_size=config.batch_size_prompts,
                     device=device, workers=workers)  # fmt: skip
     # The training pool and the held-back selection batches after it (checkpoint selection).
@@ -67,7 +76,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
         HELD_OUT_TASKS, ["test"], eval_episodes
     )
     print(
-        f"[1/5] training PPO on {env_id} ({config.epochs} epochs x {config.steps_per_epoch} steps); "
+        f"[1/6] training PPO on {env_id} ({config.epochs} epochs x {config.steps_per_epoch} steps); "
         f"the {len(evaluation_jobs)} evaluation pools' tables are swept meanwhile",
         flush=True,
     )
@@ -87,7 +96,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     if model_path:
         kwargs["model_path"] = model_path
     train_env = gym.make(env_id, split="train", pool_size=config.pool_size, **kwargs)
-    print("[2/5] fitting the fixed baseline", flush=True)
+    print("[2/6] fitting the fixed baseline", flush=True)
     fixed = FixedPolicy.fit(train_env, TRAIN_TASKS, episodes=config.pool_size)
     fixed.save(out / "fixed_policy.json")
     random_policy = RandomPolicy(seed)
@@ -107,7 +116,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
         "ppo": lambda obs, env: ppo_policy.rank_heads(obs),
     }
 
-    print(f"[3/5] evaluating {list(solvers)} on {eval_episodes} episodes per task", flush=True)
+    print(f"[3/6] evaluating {list(solvers)} on {eval_episodes} episodes per task", flush=True)
     eval_env = gym.make(env_id, split="eval", pool_size=eval_episodes, **kwargs)
     test_env = HideOracleInfo(gym.make(env_id, split="test", pool_size=eval_episodes, **kwargs))
     episodes = range(eval_episodes)
@@ -118,13 +127,24 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     rows = summarize(results)
 
     circuit_episodes = min(circuit_episodes, eval_episodes)  # the first episodes of the test pools
-    print(f"[4/5] circuit scores (CPR, CMD) on {circuit_episodes} held-out episodes per task", flush=True)
+    print(f"[4/6] circuit scores (CPR, CMD) on {circuit_episodes} held-out episodes per task", flush=True)
     circuits = circuit_track(test_env, solvers, HELD_OUT_TASKS, range(circuit_episodes), progress=True)
     for task, by_solver in circuits["tasks"].items():
         faithfulness_figure(by_solver, out / f"faithfulness_{task}.png",
                             title=f"{task} (test split, {circuit_episodes} episodes)")  # fmt: skip
 
-    print("[5/5] writing results", flush=True)
+    print(f"[5/6] circuit building: PPO on the circuit-building Multi ID, then four solvers on "
+          f"{circuit_build_episodes} held-out episodes per task", flush=True)  # fmt: skip
+    building_start = time.time()
+    runs = circuit_building_track.train_runs(out / "circuit", model, [seed], model_path=model_path,
+                                             **(circuit_ppo or {}))  # fmt: skip
+    budget = (circuit_ppo or {}).get("budget", circuit_building_track.BUDGET)
+    batch = (circuit_ppo or {}).get("batch_size_prompts", 8)
+    building = circuit_building_track.score_runs(model, runs, circuit_build_episodes, budget=budget,
+                                                 batch_size=batch, model_path=model_path)  # fmt: skip
+    building["seconds_with_training"] = time.time() - building_start
+
+    print("[6/6] writing results", flush=True)
     greedy_agreement = _greedy_agreement(eval_env, test_env, episodes, greedy)
     heatmaps = _heatmaps(out, eval_env, test_env, ppo_policy, episodes)
     curve = json.loads((out / "ppo" / "curve.json").read_text())
@@ -134,7 +154,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     report = {
         "model": info.name, "weights_hash": info.weights_hash, "n_heads_total": info.n_heads_total,
         "version": circuit_gym.__version__, "command": f"circuit-gym run --model {model} --out {out}",
-        "rows": rows, "circuits": circuits, "greedy_vs_sweep": greedy_agreement, "ppo": {"config": asdict(config), **ppo_summary},
+        "rows": rows, "circuits": circuits, "circuit_building": building, "greedy_vs_sweep": greedy_agreement, "ppo": {"config": asdict(config), **ppo_summary},
         "learning_curve": curve, "heatmaps": heatmaps, "episodes": results_as_dicts(results),
         "eval_batch_indices": list(episodes), "wall_seconds": time.time() - start, "oracle_tables": tables,
         "machine": {"python": platform.python_version(), "torch": torch.__version__,
@@ -145,6 +165,10 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     (out / "results.md").write_text(
         f"# circuit_gym results ({info.name}, weights {info.weights_hash})\n\n{table}\n\n"
         f"## Circuits: CPR and CMD on held-out tasks (test split)\n\n{circuit_markdown(circuits)}\n\n"
+        f"## Circuit building (sequential): circuits built head by head on held-out tasks (test split)\n\n"
+        f"{circuit_building_track.markdown(building['rows'])}\n\n"
+        f"Targets (issue 22; seed {seed} only, `scripts/circuit_track.py` measures seeds 0-4): "
+        f"{json.dumps(building['targets'])}\n\n"
         f"Greedy (attribution patching) vs exact sweep: {json.dumps(greedy_agreement)}\n\n"
         f"Wall time {report['wall_seconds']:.0f} s. Produced by `{report['command']}`.\n"
     )

@@ -26,12 +26,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from circuit_gym.baselines.ppo import PPOConfig
     from circuit_gym.baselines.run_all import run
 
-    config = PPOConfig()
+    config, circuit_ppo = PPOConfig(), None
     if args.quick:  # a smoke run of the whole pipeline, for tests
         config = replace(config, epochs=1, steps_per_epoch=256, pool_size=8, n_envs=2, batch_size_prompts=4)
+        circuit_ppo = dict(epochs=1, budget=4, steps_per_epoch=64, steps_per_collect=32, pool_size=2, selection_episodes=1,
+                           n_envs=2, batch_size_prompts=4, minibatch=16, repeat=1)  # fmt: skip
     run(Path(args.out), model=args.model, model_path=args.model_path,
         eval_episodes=4 if args.quick else args.eval_episodes, ppo=config, seed=args.seed, device=args.device,
-        workers=args.workers, circuit_episodes=1 if args.quick else args.circuit_episodes)  # fmt: skip
+        workers=args.workers, circuit_episodes=1 if args.quick else args.circuit_episodes,
+        circuit_build_episodes=1 if args.quick else args.circuit_build_episodes, circuit_ppo=circuit_ppo)  # fmt: skip
     return 0
 
 
@@ -123,10 +126,17 @@ def _cmd_suite(args: argparse.Namespace) -> int:
 
 
 def _cmd_lb_score(args: argparse.Namespace) -> int:
-    from circuit_gym.leaderboard.scorer import score, write_result
+    from circuit_gym.leaderboard.circuit_scorer import BUILTIN_CIRCUIT_SOLVERS, score_circuit
+    from circuit_gym.leaderboard.scorer import BUILTIN_WHITE_BOX, score, write_result
 
+    circuit = args.track == "circuit"
+    builtins = BUILTIN_CIRCUIT_SOLVERS if circuit else BUILTIN_WHITE_BOX
+    if args.builtin is not None and args.builtin not in builtins:
+        print(f"error: --builtin on the {args.track} track is one of {sorted(builtins)}", file=sys.stderr)
+        return 2
+    scorer = score_circuit if circuit else score
     try:
-        result = score(args.name, policy_spec=args.policy, checkpoint=args.checkpoint, builtin=args.builtin,
+        result = scorer(args.name, policy_spec=args.policy, checkpoint=args.checkpoint, builtin=args.builtin,
                        model=args.model, model_path=args.model_path, private_seeds=args.private_seeds,
                        require_isolation=args.require_isolation)  # fmt: skip
     except (ModuleNotFoundError, OSError, RuntimeError) as err:  # RuntimeError: IsolationUnavailableError
@@ -137,6 +147,8 @@ def _cmd_lb_score(args: argparse.Namespace) -> int:
         print(f"policy failed: {result['failure']['type']}: {result['failure']['reason']}", file=sys.stderr)
         print(f"failure record written to {path}", file=sys.stderr)
         return 1
+    if circuit:
+        return _print_circuit_result(args.name, result, path)
     k5 = result["scores"]["overall"]["k5"]
     k1 = result["scores"]["overall"]["k1"]
     passes = result["scores"]["compute"]
@@ -156,6 +168,24 @@ def _cmd_lb_score(args: argparse.Namespace) -> int:
         pk5, pk1 = (result["private"]["scores"]["overall"][k] for k in ("k5", "k1"))
         print(f"private seeds ({result['private']['n_seeds']}, file sha256 {result['private']['seed_file_sha256'][:12]}): "
               f"best-of-5 {num(pk5['recovery'])} {ci(pk5['recovery_ci95'])}, best-of-1 {num(pk1['recovery'])}")  # fmt: skip
+    return 0
+
+
+def _print_circuit_result(name: str, result: dict, path) -> int:
+    def num(v) -> str:  # NaN is stored as None
+        return "nan" if v is None else f"{v:.3f}"
+
+    def line(s: dict) -> str:
+        return (f"CPR {num(s['cpr'])} [{num(s['cpr_ci95'][0])}, {num(s['cpr_ci95'][1])}], CMD {num(s['cmd'])} "
+                f"[{num(s['cmd_ci95'][0])}, {num(s['cmd_ci95'][1])}], faithfulness {num(s['faithfulness'])}, "
+                f"circuit size {num(s['circuit_size'])}, {s['forward_passes']:g} forward passes per episode "
+                f"({s['episodes']} episodes)")  # fmt: skip
+
+    print(f"{name} (circuit track): {line(result['scores']['summary']['all'])} -> {path}")
+    if result.get("private"):
+        private = result["private"]
+        print(f"private seeds ({private['n_seeds']}, file sha256 {private['seed_file_sha256'][:12]}): "
+              f"{line(private['scores']['summary']['all'])}")  # fmt: skip
     return 0
 
 
@@ -316,9 +346,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = lb_sub.add_parser("score", help="score a policy (sandboxed) and write a verifiable result file")
     add_model_args(p)
     p.add_argument("--name", required=True)
-    p.add_argument("--policy", help="package.module:factory returning an object with rank_heads(observation)")
+    p.add_argument(
+        "--track", choices=["single-head", "circuit"], default="single-head",
+        help="single-head (default): rank_heads(observation) on the held-out episodes; circuit: a "
+        "circuit-building policy (act(observation, action_mask) and rank_heads) plays the circuit-building "
+        "environment, scored by CPR / CMD (leaderboard/circuit_scorer.py)",
+    )  # fmt: skip
+    p.add_argument(
+        "--policy",
+        help="package.module:factory returning an object with rank_heads(observation) (and, on the circuit "
+        "track, act(observation, action_mask))",
+    )
     p.add_argument("--checkpoint", help="passed to the factory (e.g. a PPO checkpoint directory)")
-    p.add_argument("--builtin", choices=["greedy"], help="a white-box reference solver run in-process")
+    p.add_argument(
+        "--builtin", choices=["greedy", "greedy_search", "attribution"],
+        help="a white-box reference solver run in-process: greedy (single-head track); greedy_search or "
+        "attribution (circuit track)",
+    )  # fmt: skip
     p.add_argument("--out", required=True)
     p.add_argument(
         "--private-seeds", metavar="FILE",
@@ -334,7 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_lb_score)
     p = lb_sub.add_parser("render", help="verify result files and build the board")
     add_model_args(p)
-    p.add_argument("--results", nargs="*", help="result files (default: leaderboard/results/*.json)")
+    p.add_argument(
+        "--results", nargs="*",
+        help="result files of either track (default: leaderboard/results/*.json and leaderboard/results/circuit/*.json)",
+    )  # fmt: skip
     p.add_argument("--out", help="output directory (default: leaderboard/)")
     p.add_argument(
         "--rescore", action="store_true", help="re-run the scorer on every entry and refuse mismatches"
@@ -377,6 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=8,
         help="held-out episodes per task for the circuit scores (CPR/CMD, with ACDC and EAP-IG)",
+    )
+    p.add_argument(
+        "--circuit-build-episodes",
+        type=int,
+        default=2,
+        help="held-out episodes per task for the circuit-building solvers (greedy search: ~2,000 passes each)",
     )
     p.set_defaults(func=_cmd_run)
     return parser

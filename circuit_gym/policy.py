@@ -37,3 +37,35 @@ def check_scores(scores, n_heads_total: int) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise InvalidScoresError("scores contain NaN or infinity")
     return arr
+
+
+# The circuit track (``CircuitDiscovery-*-Circuit-v0``): a circuit-building policy also says,
+# at each step, which head to add next (or STOP), from the observation and the legal actions.
+@runtime_checkable
+class CircuitBuilder(Protocol):
+    """``act(observation, action_mask) -> int``: a legal action of the circuit-building env
+    (a flat head id, or ``n_heads_total`` = STOP); ``rank_heads(observation)`` (as
+    :class:`HeadRanker`) orders, at the episode's end, the heads the policy never added."""
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int: ...
+
+    def rank_heads(self, observation: np.ndarray) -> np.ndarray: ...
+
+
+class InvalidActionError(ValueError):
+    """A circuit-building policy returned something that is not a legal action."""
+
+
+def check_action(action, action_mask: np.ndarray) -> int:
+    """``action`` as an int if it is a legal action under ``action_mask``, else InvalidActionError.
+
+    Only plain integers (Python or NumPy, not bool) are accepted: a float or a string is an
+    error, never silently rounded."""
+    if isinstance(action, bool | np.bool_) or not isinstance(action, int | np.integer):
+        raise InvalidActionError(f"action must be an integer, got {type(action).__name__}: {action!r:.80}")
+    n = len(action_mask)
+    if not 0 <= int(action) < n:
+        raise InvalidActionError(f"action {int(action)} is outside 0 .. {n - 1}")
+    if not action_mask[int(action)]:
+        raise InvalidActionError(f"action {int(action)} is masked (a head already changed)")
+    return int(action)

@@ -65,13 +65,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--eval-episodes", type=int, default=48)
     parser.add_argument("--tiny", action="store_true", help="minute-sized settings to check the wiring")
     args = parser.parse_args(argv)
-    config = PPOConfig()
+    config, circuit_ppo = PPOConfig(), None
     episodes = args.eval_episodes
     if args.tiny:
         config = replace(config, epochs=1, steps_per_epoch=64, steps_per_collect=32, pool_size=2, n_envs=2,
                          batch_size_prompts=2)  # fmt: skip
         episodes = 2
-    run(args.out, model="gpt2", model_path=args.model_path, eval_episodes=episodes, ppo=config)
+        # Greedy search runs one GPT-2 pass per head per step: two steps here.
+        circuit_ppo = dict(epochs=1, budget=2, steps_per_epoch=32, steps_per_collect=16, pool_size=2,
+                           selection_episodes=1, n_envs=2, batch_size_prompts=2, minibatch=8, repeat=1)  # fmt: skip
+    run(args.out, model="gpt2", model_path=args.model_path, eval_episodes=episodes, ppo=config,
+        circuit_build_episodes=1 if args.tiny else 2, circuit_ppo=circuit_ppo)  # fmt: skip
     report = compare(args.out, args.model_path, episodes)
     for task, r in report.items():
         print(f"{task}: PPO top-10 {r['policy_top']} -> {r['policy_top_in_published']} published "

@@ -222,6 +222,20 @@ def test_main_job_quick_writes_every_artifact(tmp_path, monkeypatch):
     assert ends[0]["jobs"] <= ends[0]["computed"] + ends[1]["computed"] <= ends[0]["jobs"] + 1
     for name in ("results.md", "learning_curve.png", "heatmap_ioi.png", "heatmap_docstring.png"):
         assert (res / name).stat().st_size > 100
+    # circuit building: the four solvers on one episode per held-out task, PPO trained in out/circuit/ppo
+    building = report["circuit_building"]
+    expected = {
+        (s, t) for s in ("greedy_search", "attribution", "random", "ppo") for t in (*HELD_OUT_TASKS, "all")
+    }
+    assert {(r["solver"], r["task"]) for r in building["rows"]} == expected
+    assert (
+        json.loads((res / "circuit" / "ppo" / "config.json").read_text())["budget"] == building["budget"] == 4
+    )
+    for e in building["episodes_rows"]:
+        assert e["circuit_size"] <= 4 and len(e["order"]) == e["circuit_size"]
+        if e["solver"] == "greedy_search":  # exact: one pass per candidate per step beyond the env's own
+            assert e["forward_passes"] > 144
+    assert "## Circuit building" in (res / "results.md").read_text()
 
 
 def test_ppo_reads_the_action_mask_from_info():

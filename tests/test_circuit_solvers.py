@@ -155,3 +155,62 @@ def test_ppo_trains_selects_on_held_back_batches_and_plays_legal_episodes(tmp_pa
     greedy_cpr = cpr(faithfulness_curve(greedy.unwrapped.state.runner, row["ranking"]))
     # policy.pt is the checkpoint with the best selection score: its CPR over greedy's, on exactly this batch
     assert ppo_cpr / greedy_cpr == pytest.approx(summary["best_selection_score"])
+
+
+@pytest.mark.slow
+def test_ppo_resumes_from_its_last_epoch_and_refuses_another_configuration(tmp_path):
+    import json
+
+    import torch
+
+    from circuit_gym.baselines.circuit_ppo import CHECKPOINT, CircuitPPOConfig, train
+
+    config = CircuitPPOConfig(env_id=IOI, model="tiny", pool_size=2, selection_episodes=1, budget=2,
+                              batch_size_prompts=4, n_envs=2, epochs=1, steps_per_epoch=16,
+                              steps_per_collect=16, minibatch=8, repeat=1)  # fmt: skip
+    train(config, tmp_path, progress=False)
+    first = torch.load(tmp_path / CHECKPOINT, weights_only=False)
+    last = torch.load(tmp_path / "policy_last.pt", weights_only=True)
+    saved = {
+        k[len("policy.actor.net.") :]: v
+        for k, v in first["algorithm"].items()
+        if k.startswith("policy.actor.net.")
+    }
+    assert saved.keys() == last.keys() and all(torch.equal(saved[k], last[k]) for k in last)
+    assert first["epochs_done"] == 1
+
+    with pytest.raises(ValueError, match="lr"):
+        train(CircuitPPOConfig(**{**config.__dict__, "lr": 0.5, "epochs": 2}), tmp_path, progress=False)
+    summary = train(CircuitPPOConfig(**{**config.__dict__, "epochs": 2}), tmp_path, progress=False)
+    curve = json.loads((tmp_path / "curve.json").read_text())
+    # one point before training, one per epoch; the resumed epoch counts on from the first run's steps
+    assert [p["env_steps"] for p in curve] == [0, 16, 32]
+    assert summary["resumed_after_epochs"] == 1
+    assert torch.load(tmp_path / CHECKPOINT, weights_only=False)["epochs_done"] == 2
+    again = train(CircuitPPOConfig(**{**config.__dict__, "epochs": 2}), tmp_path, progress=False)
+    assert again == summary  # a finished run is left as it is
+
+
+def test_greedy_selection_reference_is_shared_by_seeds_not_by_other_episodes(tmp_path, monkeypatch):
+    from circuit_gym.baselines import circuit_ppo
+
+    calls = []
+
+    def fake_reference(env, indices):
+        calls.append(list(indices))
+        return {"ioi": [float(len(calls))]}
+
+    monkeypatch.setattr(circuit_ppo, "greedy_reference", fake_reference)
+    cache = tmp_path / circuit_ppo.REFERENCE_CACHE
+    base = circuit_ppo.CircuitPPOConfig(env_id=IOI, model="tiny", pool_size=3, selection_episodes=1)
+    first = circuit_ppo.cached_greedy_reference(base, None, cache)
+    again = circuit_ppo.cached_greedy_reference(
+        circuit_ppo.CircuitPPOConfig(**{**base.__dict__, "seed": 3, "lr": 0.1}), None, cache
+    )
+    assert first == again == {"ioi": [1.0]} and calls == [[3]]  # another seed or learner: no new greedy run
+    other = circuit_ppo.cached_greedy_reference(
+        circuit_ppo.CircuitPPOConfig(**{**base.__dict__, "budget": 2}), None, cache
+    )
+    assert other == {"ioi": [2.0]} and len(calls) == 2  # other episodes: computed
+    shifted = circuit_ppo.CircuitPPOConfig(**{**base.__dict__, "pool_size": 4})  # other held-back batches
+    assert circuit_ppo.cached_greedy_reference(shifted, None, cache) == {"ioi": [3.0]} and calls[-1] == [4]
