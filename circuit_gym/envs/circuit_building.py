@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,13 +52,19 @@ class CircuitEpisode:
     def faithfulness(self, metrics: np.ndarray | float) -> np.ndarray | float:
         return faithfulness(metrics, self.empty_metric, self.full_metric)
 
-    def metrics(self, head_sets: Sequence[frozenset[int]], use_memo: bool) -> np.ndarray:
-        """``m(C)`` of each head set, the ones not memoised run in one stacked pass."""
+    def metrics(self, head_sets: Sequence[frozenset[int]], use_memo: bool,
+                evaluate: Callable[[list[frozenset[int]]], np.ndarray] | None = None) -> np.ndarray:  # fmt: skip
+        """``m(C)`` of each head set, the ones not memoised run in one stacked pass (by
+        ``evaluate(todo)`` instead when given: an outside evaluator of the same numbers, e.g.
+        ``baselines.circuit_ray``'s Ray workers)."""
         runner = self.runner
         todo = list(dict.fromkeys(h for h in head_sets if not (use_memo and h in self.memo)))
         computed = {}
         if todo:
-            values = runner.metric([Circuit(h, runner.n_layers, runner.n_heads) for h in todo])
+            if evaluate is not None:
+                values = np.asarray(evaluate(todo), dtype=np.float64)
+            else:
+                values = runner.metric([Circuit(h, runner.n_layers, runner.n_heads) for h in todo])
             computed = dict(zip(todo, values.tolist(), strict=True))
             if use_memo:
                 self.memo.update(computed)
@@ -289,10 +295,14 @@ class CircuitBuildingEnv(gym.Env):
     def _changed(self, heads: frozenset[int], head: int) -> frozenset[int]:
         return heads | {head} if self._adding() else heads - {head}
 
-    def candidate_gains(self) -> np.ndarray:
+    def candidate_gains(
+        self, metrics: Callable[[list[frozenset[int]]], np.ndarray] | None = None
+    ) -> np.ndarray:
         """``f(C +- h) - f(C)`` of every legal head ``h`` of the current state (NaN elsewhere):
         every candidate circuit run in one stacked pass, memoised per circuit state with ``cache``.
-        Counted in ``oracle_forward_passes`` once per state (one pass per candidate)."""
+        Counted in ``oracle_forward_passes`` once per state (one pass per candidate).
+        ``metrics(head_sets)``, when given, returns ``m(C)`` of the candidates not memoised in
+        place of the stacked pass (see :meth:`CircuitEpisode.metrics`)."""
         state = self.state
         key = (self.start, self._circuit)
         gains = state.gains.get(key) if self.cache else None
@@ -301,7 +311,7 @@ class CircuitBuildingEnv(gym.Env):
             gains = np.full(self.n_total, np.nan)
             if free:
                 sets = [self._changed(self._circuit, h) for h in free]
-                f = state.faithfulness(state.metrics(sets, self.cache))
+                f = state.faithfulness(state.metrics(sets, self.cache, metrics))
                 gains[free] = np.asarray(f) - self._f
             if self.cache:
                 state.gains[key] = gains
