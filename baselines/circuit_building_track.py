@@ -23,6 +23,7 @@ from circuit_gym.baselines.circuit_solvers import circuit_track, default_solvers
 from circuit_gym.embedded import is_embedded
 from circuit_gym.envs.circuit_registration import circuit_env_id
 from circuit_gym.leaderboard.benchmark import HELD_OUT_TASKS, SPLIT, TRAIN_TASKS
+from circuit_gym.reporting import selection_curves
 
 # Issue 22's targets for PPO on the Circuit IDs, against exact greedy search (mean over seeds).
 CPR_GAP = 0.05
@@ -88,6 +89,12 @@ def train_runs(out: Path, model: str, seeds: Sequence[int], *, model_path: str |
             ppo_config(model, seed, model_path=model_path, **config), runs[ppo_name(seed)], progress=progress
         )
     return runs
+
+
+def plot_learning_curves(runs: dict[str, Path], path: Path) -> Path:
+    """Each run's selection score per epoch (``curve.json``), greedy search at 1."""
+    curves = {name: json.loads((run / "curve.json").read_text()) for name, run in runs.items()}
+    return selection_curves(curves, path, "circuit-building PPO: CPR on held-back training batches")
 
 
 def score_runs(model: str, runs: dict[str, Path], episodes: int, *, budget: int = BUDGET,

@@ -36,6 +36,21 @@ from circuit_gym.circuits import cpr, faithfulness_curve
 from circuit_gym.envs.circuit_building import MEMBER_COLUMN, N_CIRCUIT_FEATURES, CircuitBuildingEnv
 from circuit_gym.envs.circuit_registration import circuit_env_id
 
+REWARDS = ("gain", "area")
+
+
+class AreaReward(gym.Wrapper):
+    """Reward = the exact faithfulness of the circuit after each step (``info["faithfulness"]``)
+    minus the env's ``alpha`` per head added; 0 at STOP. An episode's return is then the area
+    under its faithfulness-vs-size curve (CPR's shape), instead of f of the final circuit."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        base = self.env.unwrapped
+        if int(action) == base.stop_action:
+            return obs, 0.0, terminated, truncated, info
+        return obs, float(info["faithfulness"]) - base.alpha, terminated, truncated, info
+
 
 @dataclass
 class CircuitPPOConfig:
@@ -65,6 +80,14 @@ class CircuitPPOConfig:
     hidden: int = 64
     return_scaling: bool = True  # rewards are faithfulness changes, ~0.01-1
     seed: int = 0
+    # Training reward: "gain" = the env's reward (change of faithfulness; with gamma 1 the return
+    # is f of the final circuit); "area" = f(C_t) after every head added (AreaReward: the return
+    # is the area under the episode's faithfulness curve, as CPR is, so early heads count more).
+    reward: str = "gain"
+
+    def __post_init__(self) -> None:
+        if self.reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
 
 
 class CircuitScorer(nn.Module):
@@ -277,7 +300,12 @@ def _load_checkpoint(config: CircuitPPOConfig, out: Path) -> dict | None:
     path = out / CHECKPOINT
     if not path.exists():
         return None
-    saved, wanted = json.loads((out / "config.json").read_text()), json.loads(json.dumps(asdict(config)))
+    wanted = json.loads(json.dumps(asdict(config)))
+    # a field added since the run started has its default there
+    saved = {
+        **json.loads(json.dumps(asdict(CircuitPPOConfig()))),
+        **json.loads((out / "config.json").read_text()),
+    }
     saved.pop("epochs"), wanted.pop("epochs")  # more epochs extend a run
     if saved != wanted:
         diff = sorted(k for k in saved.keys() | wanted.keys() if saved.get(k) != wanted.get(k))
@@ -308,7 +336,8 @@ def train(config: CircuitPPOConfig, out: Path, progress: bool = True) -> dict:
 
     def env_fn(seed: int):
         def make() -> gym.Env:
-            env = MaskInObservation(make_env(config))
+            base = make_env(config)
+            env = MaskInObservation(AreaReward(base) if config.reward == "area" else base)
             env.reset(seed=seed)
             return env
 

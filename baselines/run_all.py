@@ -143,6 +143,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     building = circuit_building_track.score_runs(model, runs, circuit_build_episodes, budget=budget,
                                                  batch_size=batch, model_path=model_path)  # fmt: skip
     building["seconds_with_training"] = time.time() - building_start
+    circuit_building_track.plot_learning_curves(runs, out / "circuit" / "learning_curve.png")
 
     print("[6/6] writing results", flush=True)
     greedy_agreement = _greedy_agreement(eval_env, test_env, episodes, greedy)

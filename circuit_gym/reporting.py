@@ -30,14 +30,30 @@ def learning_curve(curve: Sequence[dict], path: str | Path, title: str = "PPO (s
     The points are what the checkpoint was chosen on (``circuit_gym.baselines.ppo``'s held-back
     train-split batches), so the curve shows the quantity the kept checkpoint maximised.
     """
+    steps = [c["env_steps"] for c in curve]
+    lines = {f"PPO {label}": (steps, [c[key] for c in curve])
+             for key, label in (("selection_k1", "best-of-1"), ("selection_k5", "best-of-5"))}  # fmt: skip
+    return _curves(lines, path, title, "oracle recovery (ratio of sums)", "oracle")
+
+
+def selection_curves(curves: dict[str, Sequence[dict]], path: str | Path, title: str) -> Path:
+    """The circuit-building PPO runs' checkpoint-selection score (CPR over exact greedy search's
+    on held-back training batches, ``circuit_gym.baselines.circuit_ppo.selection_cpr``) against
+    environment steps, one line per run; greedy search is 1."""
+    lines = {name: ([c["env_steps"] for c in curve], [c["selection_score"] for c in curve])
+             for name, curve in curves.items()}  # fmt: skip
+    return _curves(lines, path, title, "CPR / greedy search's CPR", "exact greedy search")
+
+
+def _curves(lines: dict[str, tuple[list, list]], path: str | Path, title: str, ylabel: str,
+            reference: str) -> Path:  # fmt: skip
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
-    steps = [c["env_steps"] for c in curve]
-    for key, label in (("selection_k1", "best-of-1"), ("selection_k5", "best-of-5")):
-        ax.plot(steps, [c[key] for c in curve], marker="o", label=f"PPO {label}")
-    ax.axhline(1.0, ls="--", c="gray", label="oracle")
+    for label, (steps, values) in lines.items():
+        ax.plot(steps, values, marker="o", ms=3, label=label)
+    ax.axhline(1.0, ls="--", c="gray", label=reference)
     ax.set_xlabel("environment steps")
-    ax.set_ylabel("oracle recovery (ratio of sums)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()

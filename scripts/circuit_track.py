@@ -9,7 +9,8 @@
    they build by CPR / CMD and forward passes per episode
    (``baselines/circuit_building_track.py``);
 3. write ``track.json`` (rows per solver and task, every episode, the targets of issue 22 on
-   the mean over seeds) and ``track.md`` to ``--out``.
+   the mean over seeds), ``track.md`` and ``learning_curves.png`` (each run's selection score
+   per epoch, greedy search at 1) to ``--out``.
 
 Seeds train in parallel as separate processes, then one call scores them all:
 
@@ -42,16 +43,22 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--epochs", type=int, default=track.PPO_EPOCHS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="PPO seeds (training and scoring)")
     parser.add_argument(
+        "--reward", default="gain", help="PPO's training reward (baselines/circuit_ppo.py: gain | area)"
+    )
+    parser.add_argument(
         "--train-only", action="store_true", help="train (or resume) the seeds' runs, score nothing"
     )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.time()
-    runs = track.train_runs(args.out, args.model, args.seeds, epochs=args.epochs, budget=args.budget)
+    runs = track.train_runs(
+        args.out, args.model, args.seeds, epochs=args.epochs, budget=args.budget, reward=args.reward
+    )
     if args.train_only:
         return {"runs": {k: str(v) for k, v in runs.items()}, "seconds": time.time() - start}
     report = track.score_runs(args.model, runs, args.episodes, budget=args.budget, alpha=args.alpha)
     report["command"] = "python scripts/circuit_track.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    track.plot_learning_curves(runs, args.out / "learning_curves.png")
     (args.out / "track.json").write_text(json.dumps(report, indent=1))
     (args.out / "track.md").write_text(
         track.markdown(report["rows"]) + "\n\n" + json.dumps(report["targets"], indent=1) + "\n"

@@ -236,6 +236,7 @@ def test_main_job_quick_writes_every_artifact(tmp_path, monkeypatch):
         if e["solver"] == "greedy_search":  # exact: one pass per candidate per step beyond the env's own
             assert e["forward_passes"] > 144
     assert "## Circuit building" in (res / "results.md").read_text()
+    assert (res / "circuit" / "learning_curve.png").stat().st_size > 100
 
 
 def test_ppo_reads_the_action_mask_from_info():

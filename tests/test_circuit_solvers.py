@@ -214,3 +214,24 @@ def test_greedy_selection_reference_is_shared_by_seeds_not_by_other_episodes(tmp
     assert other == {"ioi": [2.0]} and len(calls) == 2  # other episodes: computed
     shifted = circuit_ppo.CircuitPPOConfig(**{**base.__dict__, "pool_size": 4})  # other held-back batches
     assert circuit_ppo.cached_greedy_reference(shifted, None, cache) == {"ioi": [3.0]} and calls[-1] == [4]
+
+
+def test_area_reward_sums_to_the_area_under_the_episodes_faithfulness_curve(fresh_tiny):
+    from circuit_gym.baselines.circuit_ppo import AreaReward, CircuitPPOConfig
+
+    alpha = 0.05
+    env = AreaReward(gym.make(IOI, **TINY, budget=5, alpha=alpha, oracle_info=False))
+    env.reset(seed=0)
+    f = IndependentFaithfulness(env, fresh_tiny)
+    heads: set[int] = set()
+    total = expected = 0.0
+    for action in (3, 9, 14):
+        heads |= {action}
+        _, reward, terminated, _, _ = env.step(action)
+        assert not terminated
+        assert reward == pytest.approx(f(heads) - alpha, abs=1e-5)
+        total, expected = total + reward, expected + f(heads) - alpha
+    _, reward, terminated, _, _ = env.step(env.unwrapped.stop_action)
+    assert terminated and reward == 0.0 and total == pytest.approx(expected, abs=1e-5)
+    with pytest.raises(ValueError, match="reward"):
+        CircuitPPOConfig(reward="cpr")
