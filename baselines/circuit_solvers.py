@@ -151,25 +151,40 @@ def episode_ranking(order: Sequence[int], rest_scores: np.ndarray, n_layers: int
     return Ranking.from_array(scores, method, n_layers, n_heads)
 
 
-def play_episode(env: gym.Env, solver: CircuitSolver, task: str, batch_index: int) -> dict:
-    """One episode of ``solver`` on ``(task, batch_index)``: its circuit, ranking and cost."""
+def play(env: gym.Env, task: str, batch_index: int, act: Callable[[np.ndarray, dict], int],
+         rank: Callable[[np.ndarray, dict], np.ndarray], method: str,
+         begin: Callable[[], int] | None = None) -> dict:  # fmt: skip
+    """One episode on ``(task, batch_index)`` played by ``act(obs, info)`` (an action of the env),
+    its heads never added ordered by ``rank(obs, info)`` at the end: its circuit, ranking and cost.
+
+    ``begin()`` runs after the reset and returns the forward passes it spent beyond the env's.
+    Forward passes = the env's ``forward_passes`` + ``oracle_forward_passes`` + ``begin``'s.
+    Shared by :func:`play_episode` (in-process solvers) and the leaderboard's circuit track
+    (a sandboxed policy's ``act`` / ``rank_heads``)."""
     base: CircuitBuildingEnv = env.unwrapped
     if base.start != "empty":
         raise ValueError("the circuit track's solvers build circuits from the empty one (start='empty')")
     obs, info = env.reset(options={"task": task, "batch_index": int(batch_index)})
-    own = solver.begin(base)
+    own = begin() if begin is not None else 0
     total, terminated = 0.0, False
     while not terminated:
-        obs, reward, terminated, _, info = env.step(solver.act(base, obs, info))
+        obs, reward, terminated, _, info = env.step(act(obs, info))
         total += reward
-    ranking = episode_ranking(
-        base.order, solver.scores(base, obs, info), base.n_layers, base.n_heads, solver.name
-    )
+    ranking = episode_ranking(base.order, rank(obs, info), base.n_layers, base.n_heads, method)
     return {
-        "solver": solver.name, "task": task, "batch_index": int(batch_index), "order": base.order,
+        "task": task, "batch_index": int(batch_index), "order": base.order,
         "circuit_size": info["circuit_size"], "faithfulness": info["faithfulness"], "return": total,
         "forward_passes": info["forward_passes"] + info["oracle_forward_passes"] + own, "ranking": ranking,
     }  # fmt: skip
+
+
+def play_episode(env: gym.Env, solver: CircuitSolver, task: str, batch_index: int) -> dict:
+    """One episode of ``solver`` on ``(task, batch_index)``: its circuit, ranking and cost."""
+    base: CircuitBuildingEnv = env.unwrapped
+    row = play(env, task, batch_index, lambda obs, info: solver.act(base, obs, info),
+               lambda obs, info: solver.scores(base, obs, info), solver.name,
+               begin=lambda: solver.begin(base))  # fmt: skip
+    return {"solver": solver.name, **row}
 
 
 def circuit_track(model: str, tasks: Iterable[str], split: str, episodes: Iterable[int],

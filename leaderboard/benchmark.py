@@ -7,6 +7,8 @@ files scored under another version are refused by the board.
 from __future__ import annotations
 
 from circuit_gym.embedded import is_embedded
+from circuit_gym.envs.circuit_registration import VERSION as _CIRCUIT_ENV_IDS_VERSION
+from circuit_gym.envs.circuit_registration import circuit_env_id
 
 # v5: the retrained embedded model (run F: copies any token), on which induction passes the
 # inclusion gate and induction_seen is left out (redundant there); the same rule now holds out
@@ -65,4 +67,52 @@ def definition() -> dict:
         "split": SPLIT,
         "seeds": list(EVAL_SEEDS), "repro_seeds": list(REPRO_SEEDS), "ks": list(KS), "ablation": ABLATION,
         "lam": LAM, "prompts_per_episode": PROMPTS_PER_EPISODE, "env_version": ENV_VERSION,
+    }  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# The circuit track (issue 22): a circuit-building policy (``circuit_gym.policy.CircuitBuilder``)
+# plays CircuitDiscovery-*-Multi-Circuit-v0 on the same held-out tasks and split, adding heads
+# from the empty circuit until STOP or the budget; scored by the CPR / CMD of the ranking its
+# episodes build (heads in insertion order, then the rest by its rank_heads) and by forward
+# passes per episode. Its own version: changing anything below changes only this string, and
+# the single-head track's result files stay valid.
+CIRCUIT_BENCHMARK_VERSION = "circuit-gym-circuit-v1"
+CIRCUIT_ENV_VERSION = _CIRCUIT_ENV_IDS_VERSION  # v0 of the circuit-building IDs
+CIRCUIT_START = "empty"
+CIRCUIT_BUDGET = 16  # the env's defaults: at most 16 heads added, alpha faithfulness per head
+CIRCUIT_ALPHA = 0.01
+# Random rankings per episode for CPR / CMD's chance level (cpr_random, cmd_random), as
+# baselines.circuit_solvers.circuit_track computes them (seeded by the batch seed).
+CIRCUIT_N_RANDOM = 8
+# Fewer seeds than the single-head track: exact greedy search, the upper reference, costs about
+# 2,000 forward passes (~8 s on one CPU core) per episode on the 12 x 12 model, so 48 seeds x 3
+# tasks would take some 20 minutes per scoring, twice that with the private seeds. The first 8
+# public evaluation seeds, and the first 8 seeds of the maintainers' private seed file.
+CIRCUIT_EVAL_SEEDS = EVAL_SEEDS[:8]
+CIRCUIT_PRIVATE_SEEDS = 8
+# Reference entries of the circuit track, recognised by provenance as the single-head ones are.
+# "builtin:..." are white-box solvers of baselines/circuit_solvers.py run in the scorer's process.
+CIRCUIT_REFERENCE_POLICIES = {
+    "greedy_search": ("builtin:greedy_search", None),
+    "attribution": ("builtin:attribution", None),
+    "random": ("circuit_gym.baselines.circuit_random_policy:make_policy", None),
+    "ppo": ("circuit_gym.baselines.circuit_ppo:load_policy", "docs/results/circuit/ppo"),
+}
+CIRCUIT_REFERENCE_ENTRIES = tuple(CIRCUIT_REFERENCE_POLICIES)
+
+
+def circuit_env(model: str = MODEL) -> str:
+    """The circuit-building ID the circuit track's episodes are built with, for ``model``."""
+    return circuit_env_id("Toy" if is_embedded(model) else "GPT2", "Multi", CIRCUIT_ENV_VERSION)
+
+
+def circuit_definition() -> dict:
+    """The circuit track's definition, recorded in (and checked against) its result files."""
+    return {
+        "benchmark_version": CIRCUIT_BENCHMARK_VERSION, "track": "circuit", "tasks": list(HELD_OUT_TASKS),
+        "train_tasks": list(TRAIN_TASKS), "split": SPLIT, "seeds": list(CIRCUIT_EVAL_SEEDS),
+        "private_seeds_used": CIRCUIT_PRIVATE_SEEDS, "ablation": ABLATION,
+        "prompts_per_episode": PROMPTS_PER_EPISODE, "circuit_env_version": CIRCUIT_ENV_VERSION,
+        "start": CIRCUIT_START, "budget": CIRCUIT_BUDGET, "alpha": CIRCUIT_ALPHA, "n_random": CIRCUIT_N_RANDOM,
     }  # fmt: skip

@@ -14,6 +14,12 @@ named with the reason and never shown. Every entry's row says how far it was che
 
 The reference entries (random, fixed, greedy, PPO) must be present; they are recognised by
 provenance (``scorer.reference_name``), and their names are reserved for them.
+
+Result files with ``"track": "circuit"`` (``circuit_gym.leaderboard.circuit_scorer``) are
+checked the same way against the circuit track's definition (``benchmark.circuit_definition``)
+and its references (``benchmark.CIRCUIT_REFERENCE_POLICIES``, required once any circuit entry
+is on the board), and shown in their own "Circuit track" table. Their default place is
+``leaderboard/results/circuit/``.
 """
 
 from __future__ import annotations
@@ -30,7 +36,10 @@ from circuit_gym.leaderboard.scorer import check_name, content_hash, read_privat
 from circuit_gym.plots import _pyplot
 from circuit_gym.stats import recovery_difference_ci95
 
+CIRCUIT = "circuit"
+SINGLE_HEAD = "single-head"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+CIRCUIT_RESULTS_DIR = RESULTS_DIR / "circuit"  # the circuit track's committed results
 MARK_BEGIN, MARK_END = "<!-- board:begin -->", "<!-- board:end -->"
 
 
@@ -54,8 +63,11 @@ def verify(path: Path, weights_hash: str | None) -> dict:
         raise RefusedResultError(f"{path}: {err}") from None
     if content_hash(result) != result["content_hash"]:
         raise RefusedResultError(f"{path}: content hash mismatch: the file was edited after scoring")
+    track = result.get("track", SINGLE_HEAD)
+    if track not in (SINGLE_HEAD, CIRCUIT):
+        raise RefusedResultError(f"{path}: unknown track {track!r}")
     prov = result.get("provenance", {})
-    for key, expected in B.definition().items():
+    for key, expected in (B.circuit_definition() if track == CIRCUIT else B.definition()).items():
         if prov.get(key) != expected:
             raise RefusedResultError(
                 f"{path}: scored under a different benchmark ({key}: {prov.get(key)!r} != {expected!r})"
@@ -85,8 +97,10 @@ def rescore_matches(
     rescored only with its isolation complete, unless ``require_isolation`` is False (an
     ``IsolationUnavailableError`` then stops the render: the machine, not the entry, is at fault).
     """
+    from circuit_gym.leaderboard.circuit_scorer import score_circuit
     from circuit_gym.leaderboard.scorer import canonical_json, score
 
+    scorer = score_circuit if result.get("track", SINGLE_HEAD) == CIRCUIT else score  # same arguments
     prov = result["provenance"]
     policy = prov["policy"]
     builtin = policy.split(":", 1)[1] if policy.startswith("builtin:") else None
@@ -97,7 +111,7 @@ def rescore_matches(
         and read_private_seeds(private_seeds)[1] == private.get("seed_file_sha256")
     )
     try:
-        fresh = score(result["name"], policy_spec=None if builtin else policy, checkpoint=prov.get("checkpoint"),
+        fresh = scorer(result["name"], policy_spec=None if builtin else policy, checkpoint=prov.get("checkpoint"),
                       builtin=builtin, model=prov["model"], model_path=model_path,
                       private_seeds=private_seeds if with_private else None,
                       require_isolation=require_isolation)  # fmt: skip
@@ -127,17 +141,22 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
     (not part of the file). A name is refused when it repeats an earlier file's, or when it
     is a reference entry's name but the file's provenance is not that reference's.
     """
+    from circuit_gym.leaderboard.circuit_scorer import circuit_reference_name
+
     entries, refused, failed, seen = [], [], [], set()
     for path in paths:
         try:
             result = verify(path, weights_hash)
-            name, reference = result["name"], reference_name(result)
-            if reference is None and name in B.REFERENCE_POLICIES:
+            track = result.get("track", SINGLE_HEAD)
+            references = B.CIRCUIT_REFERENCE_POLICIES if track == CIRCUIT else B.REFERENCE_POLICIES
+            name = result["name"]
+            reference = circuit_reference_name(result) if track == CIRCUIT else reference_name(result)
+            if reference is None and name in references:
                 raise RefusedResultError(
                     f"{path}: the name {name!r} is reserved for the reference entry, and this file was not "
-                    f"scored with it ({B.REFERENCE_POLICIES[name][0]}, its files as in this checkout)"
+                    f"scored with it ({references[name][0]}, its files as in this checkout)"
                 )
-            if name in seen:
+            if (track, name) in seen:
                 raise RefusedResultError(f"{path}: another result file already uses the name {name!r}")
             check = (
                 rescore_matches(path, result, private_seeds, model_path, require_isolation)
@@ -147,7 +166,7 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
         except RefusedResultError as err:
             refused.append(str(err))
             continue
-        seen.add(name)
+        seen.add((track, name))
         result["board"] = {"check": check, "reference": reference}
         (entries if result.get("status") == "scored" else failed).append(result)
     return entries, refused, failed
@@ -293,6 +312,12 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
     if unisolated:
         lines += ["", "Not isolated: these entries' policies ran without the complete sandbox (trust them as you "
                   "trust their code):"] + [f"- {r['name']}: {r['isolation']}" for r in unisolated]  # fmt: skip
+    return "\n".join(lines + failures_markdown(failed, refused))
+
+
+def failures_markdown(failed: list[dict], refused: list[str]) -> list[str]:
+    """The board's lines on failed submissions and refused files (both tracks)."""
+    lines = []
     if failed:
         lines += ["", "Failed submissions (no score):"]
         lines += [
@@ -302,7 +327,99 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
         ]
     if refused:
         lines += ["", "Refused result files:"] + [f"- {r}" for r in refused]
+    return lines
+
+
+def track(result: dict) -> str:
+    """The track a result was scored on (files without ``track`` are single-head)."""
+    return result.get("track", SINGLE_HEAD)
+
+
+def circuit_row(e: dict) -> dict:
+    """A circuit-track entry's board row: its summary over every episode (``"all"``), per task,
+    and its private summary."""
+    s, prov, board = e["scores"]["summary"], e["provenance"], e["board"]
+    private = (((e.get("private") or {}).get("scores") or {}).get("summary") or {}).get("all")
+    every = s["all"]
+    return {
+        "name": e["name"], "cpr": _f(every["cpr"]), "cpr_ci": [_f(x) for x in every["cpr_ci95"]],
+        "cmd": _f(every["cmd"]), "cmd_ci": [_f(x) for x in every["cmd_ci95"]],
+        "faithfulness": _f(every["faithfulness"]), "size": _f(every["circuit_size"]),
+        "forward": _f(every["forward_passes"]), "episodes": every["episodes"],
+        "private_cpr": _f(private["cpr"]) if private else None,
+        "private_cpr_ci": [_f(x) for x in private["cpr_ci95"]] if private else None,
+        "private_cmd": _f(private["cmd"]) if private else None,
+        "private_cmd_ci": [_f(x) for x in private["cmd_ci95"]] if private else None,
+        "per_task": {t: v for t, v in s.items() if t != "all"},
+        "white_box": prov["white_box"], "policy": prov["policy"], "check": board["check"],
+        "reference": board["reference"], "isolation": isolation_note(e),
+    }  # fmt: skip
+
+
+def rank_circuit_rows(rows: list[dict]) -> list[dict]:
+    """CPR first (higher is better), then CMD (lower is better)."""
+
+    def key(r: dict) -> tuple:
+        return (-r["cpr"] if np.isfinite(r["cpr"]) else np.inf, r["cmd"] if np.isfinite(r["cmd"]) else np.inf)
+
+    return sorted(rows, key=key)
+
+
+def circuit_about() -> str:
+    return (
+        f"Circuit track `{B.CIRCUIT_BENCHMARK_VERSION}`: a circuit-building policy plays "
+        f"`{B.circuit_env()}` (start {B.CIRCUIT_START}, budget {B.CIRCUIT_BUDGET}, alpha {B.CIRCUIT_ALPHA}) "
+        f"on the held-out tasks {', '.join(B.HELD_OUT_TASKS)} ({B.SPLIT} split), seeds "
+        f"{', '.join(map(str, B.CIRCUIT_EVAL_SEEDS))}; private: the first {B.CIRCUIT_PRIVATE_SEEDS} of the "
+        "maintainers' private seeds. Its episode's ranking (heads in insertion order, then the rest by its "
+        "rank_heads) is scored by CPR (area under faithfulness, higher is better) and CMD (area under "
+        "|1 - f|, lower is better), means over episodes with 95% t-intervals; faithfulness and size of the "
+        "circuit it built; forward passes per episode (the environment's, plus a white-box solver's own)."
+    )
+
+
+def circuit_markdown(rows: list[dict]) -> str:
+    lines = [
+        "### Circuit track",
+        "",
+        circuit_about(),
+        "",
+        "| rank | entry | check | CPR (95% CI) | CMD (95% CI) | faithfulness | circuit size "
+        "| forward passes / episode | private CPR (95% CI) | private CMD (95% CI) | policy |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(rows, 1):
+        lines.append(
+            f"| {i} | {_label(r)} | {r['check']}{' (not isolated)' if r['isolation'] else ''} "
+            f"| {r['cpr']:.3f}{_ci(r['cpr_ci'])} | {r['cmd']:.3f}{_ci(r['cmd_ci'])} | {r['faithfulness']:.3f} "
+            f"| {r['size']:.2f} | {r['forward']:.4g} | {_num(r['private_cpr'])}{_ci(r['private_cpr_ci'])} "
+            f"| {_num(r['private_cmd'])}{_ci(r['private_cmd_ci'])} | `{r['policy']}` |"
+        )
+    tasks = list(B.HELD_OUT_TASKS)
+    lines += ["", "Circuit track per held-out task, CPR / CMD (95% t-interval):", "",
+              "| entry | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]  # fmt: skip
+    for r in rows:
+        lines.append(f"| {r['name']} | " + " | ".join(_areas(r["per_task"].get(t)) for t in tasks) + " |")
+    unisolated = [r for r in rows if r["isolation"]]
+    if unisolated:
+        lines += ["", "Not isolated (circuit track):"] + [
+            f"- {r['name']}: {r['isolation']}" for r in unisolated
+        ]
     return "\n".join(lines)
+
+
+def _missing_references(
+    entries: list[dict], references: dict, refused: list[str], what: str, example: str
+) -> None:
+    """RefusedResultError unless every reference of ``references`` is among ``entries``."""
+    present = {e["board"]["reference"] for e in entries}
+    missing = [r for r in references if r not in present]
+    if missing:
+        raise RefusedResultError(
+            f"{what}reference entries missing from the board: {missing} (recognised by provenance: policy spec, "
+            f"checkpoint and the hash of those files in this checkout). Score them from the repository root, e.g. {example}"
+            + ("" if not refused else "; refused: " + " | ".join(refused))
+        )
 
 
 def _bar_chart(rows: list[dict], path: Path) -> None:
@@ -388,42 +505,53 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     ``require_isolation`` (with ``rescore``): refuse to run a submission without complete isolation.
     """
     out = out or Path(__file__).resolve().parent
-    paths = sorted(result_paths or RESULTS_DIR.glob("*.json"))
+    paths = sorted(result_paths or [*RESULTS_DIR.glob("*.json"), *CIRCUIT_RESULTS_DIR.glob("*.json")])
     if private_seeds is not None and not rescore:
         raise ValueError(
             "private_seeds only makes sense with rescore=True (the private scores are re-computed)"
         )
     weights = circuit_gym.load_model(model or B.MODEL, path=model_path).circuit_gym_info.weights_hash
     entries, refused, failed = collect(paths, weights, rescore, private_seeds, model_path, require_isolation)
-    present = {e["board"]["reference"] for e in entries}
-    missing = [r for r in B.REFERENCE_POLICIES if r not in present]
-    if missing:
-        raise RefusedResultError(
-            f"reference entries missing from the board: {missing} (recognised by provenance: policy spec, "
-            "checkpoint and the hash of those files in this checkout). Score them from the repository root, "
-            "e.g. `circuit-gym leaderboard score --name random --policy circuit_gym.baselines.random_policy:make_policy "
-            "--out leaderboard/results/random.json`"
-            + ("" if not refused else "; refused: " + " | ".join(refused))
-        )
+    circuit_entries = [e for e in entries if track(e) == CIRCUIT]
+    entries = [e for e in entries if track(e) != CIRCUIT]
+    # The single-head references are required unless the board holds circuit entries only.
+    single = bool(entries) or not circuit_entries
+    if single:
+        _missing_references(entries, B.REFERENCE_POLICIES, refused, "",
+                            "`circuit-gym leaderboard score --name random --policy "
+                            "circuit_gym.baselines.random_policy:make_policy --out leaderboard/results/random.json`")  # fmt: skip
+    if circuit_entries:
+        _missing_references(circuit_entries, B.CIRCUIT_REFERENCE_POLICIES, refused, "circuit track: ",
+                            "`circuit-gym leaderboard score --track circuit --name random --policy "
+                            "circuit_gym.baselines.circuit_random_policy:make_policy "
+                            "--out leaderboard/results/circuit/random.json`")  # fmt: skip
     fixed = next((e for e in entries if e["board"]["reference"] == "fixed"), None)
     rows = rank_rows([{**_row(e), **above_memoriser(e, fixed)} for e in entries])
+    crows = rank_circuit_rows([circuit_row(e) for e in circuit_entries])
     table = markdown(rows, refused, failed)
     out.mkdir(parents=True, exist_ok=True)
-    _bar_chart(rows, out / "board.png")
-    _per_task_chart(rows, out / "per_task.png")
     radar_dir = out / "radar"
-    radar_dir.mkdir(exist_ok=True)
-    for r in rows:
-        _radar(r, radar_dir / f"{check_name(r['name'])}.png")
+    figures = []
+    if single:
+        _bar_chart(rows, out / "board.png")
+        _per_task_chart(rows, out / "per_task.png")
+        radar_dir.mkdir(exist_ok=True)
+        for r in rows:
+            _radar(r, radar_dir / f"{check_name(r['name'])}.png")
+        figures = [Figure("held-out best-of-5 recovery per entry (95% CI)", out / "board.png"),
+                   Figure("best-of-5 recovery per held-out task; memoriser and chance as lines", out / "per_task.png")]  # fmt: skip
     readme = out / "README.md"
     text = readme.read_text() if readme.exists() else f"# Leaderboard\n\n{MARK_BEGIN}\n{MARK_END}\n"
     if MARK_BEGIN not in text:
         text += f"\n{MARK_BEGIN}\n{MARK_END}\n"
     head, rest = text.split(MARK_BEGIN, 1)
     tail = rest.split(MARK_END, 1)[1]
-    readme.write_text(
-        f"{head}{MARK_BEGIN}\n{table}\n\n![board](board.png)\n![per task](per_task.png)\n{MARK_END}{tail}"
-    )
+    body = f"{table}\n\n![board](board.png)\n![per task](per_task.png)\n" if single else ""
+    if crows:
+        body += f"\n{circuit_markdown(crows)}\n"
+    if not single:  # the single-head table, which lists them, is not there
+        body += "\n".join(failures_markdown(failed, refused)) + "\n"
+    readme.write_text(f"{head}{MARK_BEGIN}\n{body}{MARK_END}{tail}")
     about = (f"Benchmark {B.BENCHMARK_VERSION}: held-out tasks {', '.join(B.HELD_OUT_TASKS)} ({B.SPLIT} split), "
              f"{len(B.EVAL_SEEDS)} seeds, {B.ABLATION} ablation, lambda {B.LAM}. Recovery: sum of chosen rewards / "
              "sum of oracle rewards over the episodes with a positive oracle; above memoriser: minus the fixed-head "
@@ -431,6 +559,5 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
              "Check: hash-checked, rescored (render --rescore matched) or verified (rescored with private scores).")  # fmt: skip
     write_page(out / "index.html", rows, {e["name"]: e for e in entries}, tasks=B.HELD_OUT_TASKS, about=about,
                failed=failed, refused=refused, radar={r["name"]: radar_dir / f"{check_name(r['name'])}.png" for r in rows},
-               figures=[Figure("held-out best-of-5 recovery per entry (95% CI)", out / "board.png"),
-                        Figure("best-of-5 recovery per held-out task; memoriser and chance as lines", out / "per_task.png")])  # fmt: skip
-    return {"rows": rows, "refused": refused, "failed": [f["name"] for f in failed]}
+               figures=figures, circuit_rows=crows, circuit_about=circuit_about() if crows else "")  # fmt: skip
+    return {"rows": rows, "circuit_rows": crows, "refused": refused, "failed": [f["name"] for f in failed]}

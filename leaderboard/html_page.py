@@ -217,6 +217,28 @@ def table(rows: Sequence[Mapping], results: Mapping[str, Mapping], tasks: Sequen
             f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
 
 
+def circuit_table(rows: Sequence[Mapping]) -> str:
+    """The circuit track's sortable table (rows as ``board.circuit_row`` makes them, ranked)."""
+    head = ["rank", "entry", "check", "CPR", "CMD", "faithfulness", "circuit size", "forward passes / episode",
+            "private CPR", "private CMD"]  # fmt: skip
+    ths = "".join(
+        f'<th scope="col"{" class=text" if h in ("entry", "check") else ""}>{escape(h)}</th>' for h in head
+    )
+    body = []
+    for rank, r in enumerate(rows, 1):
+        check = str(r["check"]) + (" (not isolated)" if r.get("isolation") else "")
+        cells = [_cell(str(rank), rank), _entry_cell(r), _check_cell(check),
+                 _cell(_number(r["cpr"], ci=r.get("cpr_ci")), r["cpr"]),
+                 _cell(_number(r["cmd"], ci=r.get("cmd_ci")), r["cmd"]),
+                 _cell(_number(r["faithfulness"]), r["faithfulness"]), _cell(_number(r["size"], 2), r["size"]),
+                 _cell(f"{r['forward']:.4g}" if _finite(r["forward"]) else "-", r["forward"]),
+                 _cell(_number(r.get("private_cpr"), ci=r.get("private_cpr_ci")), r.get("private_cpr")),
+                 _cell(_number(r.get("private_cmd"), ci=r.get("private_cmd_ci")), r.get("private_cmd"))]  # fmt: skip
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<div class="scroll"><table class="sortable" id="circuit"><thead><tr>{ths}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
+
+
 def _failures(failed: Sequence[Mapping], refused: Sequence[str]) -> str:
     out = ""
     if failed:
@@ -236,11 +258,19 @@ def _failures(failed: Sequence[Mapping], refused: Sequence[str]) -> str:
 
 def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequence[str], about: str,
          title: str = "circuit_gym leaderboard", failed: Sequence[Mapping] = (), refused: Sequence[str] = (),
-         figures: Sequence[Figure] = (), radar: Mapping[str, Path] | None = None) -> str:  # fmt: skip
-    """The whole page as a string (``about``: plain text, escaped here)."""
+         figures: Sequence[Figure] = (), radar: Mapping[str, Path] | None = None,
+         circuit_rows: Sequence[Mapping] = (), circuit_about: str = "") -> str:  # fmt: skip
+    """The whole page as a string (``about``: plain text, escaped here). ``circuit_rows``: the
+    circuit track's entries, in their own table after the single-head one (which is left out
+    when there are circuit entries only)."""
     script_hash = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'; "
            "base-uri 'none'; form-action 'none'")  # fmt: skip
+    circuit = (
+        f'<h2>Circuit track</h2><p class="about">{escape(circuit_about)}</p>{circuit_table(circuit_rows)}'
+        if circuit_rows
+        else ""
+    )
     figs = "".join(
         f'<figure><img src="{data_uri(f.path)}" alt="{escape(f.caption)}"><figcaption>{escape(f.caption)}'
         "</figcaption></figure>"
@@ -254,7 +284,8 @@ def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequ
         f'<h1>{escape(title)}</h1><p class="about">{escape(about)}</p>'
         '<p class="about">Click a column header to sort by it (again to reverse). Intervals are 95% '
         "paired-bootstrap intervals; '-' means no value.</p>"
-        f"{table(rows, results, tasks, radar)}{figs}{_failures(failed, refused)}"
+        f"{table(rows, results, tasks, radar) if rows or not circuit_rows else ''}{figs}{circuit}"
+        f"{_failures(failed, refused)}"
         f"<script>{SCRIPT}</script></body></html>\n"
     )
 

@@ -5,8 +5,12 @@ library and numpy, before the policy's own imports.
 
 Also imported by the scorer (:mod:`circuit_gym.leaderboard.sandbox`) for the frame format
 and the limits, which both sides share. The socket protocol: length-prefixed frames
-(4-byte big-endian length); observations go down as ``.npy`` bytes (``allow_pickle=False``),
-replies come back as JSON objects ``{"status": "booted" | "ready" | "ok" | "error", ...}``.
+(4-byte big-endian length). A request is one byte naming the call, then ``.npy`` bytes
+(``allow_pickle=False``): ``r`` + the observation (``rank_heads``), or ``a`` + the observation
++ the action mask (``act``, circuit track). Replies come back as JSON objects
+``{"status": "booted" | "ready" | "ok" | "error", ...}``: ``scores`` (a list) for ``r``,
+``action`` (a JSON number or boolean, as the policy returned it) for ``a``; the scorer
+validates both.
 """
 
 from __future__ import annotations
@@ -57,14 +61,39 @@ def load_factory(spec: str):
     return getattr(importlib.import_module(module_name), attr)
 
 
-def build_policy(spec: str, checkpoint: str | None):
+# Request kinds: the first byte of a request frame.
+RANK, ACT = b"r", b"a"
+_SIGNATURES = {"rank_heads": "rank_heads(observation)", "act": "act(observation, action_mask)"}
+
+
+def build_policy(spec: str, checkpoint: str | None, methods: tuple[str, ...] = ("rank_heads",)):
+    """The policy ``spec`` builds; TypeError unless it has every method in ``methods``."""
     factory = load_factory(spec)
     policy = factory(checkpoint) if checkpoint is not None else factory()
-    if not callable(getattr(policy, "rank_heads", None)):
-        raise TypeError(
-            f"{spec} returned {type(policy).__name__}, which has no rank_heads(observation) method"
-        )
+    for method in methods:
+        if not callable(getattr(policy, method, None)):
+            raise TypeError(
+                f"{spec} returned {type(policy).__name__}, which has no {_SIGNATURES.get(method, method)} method"
+            )
     return policy
+
+
+def action_reply(action) -> dict:
+    """The reply fields for what ``act`` returned: integers, booleans and floats as JSON numbers
+    and booleans of the same kind (the scorer's ``check_action`` refuses all but a legal
+    integer); anything else is an error here."""
+    if isinstance(action, bool | np.bool_):
+        return {"status": "ok", "action": bool(action)}
+    if isinstance(action, int | np.integer):
+        if not -(2**63) <= int(action) < 2**63:  # (and no 5,000-digit integer for json to refuse)
+            return {"status": "error", "message": "act returned an integer outside the int64 range"}
+        return {"status": "ok", "action": int(action)}
+    if isinstance(action, float | np.floating):
+        return {"status": "ok", "action": float(action)}
+    return {
+        "status": "error",
+        "message": f"act returned {type(action).__name__} ({action!r:.80}), not an integer",
+    }
 
 
 def limit_memory(memory_mb: float) -> None:
@@ -155,7 +184,9 @@ def child_main() -> None:
         _reply(sock, "error", message=_failure("starting the policy's process failed", "starting", memory_mb))
         return
     try:
-        policy = build_policy(config["spec"], config["checkpoint"])
+        policy = build_policy(
+            config["spec"], config["checkpoint"], tuple(config.get("methods", ("rank_heads",)))
+        )
         _reply(sock, "ready")
     except BaseException:
         _reply(sock, "error", message=_failure("loading the policy failed", "loading the policy", memory_mb))
@@ -167,7 +198,19 @@ def child_main() -> None:
             return
         if not frame:
             return  # the scorer is gone, or said stop
-        observation = np.load(io.BytesIO(frame), allow_pickle=False)
+        kind, body = frame[:1], io.BytesIO(frame[1:])
+        observation = np.load(body, allow_pickle=False)
+        if kind == ACT:
+            action_mask = np.load(body, allow_pickle=False)
+            try:
+                reply = action_reply(policy.act(observation, action_mask))
+            except BaseException:
+                reply = {
+                    "status": "error",
+                    "message": _failure("act raised", "choosing an action", memory_mb),
+                }
+            _reply(sock, **reply)
+            continue
         try:
             scores = policy.rank_heads(observation)
             size = np.size(scores) if scores is not None else 0

@@ -1,7 +1,8 @@
 """Run a submitted policy in an isolated child process, with time, memory and other limits.
 
 The parent (the scorer) sends observations, the child answers with
-``rank_heads(observation)``. A child that crashes, hangs past the time limit, allocates
+``rank_heads(observation)`` (and, for a circuit-building policy, with
+``act(observation, action_mask)``). A child that crashes, hangs past the time limit, allocates
 past the memory limit or answers nonsense is reported as a :class:`PolicyFailureError`
 (and killed); the scorer never crashes because of a policy.
 
@@ -53,7 +54,9 @@ from circuit_gym.leaderboard.isolation import (
     probe,
 )
 from circuit_gym.leaderboard.policy_child import (  # noqa: F401 - re-exported: one definition
+    ACT,
     MEMORY_RLIMIT,
+    RANK,
     build_policy,
     load_factory,
     recv_frame,
@@ -156,11 +159,12 @@ class SandboxedPolicy:
     """A policy living in an isolated child process; ``rank_heads`` raises
     :class:`PolicyFailureError`. ``isolation`` says what was in force; with
     ``require_isolation``, a machine without all of it raises
-    :class:`~circuit_gym.leaderboard.isolation.IsolationUnavailableError` instead."""
+    :class:`~circuit_gym.leaderboard.isolation.IsolationUnavailableError` instead. ``methods``:
+    what the policy must have (``("rank_heads", "act")`` for the circuit track)."""
 
     def __init__(self, spec: str, checkpoint: str | None = None, *, timeout_s: float = 20.0,
                  memory_mb: float = 4096, threads: int = 1, require_isolation: bool = False,
-                 isolate: bool = True) -> None:  # fmt: skip
+                 isolate: bool = True, methods: tuple[str, ...] = ("rank_heads",)) -> None:  # fmt: skip
         split_spec(spec)
         self.timeout_s, self.memory_mb = timeout_s, memory_mb
         self.proc: subprocess.Popen | None = None
@@ -180,7 +184,7 @@ class SandboxedPolicy:
         self.conn, child_sock = socket.socketpair()
         config = {"fd": child_sock.fileno(), "spec": spec, "checkpoint": checkpoint, "threads": threads,
                   "memory_mb": memory_mb, "cpu_s": CPU_LIMIT_S, "file_mb": FILE_SIZE_LIMIT_MB,
-                  "open_files": OPEN_FILES_LIMIT, "preload": list(PRELOAD), "seccomp": not any("seccomp" in m for m in found.missing),
+                  "open_files": OPEN_FILES_LIMIT, "preload": list(PRELOAD), "methods": list(methods), "seccomp": not any("seccomp" in m for m in found.missing),
                   "sys_path": [os.path.abspath(p) for p in sys.path if p]}  # fmt: skip
         argv = [sys.executable, "-I", str(Path(__file__).with_name("policy_child.py")), json.dumps(config)]
         if found.bwrap is not None:
@@ -215,7 +219,7 @@ class SandboxedPolicy:
         self.close()
         raise PolicyFailureError(message + tail)
 
-    def _expect(self, what: str, timeout_s: float, status: str = "ok"):
+    def _expect(self, what: str, timeout_s: float, status: str = "ok", field: str = "scores"):
         deadline = time.monotonic() + timeout_s
         try:
             frame = recv_frame(self.conn, deadline)
@@ -240,17 +244,28 @@ class SandboxedPolicy:
             self._fail(str(reply.get("message")))
         if got != status:
             self._fail(f"the policy's process sent {got!r} instead of {status!r} while {what}")
-        return reply.get("scores")
+        return reply.get(field)
 
-    def rank_heads(self, observation: np.ndarray):
+    def _request(self, kind: bytes, *arrays: np.ndarray) -> None:
         if self.proc is None:
             raise PolicyFailureError("the policy process is no longer running")
-        buffer = io.BytesIO()
-        np.save(buffer, np.asarray(observation, dtype=np.float32), allow_pickle=False)
+        buffer = io.BytesIO(kind)
+        buffer.seek(len(kind))
+        for array in arrays:
+            np.save(buffer, array, allow_pickle=False)
         try:
             send_frame(self.conn, buffer.getvalue())
         except OSError:
             self._fail("the policy process is no longer running")
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray):
+        """What the policy's ``act`` returned, as a JSON number or boolean (or None): validated by
+        the scorer (``circuit_gym.policy.check_action``), never trusted here."""
+        self._request(ACT, np.asarray(observation, dtype=np.float32), np.asarray(action_mask, dtype=np.int8))
+        return self._expect("choosing an action", self.timeout_s, field="action")
+
+    def rank_heads(self, observation: np.ndarray):
+        self._request(RANK, np.asarray(observation, dtype=np.float32))
         scores = self._expect("ranking heads", self.timeout_s)
         if scores is None:
             raise PolicyFailureError("rank_heads returned None")

@@ -114,19 +114,19 @@ def _same_checkpoint(a: str | None, b: str | None) -> bool:
     return (REPO_ROOT / a).resolve() == (REPO_ROOT / b).resolve()
 
 
-def reference_name(result: dict) -> str | None:
+def reference_name(result: dict, references: dict | None = None, builtins: dict | None = None) -> str | None:
     """The reference entry ``result`` is, judged by provenance, not by its name: the policy spec
-    and checkpoint it was scored with are a reference's (``benchmark.REFERENCE_POLICIES``) and
-    its ``policy_files_hash`` equals the hash of those files in this checkout."""
+    and checkpoint it was scored with are a reference's (``references``, default
+    ``benchmark.REFERENCE_POLICIES``) and its ``policy_files_hash`` equals the hash of those
+    files in this checkout (a ``builtin:`` reference's: its function's module in ``builtins``,
+    default :data:`BUILTIN_WHITE_BOX`)."""
     prov = result.get("provenance") or {}
-    for name, (policy, checkpoint) in B.REFERENCE_POLICIES.items():
+    references = B.REFERENCE_POLICIES if references is None else references
+    builtins = BUILTIN_WHITE_BOX if builtins is None else builtins
+    for name, (policy, checkpoint) in references.items():
         if prov.get("policy") != policy or not _same_checkpoint(prov.get("checkpoint"), checkpoint):
             continue
-        spec = (
-            BUILTIN_WHITE_BOX.get(policy.removeprefix("builtin:"))
-            if policy.startswith("builtin:")
-            else policy
-        )
+        spec = builtins.get(policy.removeprefix("builtin:")) if policy.startswith("builtin:") else policy
         try:
             current = files_hash(spec, checkpoint, base=REPO_ROOT)
         except (ImportError, OSError, ValueError):
@@ -302,6 +302,32 @@ def _round(obj, digits: int = 10):
     return obj
 
 
+def isolation_required(policy_spec: str | None, private, require_isolation: bool | None) -> bool:
+    """Whether the policy must run completely isolated (default: with private seeds); raises
+    ``IsolationUnavailableError`` before any scoring where a sandboxed policy needs it and this
+    machine lacks it."""
+    if require_isolation is None:
+        require_isolation = private is not None
+    if policy_spec is not None and require_isolation and not probe().complete:
+        raise IsolationUnavailableError(
+            "scoring requires the policy's isolation, and this machine lacks: " + "; ".join(probe().missing)
+        )
+    return require_isolation
+
+
+def make_provenance(definition: dict, model, policy_spec: str | None, builtin: str | None,
+                    checkpoint: str | Path | None, policy_hash: str) -> dict:  # fmt: skip
+    """A result's provenance: the track's definition, the package, the commit, the model's
+    weights and what was scored."""
+    info = model.circuit_gym_info
+    return {
+        **definition, "package_version": circuit_gym.__version__, "git_commit": _git_commit(),
+        "model": info.name, "weights_hash": info.weights_hash, "policy": policy_spec or f"builtin:{builtin}",
+        "checkpoint": str(checkpoint) if checkpoint else None, "policy_files_hash": policy_hash,
+        "white_box": builtin is not None,
+    }  # fmt: skip
+
+
 def score(name: str, policy_spec: str | None = None, checkpoint: str | None = None, builtin: str | None = None,
           model: str | None = None, model_path: str | None = None,
           private_seeds: str | Path | None = None, require_isolation: bool | None = None) -> dict:  # fmt: skip
@@ -327,22 +353,13 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
     # Located without importing: a wrong import path is a ModuleNotFoundError now.
     policy_hash = files_hash(policy_spec or BUILTIN_WHITE_BOX[builtin], checkpoint)
     private = read_private_seeds(private_seeds) if private_seeds is not None else None
-    if require_isolation is None:
-        require_isolation = private is not None
-    if policy_spec is not None and require_isolation and not probe().complete:
-        raise IsolationUnavailableError(
-            "scoring requires the policy's isolation, and this machine lacks: " + "; ".join(probe().missing)
-        )
+    require_isolation = isolation_required(policy_spec, private, require_isolation)
     model = model or B.MODEL
     start = time.time()
     env = _make_env(model, model_path, B.EVAL_SEEDS + B.REPRO_SEEDS)
-    info = env.unwrapped.model.circuit_gym_info
-    provenance = {
-        **B.definition(), "package_version": circuit_gym.__version__, "git_commit": _git_commit(),
-        "model": info.name, "weights_hash": info.weights_hash, "policy": policy_spec or f"builtin:{builtin}",
-        "checkpoint": str(checkpoint) if checkpoint else None, "policy_files_hash": policy_hash,
-        "white_box": builtin is not None,
-    }  # fmt: skip
+    provenance = make_provenance(
+        B.definition(), env.unwrapped.model, policy_spec, builtin, checkpoint, policy_hash
+    )
     result: dict = {"name": name, "provenance": provenance, "isolation": _in_process_isolation()}
     sandbox = None
     try:

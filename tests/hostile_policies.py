@@ -44,12 +44,15 @@ class _Attack:
         self.attempt = attempt
         self.done = False
 
-    def rank_heads(self, obs):
+    def _attempt_once(self):
         if not self.done:
             self.done = True
             evidence = self.attempt(self.info)
             if evidence:
                 raise AttackSucceededError(f"{SUCCESS}: {str(evidence)[:300]}")
+
+    def rank_heads(self, obs):
+        self._attempt_once()
         return honest_ranking(obs.shape[0])
 
 
@@ -58,6 +61,7 @@ def _attack(attempt):
         return _Attack(checkpoint, attempt)
 
     factory.__name__ = attempt.__name__
+    factory.attempt = attempt
     return factory
 
 
@@ -452,4 +456,123 @@ def spawner_quiet(checkpoint=None):
             os.setsid()
             time.sleep(120)
             os._exit(0)
+    return _Fn(lambda obs: honest_ranking(obs.shape[0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# The circuit track (leaderboard/circuit_scorer.py): circuit-building policies, with
+# act(observation, action_mask) besides rank_heads. The honest one adds the two heads it ranks
+# highest, then says STOP; the attacks above run at its first call (act, not rank_heads).
+HONEST_CIRCUIT_SIZE = 2
+
+
+def honest_action(obs, mask):
+    n = obs.shape[0]
+    mask = np.asarray(mask)
+    if n - int(mask[:n].sum()) >= HONEST_CIRCUIT_SIZE:  # (from empty: masked heads are in the circuit)
+        return n  # STOP
+    free = np.flatnonzero(mask[:n])
+    return int(free[np.argmax(honest_ranking(n)[free])])
+
+
+class _CircuitAttack(_Attack):
+    def act(self, obs, mask):
+        self._attempt_once()
+        return honest_action(obs, mask)
+
+
+def _circuit(factory):
+    """The circuit-track version of an attack of this module."""
+
+    def circuit_factory(checkpoint=None):
+        return _CircuitAttack(checkpoint, factory.attempt)
+
+    circuit_factory.__name__ = f"circuit_{factory.__name__}"
+    return circuit_factory
+
+
+circuit_honest = _circuit(honest)
+circuit_open_seed_file = _circuit(open_seed_file)
+circuit_proc_cmdline = _circuit(proc_cmdline)
+circuit_write_repo = _circuit(write_repo)
+circuit_write_results = _circuit(write_results)
+circuit_read_cache = _circuit(read_cache)
+
+
+class _Builder:
+    def __init__(self, act):
+        self.act = act
+
+    def rank_heads(self, obs):
+        return honest_ranking(obs.shape[0])
+
+
+def _first_head(obs, mask):
+    """The honest first head, every step: from the second step on it is in the circuit (masked)."""
+    return int(np.argmax(honest_ranking(obs.shape[0])))
+
+
+def circuit_masked_head(checkpoint=None):
+    return _Builder(_first_head)
+
+
+def circuit_float_action(checkpoint=None):
+    return _Builder(lambda obs, mask: float(honest_action(obs, mask)))
+
+
+def circuit_bool_action(checkpoint=None):
+    """True is 1 to a lax check (Python's bool is an int): head 1, a legal head."""
+    return _Builder(lambda obs, mask: True)
+
+
+def circuit_array_action(checkpoint=None):
+    return _Builder(lambda obs, mask: np.array([honest_action(obs, mask)]))
+
+
+def circuit_scalar_array_action(checkpoint=None):
+    """A 0-d array: int() would take it; it is not an integer."""
+    return _Builder(lambda obs, mask: np.array(honest_action(obs, mask)))
+
+
+def circuit_string_action(checkpoint=None):
+    return _Builder(lambda obs, mask: str(honest_action(obs, mask)))
+
+
+def circuit_negative_action(checkpoint=None):
+    """-1: the last action (STOP) to Python's indexing."""
+    return _Builder(lambda obs, mask: -1)
+
+
+def circuit_huge_action(checkpoint=None):
+    return _Builder(lambda obs, mask: 10**9)
+
+
+def circuit_giant_action(checkpoint=None):
+    """More digits than JSON's encoder will write."""
+    return _Builder(lambda obs, mask: 10**5000)
+
+
+def circuit_nan_action(checkpoint=None):
+    return _Builder(lambda obs, mask: float("nan"))
+
+
+def circuit_numpy_int_action(checkpoint=None):
+    """Honest, as a NumPy integer: legal."""
+    return _Builder(lambda obs, mask: np.int64(honest_action(obs, mask)))
+
+
+def circuit_raises(checkpoint=None):
+    return _Builder(lambda obs, mask: _raise("no action today"))
+
+
+def circuit_sleeps(checkpoint=None):
+    return _Builder(lambda obs, mask: time.sleep(3600))
+
+
+def circuit_stops_at_once(checkpoint=None):
+    """STOP at the first step (legal): the episode's ranking is its rank_heads order only."""
+    return _Builder(lambda obs, mask: obs.shape[0])
+
+
+def circuit_no_act(checkpoint=None):
     return _Fn(lambda obs: honest_ranking(obs.shape[0]))

@@ -20,6 +20,7 @@ from hostile_policies import SUCCESS
 
 from circuit_gym.leaderboard import benchmark as B
 from circuit_gym.leaderboard import sandbox
+from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.scorer import REPO_ROOT, canonical_json, score
 
@@ -92,17 +93,18 @@ def honest(bench, tmp_path_factory):
 
 
 # Attempts on the private seeds: scored with them (the others without, to keep the suite fast).
-SEED_ATTACKS = {"proc_cmdline", "open_seed_file", "symlink_to_seed_file", "inherited_descriptor"}
+SEED_ATTACKS = {"proc_cmdline", "open_seed_file", "symlink_to_seed_file", "inherited_descriptor",
+                "circuit_proc_cmdline", "circuit_open_seed_file"}  # fmt: skip
 
 
-def _run(bench, tmp_path, attack: str, **extra) -> dict:
+def _run(bench, tmp_path, attack: str, scorer=score, **extra) -> dict:
     checkpoint = _info(bench, tmp_path, **extra)
     # (not all of tests/: other work in a shared checkout may change it meanwhile)
     watched = (bench["cache"], RESULTS_DIR, TESTS_DIR / "hostile_policies.py")
     before = _state(*watched)
     try:
-        result = score(attack, policy_spec=f"hostile_policies:{attack}", checkpoint=str(checkpoint),
-                       private_seeds=bench["seeds"] if attack in SEED_ATTACKS else None)  # fmt: skip
+        result = scorer(attack, policy_spec=f"hostile_policies:{attack}", checkpoint=str(checkpoint),
+                        private_seeds=bench["seeds"] if attack in SEED_ATTACKS else None)  # fmt: skip
     finally:
         drop = json.loads(checkpoint.read_text())["drop_name"]
         leftovers = [p for p in (RESULTS_DIR / drop, TESTS_DIR / drop, Path.cwd() / drop) if p.exists()]
@@ -302,3 +304,92 @@ def test_without_namespaces_scoring_runs_for_trusted_policies_and_says_so(bench,
     row = board._row({**result, "board": {"check": "hash-checked", "reference": None}})
     table = board.markdown([{**row, **board.above_memoriser(result, None)}], [], [])
     assert "| hash-checked (not isolated) |" in table and "no bwrap (removed by this test)" in table
+
+
+# ------------------------------------------------------------------ the circuit track
+@pytest.fixture(scope="module")
+def circuit_bench(bench):
+    """The circuit track on the same small benchmark: 2 seeds, budget 3, 2 random rankings."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(B, "CIRCUIT_EVAL_SEEDS", (0, 1))
+        mp.setattr(B, "CIRCUIT_BUDGET", 3)
+        mp.setattr(B, "CIRCUIT_N_RANDOM", 2)
+        mp.setattr(B, "CIRCUIT_PRIVATE_SEEDS", 2)
+        yield bench
+
+
+@pytest.fixture(scope="module")
+def circuit_honest(circuit_bench, tmp_path_factory):
+    result = score_circuit("circuit_honest", policy_spec="hostile_policies:circuit_honest",
+                           private_seeds=circuit_bench["seeds"],
+                           checkpoint=str(_info(circuit_bench, tmp_path_factory.mktemp("circuit_honest"))))  # fmt: skip
+    assert result["status"] == "scored", result.get("failure")
+    assert result["track"] == "circuit" and result["isolation"]["complete"], result["isolation"]
+    assert [e["order"] for e in result["scores"]["episodes"]] == [[13, 12], [13, 12]]  # 2 heads, then STOP
+    return result
+
+
+@pytest.mark.parametrize(
+    "attack",
+    ["circuit_open_seed_file", "circuit_proc_cmdline", "circuit_write_repo", "circuit_write_results",
+     "circuit_read_cache", "circuit_numpy_int_action"],
+)  # fmt: skip
+def test_a_failed_attack_on_the_circuit_track_scores_what_the_honest_builder_scores(
+    circuit_bench, circuit_honest, tmp_path, attack
+):
+    result = _run(circuit_bench, tmp_path, attack, scorer=score_circuit)
+    assert result["status"] == "scored", result.get("failure")
+    assert result["isolation"]["complete"], result["isolation"]
+    assert canonical_json(result["scores"]) == canonical_json(circuit_honest["scores"])
+    if attack in SEED_ATTACKS:
+        assert canonical_json(result["private"]) == canonical_json(circuit_honest["private"])
+
+
+@pytest.mark.parametrize(
+    "attack, reason",
+    [
+        ("circuit_masked_head", r"InvalidActionError|action 13 is masked"),
+        ("circuit_float_action", r"action must be an integer, got float: 13.0"),
+        ("circuit_bool_action", r"action must be an integer, got bool: True"),
+        ("circuit_array_action", r"act returned ndarray \(array\(\[13\]\)\), not an integer"),
+        ("circuit_scalar_array_action", r"act returned ndarray \(array\(13\)\), not an integer"),
+        ("circuit_string_action", r"act returned str \('13'\), not an integer"),
+        ("circuit_negative_action", r"action -1 is outside 0 \.\. 16"),
+        ("circuit_huge_action", r"action 1000000000 is outside 0 \.\. 16"),
+        ("circuit_giant_action", r"outside the int64 range"),
+        ("circuit_nan_action", r"action must be an integer, got float: nan"),
+        ("circuit_raises", r"act raised:.*no action today"),
+        ("circuit_sleeps", r"time limit of 2 s exceeded while choosing an action"),
+        ("circuit_no_act", r"has no act\(observation, action_mask\) method"),
+    ],
+)
+def test_an_illegal_action_fails_the_circuit_entry_clearly(
+    circuit_bench, tmp_path, monkeypatch, attack, reason
+):
+    if attack == "circuit_sleeps":
+        monkeypatch.setattr(B, "CALL_TIMEOUT_S", 2.0)  # it waits for the limit: keep it short
+    result = _run(circuit_bench, tmp_path, attack, scorer=score_circuit)
+    assert result["status"] == "failed" and "scores" not in result, result.get("scores", {}).get("summary")
+    assert result["track"] == "circuit"
+    assert re.search(reason, result["failure"]["reason"], re.S), result["failure"]
+
+
+def test_stop_at_once_is_legal_and_scores_its_rank_heads_order(circuit_bench, tmp_path, tiny_model):
+    """An empty circuit: the episode's ranking is rank_heads' order alone, scored as any other."""
+    from hostile_policies import honest_ranking
+
+    from circuit_gym.baselines.circuit_solvers import episode_ranking
+    from circuit_gym.circuits import batch_scores
+    from circuit_gym.leaderboard.circuit_scorer import make_circuit_env
+
+    result = _run(circuit_bench, tmp_path, "circuit_stops_at_once", scorer=score_circuit)
+    assert result["status"] == "scored", result.get("failure")
+    env = make_circuit_env(B.MODEL, None, B.CIRCUIT_EVAL_SEEDS)
+    for episode in result["scores"]["episodes"]:
+        assert episode["order"] == [] and episode["circuit_size"] == 0 and episode["faithfulness"] == 0
+        env.reset(options={"task": episode["task"], "batch_index": episode["seed"]})
+        base = env.unwrapped
+        ranking = episode_ranking([], honest_ranking(base.n_total), base.n_layers, base.n_heads, "x")
+        areas = batch_scores(base.state.runner, ranking, n_random=B.CIRCUIT_N_RANDOM, seed=episode["seed"])
+        assert episode["cpr"] == pytest.approx(areas["cpr"], abs=1e-9)
+        assert episode["forward_passes"] == 4  # the environment's setup passes; no head added
