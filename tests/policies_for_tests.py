@@ -139,3 +139,23 @@ def pool_rebuilder(checkpoint):
         return scores
 
     return _Fn(rank)
+
+
+class _CircuitConstant:
+    """A circuit-building policy (circuit track): adds the two heads ``constant_ranking`` puts
+    first, then STOP; ranks the rest by ``constant_ranking``."""
+
+    def act(self, obs, mask):
+        n = obs.shape[0]
+        mask = np.asarray(mask)
+        if n - int(mask[:n].sum()) >= 2:  # from empty, the masked heads are the circuit
+            return n
+        free = np.flatnonzero(mask[:n])
+        return int(free[np.argmax(constant_ranking(n)[free])])
+
+    def rank_heads(self, obs):
+        return constant_ranking(obs.shape[0])
+
+
+def circuit_constant():
+    return _CircuitConstant()
