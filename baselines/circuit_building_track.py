@@ -22,14 +22,22 @@ from circuit_gym.baselines.circuit_ppo import CircuitPPOConfig, CircuitPPOSolver
 from circuit_gym.baselines.circuit_solvers import circuit_track, default_solvers
 from circuit_gym.embedded import is_embedded
 from circuit_gym.envs.circuit_registration import circuit_env_id
-from circuit_gym.leaderboard.benchmark import HELD_OUT_TASKS, SPLIT, TRAIN_TASKS
+from circuit_gym.leaderboard.benchmark import (
+    CIRCUIT_ALPHA,
+    CIRCUIT_BUDGET,
+    HELD_OUT_TASKS,
+    SPLIT,
+    TRAIN_TASKS,
+)
 from circuit_gym.reporting import selection_curves
 
 # Issue 22's targets for PPO on the Circuit IDs, against exact greedy search (mean over seeds).
 CPR_GAP = 0.05
 PASS_FRACTION = 0.1
-BUDGET = 16  # heads an episode may add
-ALPHA = 0.01  # the scored episodes' cost per head (faithfulness units); PPO trains at its own
+# The leaderboard's circuit track scores the same episodes: heads an episode may add, and the
+# scored episodes' cost per head (faithfulness units; PPO trains at its own, CircuitPPOConfig.alpha).
+BUDGET = CIRCUIT_BUDGET
+ALPHA = CIRCUIT_ALPHA
 PPO_EPOCHS = 24  # x 512 steps: about 10 min per seed on one core
 
 
