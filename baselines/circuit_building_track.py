@@ -107,10 +107,15 @@ def plot_learning_curves(runs: dict[str, Path], path: Path) -> Path:
 
 def score_runs(model: str, runs: dict[str, Path], episodes: int, *, budget: int = BUDGET,
                alpha: float = ALPHA, batch_size: int = 8, model_path: str | None = None,
-               progress: bool = True) -> dict:  # fmt: skip
-    """The three reference solvers and every PPO run on ``episodes`` held-out batches per task."""
+               progress: bool = True, ray_workers: int = 0) -> dict:  # fmt: skip
+    """The three reference solvers and every PPO run on ``episodes`` held-out batches per task;
+    ``ray_workers`` > 0: greedy search's candidates on that many Ray actors (the same numbers)."""
     start = time.time()
     solvers = dict(default_solvers(0))
+    if ray_workers > 0:
+        from circuit_gym.baselines.circuit_ray import ray_greedy_solver
+
+        solvers["greedy_search"] = ray_greedy_solver(ray_workers)
     for name, run in runs.items():
         solvers[name] = lambda run=run: CircuitPPOSolver.load(run)
     result = circuit_track(model, HELD_OUT_TASKS, SPLIT, range(episodes), solvers, budget=budget, alpha=alpha,

@@ -22,8 +22,8 @@ attribution's forward and backward pass. A stacked pass of ``k`` circuits counts
 
     rows = circuit_track("toy", HELD_OUT_TASKS, "test", range(4), default_solvers())
 
-Greedy candidates run on one process; there is no Ray fan-out (on GPT-2's shape one greedy
-step is one stacked pass of up to 144 circuits).
+Greedy candidates run in one process here; ``baselines/circuit_ray.py``'s ``RayGreedySearch``
+fans them out over Ray actors with the same numbers (``scripts/circuit_track.py --ray-workers N``).
 """
 
 from __future__ import annotations

@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> dict:
     )
     if args.train_only:
         return {"runs": {k: str(v) for k, v in runs.items()}, "seconds": time.time() - start}
-    report = track.score_runs(args.model, runs, args.episodes, budget=args.budget, alpha=args.alpha)
+    report = track.score_runs(args.model, runs, args.episodes, budget=args.budget, alpha=args.alpha,
+                              ray_workers=args.ray_workers)  # fmt: skip
     report["command"] = "python scripts/circuit_track.py " + " ".join(sys.argv[1:] if argv is None else argv)
     track.plot_learning_curves(runs, args.out / "learning_curves.png")
     (args.out / "track.json").write_text(json.dumps(report, indent=1))
