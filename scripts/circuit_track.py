@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--epochs", type=int, default=track.PPO_EPOCHS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="PPO seeds (training and scoring)")
     parser.add_argument(
+        "--ray-workers", type=int, default=0, help="greedy search's candidates on N Ray actors"
+    )
+    parser.add_argument(
         "--reward", default="gain", help="PPO's training reward (baselines/circuit_ppo.py: gain | area)"
     )
     parser.add_argument(
