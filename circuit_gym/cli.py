@@ -197,7 +197,7 @@ def _cmd_lb_render(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.results] if args.results else None
     summary = render(paths, Path(args.out) if args.out else None, model=args.model, model_path=args.model_path,
                      rescore=args.rescore, private_seeds=Path(args.private_seeds) if args.private_seeds else None,
-                     require_isolation=args.require_isolation)  # fmt: skip
+                     require_isolation=args.require_isolation, jobs=args.jobs)  # fmt: skip
     for message in summary["refused"]:
         print(f"refused: {message}", file=sys.stderr)
     checks = ", ".join(f"{r['name']}: {r['check']}" for r in summary["rows"])
@@ -385,6 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output directory (default: leaderboard/)")
     p.add_argument(
         "--rescore", action="store_true", help="re-run the scorer on every entry and refuse mismatches"
+    )
+    p.add_argument(
+        "--jobs", type=int, default=1, help="with --rescore: entries re-scored at once (one process each)"
     )
     p.add_argument(
         "--private-seeds", metavar="FILE",

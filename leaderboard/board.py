@@ -133,17 +133,18 @@ def rescore_matches(
 
 
 def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, private_seeds: Path | None = None,
-            model_path: str | None = None,
-            require_isolation: bool = True) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
+            model_path: str | None = None, require_isolation: bool = True,
+            jobs: int = 1) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
     """(scored entries, refusal messages, failure records), in ``paths`` order.
 
     Each returned result gets ``result["board"] = {"check": ..., "reference": name or None}``
     (not part of the file). A name is refused when it repeats an earlier file's, or when it
-    is a reference entry's name but the file's provenance is not that reference's.
+    is a reference entry's name but the file's provenance is not that reference's. With
+    ``rescore``, ``jobs`` > 1 re-scores that many entries at once, each in its own process.
     """
     from circuit_gym.leaderboard.circuit_scorer import circuit_reference_name
 
-    entries, refused, failed, seen = [], [], [], set()
+    pending, refused, seen = [], [], set()
     for path in paths:
         try:
             result = verify(path, weights_hash)
@@ -158,18 +159,50 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
                 )
             if (track, name) in seen:
                 raise RefusedResultError(f"{path}: another result file already uses the name {name!r}")
-            check = (
-                rescore_matches(path, result, private_seeds, model_path, require_isolation)
-                if rescore
-                else "hash-checked"
-            )
         except RefusedResultError as err:
             refused.append(str(err))
             continue
         seen.add((track, name))
+        pending.append((path, result, reference))
+    if rescore:
+        checks = _rescore_all(
+            [(p, r) for p, r, _ in pending], private_seeds, model_path, require_isolation, jobs
+        )
+    else:
+        checks = ["hash-checked"] * len(pending)
+    entries, failed = [], []
+    for (_, result, reference), check in zip(pending, checks, strict=True):
+        if isinstance(check, RefusedResultError):
+            refused.append(str(check))
+            continue
         result["board"] = {"check": check, "reference": reference}
         (entries if result.get("status") == "scored" else failed).append(result)
     return entries, refused, failed
+
+
+def _rescore_or_refusal(
+    path: Path, result: dict, private_seeds, model_path, require_isolation
+) -> str | RefusedResultError:
+    try:
+        return rescore_matches(path, result, private_seeds, model_path, require_isolation)
+    except RefusedResultError as err:
+        return err
+
+
+def _rescore_all(items: list[tuple[Path, dict]], private_seeds: Path | None, model_path: str | None,
+                 require_isolation: bool, jobs: int) -> list[str | RefusedResultError]:  # fmt: skip
+    """:func:`rescore_matches` of every item (a check, or the refusal); ``jobs`` processes at once.
+    Any other error (e.g. isolation unavailable: the machine is at fault) stops the render."""
+    args = (private_seeds, model_path, require_isolation)
+    if jobs <= 1 or len(items) <= 1:
+        return [_rescore_or_refusal(path, result, *args) for path, result in items]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn: a fresh interpreter per worker, so no scorer state is shared between entries
+    with ProcessPoolExecutor(min(jobs, len(items)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_rescore_or_refusal, path, result, *args) for path, result in items]
+        return [f.result() for f in futures]
 
 
 def _f(x) -> float:
@@ -497,8 +530,9 @@ def _radar(row: dict, path: Path) -> None:
 
 def render(result_paths: list[Path] | None = None, out: Path | None = None, model: str | None = None,
            model_path: str | None = None, rescore: bool = False, private_seeds: Path | None = None,
-           require_isolation: bool = True) -> dict:  # fmt: skip
+           require_isolation: bool = True, jobs: int = 1) -> dict:  # fmt: skip
     """Verify results and write the Markdown table, HTML page, bar chart and radar charts.
+    ``jobs`` (with ``rescore``): entries re-scored at once, each in its own process.
 
     ``private_seeds`` (with ``rescore``): the maintainers' private seed file, to re-compute the
     private scores of the entries scored on it (the same SHA-256) and call them verified.
@@ -511,7 +545,9 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
             "private_seeds only makes sense with rescore=True (the private scores are re-computed)"
         )
     weights = circuit_gym.load_model(model or B.MODEL, path=model_path).circuit_gym_info.weights_hash
-    entries, refused, failed = collect(paths, weights, rescore, private_seeds, model_path, require_isolation)
+    entries, refused, failed = collect(
+        paths, weights, rescore, private_seeds, model_path, require_isolation, jobs
+    )
     circuit_entries = [e for e in entries if track(e) == CIRCUIT]
     entries = [e for e in entries if track(e) != CIRCUIT]
     # The single-head references are required unless the board holds circuit entries only.

@@ -443,3 +443,20 @@ def test_board_ranks_by_best_of_5_then_best_of_1():
             {"name": "c", "k5": 1.0, "k1": 1.0, "top1": 0.9}, {"name": "d", "k5": float("nan"), "k1": 1.0,
             "top1": 1.0}]  # fmt: skip
     assert [r["name"] for r in rank_rows(rows)] == ["c", "a", "b", "d"]
+
+
+def test_rescoring_in_parallel_keeps_each_entrys_own_outcome_in_order(tmp_path):
+    from circuit_gym.leaderboard.board import _rescore_all
+
+    def result(name: str, module: str) -> dict:
+        return {
+            "name": name,
+            "provenance": {"policy": f"{module}:make_policy", "model": "toy", "checkpoint": None},
+        }
+
+    items = [(tmp_path / f"{m}.json", result(m, f"no_such_module_{m}")) for m in ("a", "b", "c")]
+    serial = _rescore_all(items, None, None, False, jobs=1)
+    parallel = _rescore_all(items, None, None, False, jobs=2)  # spawned processes
+    for (path, _), one, two in zip(items, serial, parallel, strict=True):
+        assert isinstance(one, RefusedResultError) and isinstance(two, RefusedResultError)
+        assert str(one) == str(two) and str(path) in str(two) and "cannot re-score" in str(two)
