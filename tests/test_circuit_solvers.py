@@ -235,3 +235,33 @@ def test_area_reward_sums_to_the_area_under_the_episodes_faithfulness_curve(fres
     assert terminated and reward == 0.0 and total == pytest.approx(expected, abs=1e-5)
     with pytest.raises(ValueError, match="reward"):
         CircuitPPOConfig(reward="cpr")
+
+
+@pytest.mark.slow
+def test_circuit_track_script_trains_scores_and_reports_the_targets(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "circuit_track.py"
+    args = [sys.executable, str(script), "--out", str(tmp_path), "--model", "toy", "--episodes", "1",
+            "--epochs", "1", "--budget", "2", "--seeds", "0", "1", "--ray-workers", "0", "--reward", "area"]  # fmt: skip
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads((tmp_path / "track.json").read_text())
+    assert {r["solver"] for r in report["rows"]} == {
+        "greedy_search",
+        "attribution",
+        "random",
+        "ppo",
+        "ppo_seed1",
+    }
+    assert (
+        report["ppo_configs"]["ppo_seed1"]["reward"] == "area"
+        and report["ppo_configs"]["ppo_seed1"]["seed"] == 1
+    )
+    by = {r["solver"]: r for r in report["rows"] if r["task"] == "all"}
+    gaps = [by["greedy_search"]["cpr"] - by[name]["cpr"] for name in ("ppo", "ppo_seed1")]
+    assert report["targets"]["cpr_gap_to_greedy"] == pytest.approx(sum(gaps) / 2)  # the mean over seeds
+    assert (tmp_path / "learning_curves.png").stat().st_size > 100 and (tmp_path / "track.md").exists()
