@@ -19,24 +19,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from circuit_gym.baselines.acdc import acdc
 from circuit_gym.baselines.eap_ig import eap_ig_scores
-from circuit_gym.circuits import CircuitRunner, Ranking, cmd, cpr, faithfulness_curves
+from circuit_gym.circuits import CircuitRunner, Ranking
+from circuit_gym.circuits.preferences import preference_ranking
 from circuit_gym.circuits.scores import batch_scores, summarise_batches
-from circuit_gym.stats import mean_ci95
 
 ObsRankFn = Callable[[np.ndarray, object], np.ndarray]  # (observation, env) -> preferences
 WHITE_BOX = ("acdc", "eap_ig")
-
-
-def preference_ranking(scores: np.ndarray, method: str, n_layers: int, n_heads: int) -> Ranking:
-    """A policy's preferences as a ranking by order only (ranks 1..n, ties averaged)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.shape != (n_layers * n_heads,) or not np.all(np.isfinite(scores)):
-        raise ValueError(f"expected {n_layers * n_heads} finite scores, got shape {scores.shape}")
-    return Ranking.from_array(rankdata(scores), method, n_layers, n_heads)
 
 
 def white_box_ranking(name: str, runner: CircuitRunner) -> tuple[Ranking, int]:
@@ -94,27 +85,6 @@ def circuit_track(env, solvers: Mapping[str, ObsRankFn], tasks: Sequence[str], e
     n_jobs = max(1, len(tasks) * len(episodes))
     out["ranking_seconds_per_episode"] = {k: v / n_jobs for k, v in seconds.items()}
     out["white_box_passes_per_episode"] = {k: float(np.mean(v)) for k, v in passes.items()}
-    return out
-
-
-def episode_areas(env, scores: np.ndarray) -> dict:
-    """CPR and CMD of a policy's preferences on ``env``'s current episode (the leaderboard's
-    circuit score per episode; the scorer, not the policy, runs the circuits)."""
-    base = env.unwrapped
-    episode = base.episode
-    runner = CircuitRunner.for_task(base.model, episode.pool.task, episode.batch, base.ablation)
-    ranking = preference_ranking(scores, "submission", runner.n_layers, runner.n_heads)
-    signed, absolute = faithfulness_curves(runner, [(ranking, False), (ranking, True)])
-    return {"cpr": cpr(signed), "cmd": cmd(absolute)}
-
-
-def areas_summary(per_episode: Sequence[dict]) -> dict:
-    """Mean CPR and CMD over episodes with 95% Student-t intervals (NaN areas are not averaged)."""
-    out = {}
-    for key in ("cpr", "cmd"):
-        values = [e[key] for e in per_episode if e.get(key) is not None and np.isfinite(e[key])]
-        out[key], out[f"{key}_ci95"] = mean_ci95(values)
-        out[f"{key}_episodes"] = len(values)
     return out
 
 

@@ -32,7 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 import circuit_gym
-from circuit_gym.baselines.circuit_scoring import areas_summary, episode_areas
+from circuit_gym.circuits.preferences import areas_summary, episode_areas
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.leaderboard import benchmark as B

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import circuit_gym  # noqa: F401
-from circuit_gym.baselines.circuit_scoring import circuit_track, preference_ranking
+from circuit_gym.baselines.circuit_scoring import circuit_track
+from circuit_gym.circuits.preferences import preference_ranking
 
 
 def test_a_preference_ranking_keeps_the_order_under_both_of_mibs_rules():
@@ -45,7 +46,7 @@ def test_white_box_solvers_run_on_the_same_episodes_and_count_their_passes():
 
 
 def test_episode_areas_separate_a_good_ranking_from_its_reverse_and_summaries_skip_nan():
-    from circuit_gym.baselines.circuit_scoring import areas_summary, episode_areas
+    from circuit_gym.circuits.preferences import areas_summary, episode_areas
 
     env = gym.make("CircuitDiscovery-Toy-IOI-v1", split="test", pool_size=1)
     env.reset(options={"batch_index": 0})

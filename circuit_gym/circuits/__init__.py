@@ -10,6 +10,7 @@ One idea per module:
 - :mod:`~circuit_gym.circuits.area` — CPR, CMD, normalised area (pure functions);
 - :mod:`~circuit_gym.circuits.random_baseline` — random rankings;
 - :mod:`~circuit_gym.circuits.scores` — :func:`circuit_scores` over a task's batches;
+- :mod:`~circuit_gym.circuits.preferences` — a policy's preferences as a ranking, CPR / CMD per episode;
 - :mod:`~circuit_gym.circuits.mib` — MIB's circuit JSON, out and in;
 - :mod:`~circuit_gym.circuits.plot` — the faithfulness-curve figure.
 
