@@ -45,16 +45,13 @@ from circuit_gym.baselines.circuit_solvers import (
 from circuit_gym.circuits import batch_scores
 from circuit_gym.leaderboard import benchmark as B
 from circuit_gym.leaderboard.isolation import probe
-from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, split_spec
+from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy
 from circuit_gym.leaderboard.scorer import (
     _in_process_isolation,
     _round,
-    check_name,
+    check_request,
     content_hash,
-    files_hash,
-    isolation_required,
     make_provenance,
-    read_private_seeds,
     reference_name,
 )
 from circuit_gym.policy import InvalidActionError, InvalidScoresError, check_action, check_scores
@@ -124,18 +121,16 @@ def score_circuit(name: str, policy_spec: str | None = None, checkpoint: str | N
     ``require_isolation`` as in :func:`circuit_gym.leaderboard.scorer.score`; only the first
     ``benchmark.CIRCUIT_PRIVATE_SEEDS`` seeds of the file are played.
     """
-    check_name(name)
-    if (policy_spec is None) == (builtin is None):
-        raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
-    if builtin is not None and builtin not in BUILTIN_CIRCUIT_SOLVERS:
-        raise ValueError(f"builtin must be one of {sorted(BUILTIN_CIRCUIT_SOLVERS)} on the circuit track, "
-                         f"got {builtin!r}")  # fmt: skip
-    if policy_spec is not None:
-        split_spec(policy_spec)
-    # Located without importing: a wrong import path is a ModuleNotFoundError now.
-    policy_hash = files_hash(policy_spec or BUILTIN_CIRCUIT_SOLVERS[builtin], checkpoint)
-    private = read_private_seeds(private_seeds) if private_seeds is not None else None
-    require_isolation = isolation_required(policy_spec, private, require_isolation)
+    policy_hash, private, require_isolation = check_request(
+        name,
+        policy_spec,
+        builtin,
+        BUILTIN_CIRCUIT_SOLVERS,
+        checkpoint,
+        private_seeds,
+        require_isolation,
+        track=" on the circuit track",
+    )
     model = model or B.MODEL
     start = time.time()
     env = make_circuit_env(model, model_path, B.CIRCUIT_EVAL_SEEDS)

@@ -315,6 +315,26 @@ def isolation_required(policy_spec: str | None, private, require_isolation: bool
     return require_isolation
 
 
+def check_request(name: str, policy_spec: str | None, builtin: str | None, builtins: dict[str, str],
+                  checkpoint: str | Path | None, private_seeds: str | Path | None, require_isolation: bool | None,
+                  track: str = "") -> tuple[str, tuple[tuple[int, ...], str] | None, bool]:  # fmt: skip
+    """Every check of a scoring request before anything runs (either track): the entry's name,
+    exactly one of ``policy_spec`` or a builtin of ``builtins`` (name -> the function whose module
+    names the run), the policy located without importing it (a wrong import path is a
+    ModuleNotFoundError now), the private seed file read and isolation required where needed.
+    Returns ``(policy_files_hash, private seeds or None, require_isolation)``."""
+    check_name(name)
+    if (policy_spec is None) == (builtin is None):
+        raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
+    if builtin is not None and builtin not in builtins:
+        raise ValueError(f"builtin must be one of {sorted(builtins)}{track}, got {builtin!r}")
+    if policy_spec is not None:
+        split_spec(policy_spec)
+    policy_hash = files_hash(policy_spec or builtins[builtin], checkpoint)
+    private = read_private_seeds(private_seeds) if private_seeds is not None else None
+    return policy_hash, private, isolation_required(policy_spec, private, require_isolation)
+
+
 def make_provenance(definition: dict, model, policy_spec: str | None, builtin: str | None,
                     checkpoint: str | Path | None, policy_hash: str) -> dict:  # fmt: skip
     """A result's provenance: the track's definition, the package, the commit, the model's
@@ -343,17 +363,9 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
     machine cannot isolate a submitted policy completely; otherwise an incomplete isolation is
     recorded, for trusted policies only.
     """
-    check_name(name)
-    if (policy_spec is None) == (builtin is None):
-        raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
-    if builtin is not None and builtin not in BUILTIN_WHITE_BOX:
-        raise ValueError(f"builtin must be one of {sorted(BUILTIN_WHITE_BOX)}, got {builtin!r}")
-    if policy_spec is not None:
-        split_spec(policy_spec)
-    # Located without importing: a wrong import path is a ModuleNotFoundError now.
-    policy_hash = files_hash(policy_spec or BUILTIN_WHITE_BOX[builtin], checkpoint)
-    private = read_private_seeds(private_seeds) if private_seeds is not None else None
-    require_isolation = isolation_required(policy_spec, private, require_isolation)
+    policy_hash, private, require_isolation = check_request(
+        name, policy_spec, builtin, BUILTIN_WHITE_BOX, checkpoint, private_seeds, require_isolation
+    )
     model = model or B.MODEL
     start = time.time()
     env = _make_env(model, model_path, B.EVAL_SEEDS + B.REPRO_SEEDS)
