@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from circuit_gym.circuits import Circuit, CircuitRunner, Ranking
+from circuit_gym.progress import progress_iter
 from circuit_gym.tasks.base import PromptBatch, Task
 
 DEFAULT_RELATIVE_TAUS = tuple(np.geomspace(1e-3, 0.5, 12).tolist())
@@ -63,12 +64,7 @@ def acdc(runner: CircuitRunner, taus: Sequence[float] | None = None, progress: b
     scores = np.full(n_layers * n_heads, np.inf)
     visit_order = range(n_layers * n_heads - 1, -1, -1)  # output backwards
     kept, tries = [], 0
-    sweep = taus
-    if progress:
-        from tqdm.auto import tqdm
-
-        sweep = tqdm(taus, desc="ACDC thresholds", leave=False)
-    for tau in sweep:
+    for tau in progress_iter(taus, "ACDC thresholds", unit="threshold", requested=progress):
         for head in visit_order:
             if head not in current.heads:
                 continue

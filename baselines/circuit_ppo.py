@@ -35,6 +35,7 @@ from circuit_gym.baselines.ppo import HeadScorer, MaskInObservation, _as_tensor,
 from circuit_gym.circuits import cpr, faithfulness_curve
 from circuit_gym.envs.circuit_building import MEMBER_COLUMN, N_CIRCUIT_FEATURES, CircuitBuildingEnv
 from circuit_gym.envs.circuit_registration import circuit_env_id
+from circuit_gym.progress import progress_enabled, progress_iter
 
 REWARDS = ("gain", "area")
 
@@ -279,14 +280,14 @@ def selection_cpr(
             "cpr_per_task": raw, "greedy_cpr_per_task": {t: float(np.mean(v)) for t, v in reference.items()}}  # fmt: skip
 
 
-def warm_up(config: CircuitPPOConfig) -> float:
+def warm_up(config: CircuitPPOConfig, progress: bool | None = None) -> float:
     """Compute every training and selection batch's features and circuit runner once."""
-    from tqdm.auto import tqdm
-
     start = time.time()
     base = make_env(config, config.pool_size + config.selection_episodes).unwrapped
     for task in base.tasks:
-        for i in tqdm(range(base.pool_size), desc=f"circuit runners ({task})", leave=False):
+        for i in progress_iter(
+            range(base.pool_size), f"circuit runners ({task})", unit="batch", requested=progress
+        ):
             base.reset(options={"task": task, "batch_index": i})
     return time.time() - start
 
@@ -332,7 +333,7 @@ def train(config: CircuitPPOConfig, out: Path, progress: bool = True) -> dict:
     if resumed is not None and resumed["epochs_done"] >= config.epochs:
         return json.loads((out / "train_summary.json").read_text())
     (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
-    warm_seconds = warm_up(config)
+    warm_seconds = warm_up(config, progress)
 
     def env_fn(seed: int):
         def make() -> gym.Env:
@@ -398,7 +399,7 @@ def train(config: CircuitPPOConfig, out: Path, progress: bool = True) -> dict:
         training_collector=collector, test_collector=test_collector, max_epochs=config.epochs - epochs_done,
         epoch_num_steps=config.steps_per_epoch, collection_step_num_env_steps=config.steps_per_collect,
         batch_size=config.minibatch, update_step_num_repetitions=config.repeat,
-        test_step_num_episodes=config.n_envs, show_progress=progress, verbose=False,
+        test_step_num_episodes=config.n_envs, show_progress=progress_enabled(progress), verbose=False,
         compute_score_fn=on_test,
     )  # fmt: skip
     start = time.time()

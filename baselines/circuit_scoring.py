@@ -25,6 +25,7 @@ from circuit_gym.baselines.eap_ig import eap_ig_scores
 from circuit_gym.circuits import CircuitRunner, Ranking
 from circuit_gym.circuits.preferences import preference_ranking
 from circuit_gym.circuits.scores import batch_scores, summarise_batches
+from circuit_gym.progress import progress_iter
 
 ObsRankFn = Callable[[np.ndarray, object], np.ndarray]  # (observation, env) -> preferences
 WHITE_BOX = ("acdc", "eap_ig")
@@ -53,14 +54,10 @@ def circuit_track(env, solvers: Mapping[str, ObsRankFn], tasks: Sequence[str], e
     """
     base = env.unwrapped
     jobs = [(t, int(i)) for t in tasks for i in episodes]
-    if progress:
-        from tqdm.auto import tqdm
-
-        jobs = tqdm(jobs, desc="circuit scores", leave=False)
     per: dict[tuple[str, str], list[dict]] = {}
     seconds: dict[str, float] = {}
     passes: dict[str, list[int]] = {}
-    for task, index in jobs:
+    for task, index in progress_iter(jobs, "circuit scores", unit="episode", requested=progress):
         obs, _ = env.reset(options={"task": task, "batch_index": index})
         episode = base.episode
         runner = CircuitRunner.for_task(base.model, episode.pool.task, episode.batch, base.ablation)

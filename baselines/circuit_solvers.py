@@ -40,6 +40,7 @@ from circuit_gym.circuits import Ranking, batch_scores
 from circuit_gym.embedded import is_embedded
 from circuit_gym.envs.circuit_building import CircuitBuildingEnv
 from circuit_gym.envs.circuit_registration import circuit_env_id
+from circuit_gym.progress import progress_iter
 from circuit_gym.stats import mean_ci95
 
 ATTRIBUTION_PASSES = 2  # one forward and one backward pass
@@ -205,12 +206,8 @@ def circuit_track(model: str, tasks: Iterable[str], split: str, episodes: Iterab
         kwargs["model_path"] = model_path
     env = gym.make(circuit_env_id(key, "Multi"), **kwargs)
     jobs = [(name, task, e) for name in solvers for task in tasks for e in episodes]
-    if progress:
-        from tqdm.auto import tqdm
-
-        jobs = tqdm(jobs, desc="circuit track", unit="episode")
     per_episode, solver, current = [], None, None
-    for name, task, e in jobs:
+    for name, task, e in progress_iter(jobs, "circuit track", unit="episode", requested=progress):
         if current != (name, task):
             solver, current = solvers[name](), (name, task)
         row = play_episode(env, solver, task, e)

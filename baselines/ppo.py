@@ -28,6 +28,7 @@ from torch import nn
 import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym.envs.features import ABLATED_COLUMN, N_FEATURES
 from circuit_gym.leaderboard.benchmark import multi_env_id
+from circuit_gym.progress import progress_enabled, progress_iter
 
 
 class MaskInObservation(gym.Wrapper):
@@ -192,15 +193,15 @@ def selection_indices(config: PPOConfig) -> range:
     return range(config.pool_size, config.pool_size + config.selection_episodes)
 
 
-def warm_up(config: PPOConfig) -> float:
+def warm_up(config: PPOConfig, progress: bool | None = None) -> float:
     """Compute every training and selection episode's observation and oracle table once (the
     tables then cached on disk)."""
-    from tqdm.auto import tqdm
-
     start = time.time()
     base = make_env(config, config.pool_size + config.selection_episodes).unwrapped
     for task in base.tasks:
-        for i in tqdm(range(base.pool_size), desc=f"oracle tables ({task})", leave=False):
+        for i in progress_iter(
+            range(base.pool_size), f"oracle tables ({task})", unit="batch", requested=progress
+        ):
             base.reset(options={"task": task, "batch_index": i})  # computes the observation
             _ = base.episode.table
     return time.time() - start
@@ -232,7 +233,7 @@ def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
     from torch.utils.tensorboard import SummaryWriter
 
     out.mkdir(parents=True, exist_ok=True)
-    warm_seconds = warm_up(config)
+    warm_seconds = warm_up(config, progress)
 
     train_envs = DummyVectorEnv([make_env_fn(config, config.seed + i) for i in range(config.n_envs)])
     test_envs = DummyVectorEnv([make_env_fn(config, config.seed + 1000 + i) for i in range(config.n_envs)])
@@ -276,7 +277,7 @@ def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
         training_collector=collector, test_collector=test_collector, max_epochs=config.epochs,
         epoch_num_steps=config.steps_per_epoch, collection_step_num_env_steps=config.steps_per_collect,
         batch_size=config.minibatch, update_step_num_repetitions=config.repeat, test_step_num_episodes=config.n_envs,
-        logger=TensorboardLogger(writer, training_interval=64, update_interval=64), show_progress=progress,
+        logger=TensorboardLogger(writer, training_interval=64, update_interval=64), show_progress=progress_enabled(progress),
         verbose=False, training_fn=on_training_step, compute_score_fn=on_test, save_best_fn=save_best,
     )  # fmt: skip
     start = time.time()

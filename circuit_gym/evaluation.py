@@ -22,6 +22,7 @@ import numpy as np
 
 from circuit_gym.planning import best_of_k
 from circuit_gym.policy import check_scores
+from circuit_gym.progress import progress_iter
 from circuit_gym.stats import mean_ci95, ratio_of_sums_ci95, wilson_ci95
 
 RankFn = Callable[[np.ndarray, object], np.ndarray]  # (observation, env) -> scores
@@ -59,12 +60,8 @@ def evaluate(env, rank: RankFn, solver: str, tasks: Sequence[str], episodes: Seq
     """Run ``rank`` on every (task, episode); ``env`` is a CircuitDiscoveryEnv (wrapped or not)."""
     base = env.unwrapped
     jobs = [(t, i) for t in tasks for i in episodes]
-    if progress:
-        from tqdm.auto import tqdm
-
-        jobs = tqdm(jobs, desc=f"evaluate {solver}", leave=False)
     out = []
-    for task, index in jobs:
+    for task, index in progress_iter(jobs, f"evaluate {solver}", unit="episode", requested=progress):
         obs, _ = env.reset(options={"task": task, "batch_index": int(index)})
         out += episode_results(env, check_scores(rank(obs, env), base.n_total), solver, ks)
     return out

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
+from typing import TypeVar
 
 from tqdm.auto import tqdm
 
@@ -25,6 +27,7 @@ DEFAULT_DELAY_S = 2.0
 _OFF = {"0", "false", "no", "off"}
 _ON = {"1", "true", "yes", "on"}
 _announced: set[str] = set()
+T = TypeVar("T")
 
 
 def progress_enabled(requested: bool | None = None) -> bool:
@@ -53,6 +56,15 @@ def progress_delay() -> float:
 def progress_bar(total: int, desc: str, *, unit: str = "it", requested: bool | None = None) -> tqdm:
     """A tqdm bar with an ETA, disabled unless :func:`progress_enabled` (update it yourself)."""
     return tqdm(total=total, desc=desc, unit=unit, leave=False, delay=progress_delay(),
+                disable=not progress_enabled(requested), file=sys.stderr)  # fmt: skip
+
+
+def progress_iter(
+    iterable: Iterable[T], desc: str, *, unit: str = "it", requested: bool | None = None
+) -> Iterable[T]:
+    """``iterable`` behind a tqdm bar (with an ETA when its length is known) that obeys the
+    switches above: the one way code outside this module draws a bar over a loop."""
+    return tqdm(iterable, desc=desc, unit=unit, leave=False, delay=progress_delay(),
                 disable=not progress_enabled(requested), file=sys.stderr)  # fmt: skip
 
 

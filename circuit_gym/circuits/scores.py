@@ -25,6 +25,7 @@ from circuit_gym.circuits.curve import MIB_FRACTIONS, faithfulness_curves
 from circuit_gym.circuits.random_baseline import random_rankings
 from circuit_gym.circuits.ranking import Ranking
 from circuit_gym.circuits.runner import CircuitRunner
+from circuit_gym.progress import progress_iter
 from circuit_gym.stats import mean_ci95, mean_ci_columns
 from circuit_gym.tasks.base import PromptBatch, Task
 
@@ -55,13 +56,8 @@ def circuit_scores(model, task: Task, batches: Sequence[PromptBatch], ranking_fn
     if not batches:
         raise ValueError("circuit_scores needs at least one prompt batch")
     ablation = default_ablation(model.circuit_gym_info.name) if ablation is None else ablation
-    jobs = batches
-    if progress:
-        from tqdm.auto import tqdm
-
-        jobs = tqdm(batches, desc=f"circuit scores {task.name}", leave=False)
     per_batch, method = [], None
-    for batch in jobs:
+    for batch in progress_iter(batches, f"circuit scores {task.name}", unit="batch", requested=progress):
         ranking = ranking_fn(model, task, batch)
         if not isinstance(ranking, Ranking):
             raise TypeError(
