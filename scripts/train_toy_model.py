@@ -66,12 +66,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from circuit_gym.tasks import corpus, get_task, list_tasks  # noqa: E402
 from circuit_gym.tasks import fillers as FL  # noqa: E402
-from circuit_gym.tasks.builtin import ordinary_token_pool  # noqa: E402
+from circuit_gym.tasks.builtin import copy_pool, ordinary_token_pool  # noqa: E402
 
 BOS = "<|endoftext|>"
 
 # Generators of complete task examples and ordinary text (train split only).
-MAKERS = {
+MAKERS_TOY = {
     "ioi": corpus.ioi_sentence,
     "docstring": corpus.documented_function,
     "years": corpus.year_sentence,
@@ -82,9 +82,16 @@ MAKERS = {
     "ordinary": lambda r: corpus.ordinary_name_text(r) if r.random() < 0.5 else corpus.ordinary_code(r),
     "ordinary_suite": corpus.ordinary_suite_text,
 }
+# The zoo's recipe adds the recall and comparison tasks (suite v3) to the data and the tokenizer.
+MAKERS_ZOO = {
+    **MAKERS_TOY,
+    "capital": corpus.capital_sentence,
+    "minimum": corpus.minimum_sentence,
+    "ordinary_recall": corpus.ordinary_recall_text,
+}
 # Half the phase-1 repeats over the whole train third of the token ids: on the small subset
 # alone, "copy any token seen earlier" is nearly as good as induction (runs B and C).
-PHASE1 = {"repeat_small": 0.3, "repeat": 0.3, "stdlib": 0.2, "ioi": 0.1, "ordinary": 0.1}
+PHASE1 = {"repeat_small": 0.3, "repeat_phase1": 0.3, "stdlib": 0.2, "ioi": 0.1, "ordinary": 0.1}
 # Fine-tuning an exported model (--init-from): the full mixture with twice the share of random
 # repeats over every id, so the copying circuit the model has learns to copy any token.
 FINETUNE_REPEAT_SHARE = 0.3
@@ -92,12 +99,26 @@ PHASE2 = {
     "stdlib": 0.23, "repeat": 0.15, "ioi": 0.10, "docstring": 0.08, "years": 0.08, "successor": 0.06,
     "pronoun": 0.07, "agreement": 0.08, "brackets": 0.06, "ordinary": 0.06, "ordinary_suite": 0.03,
 }  # fmt: skip
+PHASE2_ZOO = {**PHASE2, "stdlib": 0.13, "capital": 0.04, "minimum": 0.05, "ordinary_recall": 0.01}
+# A recipe: the text generators (data and tokenizer), the phase-2 mixture, the tasks whose
+# fillers must be single tokens, and the ids phase 1 repeats ("every": all ordinary ids, as
+# in run E; "train_third": the train third, as in run D, where induction forms ~2x sooner).
+RECIPES = {
+    "toy": dict(makers=MAKERS_TOY, phase2=PHASE2, extra_tasks=False, phase1_repeats="every"),
+    "zoo": dict(makers=MAKERS_ZOO, phase2=PHASE2_ZOO, extra_tasks=True, phase1_repeats="train_third"),
+}
+RECALL_TASKS = ("capital", "minimum")  # in the zoo's recipe only (the toy tokenizer predates them)
 LONG_NUMBER = re.compile(r"^\u0120?\d{3,}$")  # byte-level BPE writes a leading space as U+0120
 
 
 # ----------------------------------------------------------------------------- data
-def generated_text(rng: random.Random, n: int) -> list[str]:
-    makers = list(MAKERS.values())
+def recipe_tasks(recipe: str) -> list[str]:
+    """The tasks a recipe trains on and checks (its tokenizer must express all of them)."""
+    return [t for t in list_tasks() if RECIPES[recipe]["extra_tasks"] or t not in RECALL_TASKS]
+
+
+def generated_text(rng: random.Random, n: int, recipe: str = "toy") -> list[str]:
+    makers = list(RECIPES[recipe]["makers"].values())
     return [rng.choice(makers)(rng) for _ in range(n)]
 
 
@@ -118,7 +139,7 @@ def _without_long_numbers(tok):
     return Tokenizer.from_str(json.dumps(spec)), sorted(dropped)
 
 
-def train_tokenizer(stdlib: list[str], rng: random.Random, vocab_size: int):
+def train_tokenizer(stdlib: list[str], rng: random.Random, vocab_size: int, recipe: str = "toy"):
     """Byte-level BPE; every task filler must come out as one token (checked)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -133,7 +154,7 @@ def train_tokenizer(stdlib: list[str], rng: random.Random, vocab_size: int):
     )
     # A third of the stdlib plus plenty of generated text: enough weight that the
     # names and parameter words merge into single BPE tokens on their own.
-    texts = stdlib[::3] + generated_text(rng, 200_000)
+    texts = stdlib[::3] + generated_text(rng, 200_000, recipe)
     # Every two-digit number as a pre-token of its own ("(17:32)"), so that "00".."99"
     # become tokens as in GPT-2 and a year is " 17" + "32" once long merges are dropped.
     texts += [f"({a:02d}:{b:02d})" for a in range(100) for b in range(100)]
@@ -141,7 +162,7 @@ def train_tokenizer(stdlib: list[str], rng: random.Random, vocab_size: int):
     tok, _ = _without_long_numbers(tok)
     check = _hf_tokenizer(tok)
     missing = []
-    for name in list_tasks():  # every built-in task must build batches in every split
+    for name in recipe_tasks(recipe):  # every task of the recipe must build batches in every split
         for split in FL.SPLITS:
             try:
                 get_task(name).make_batch(check, split, 4, np.random.default_rng(0))
@@ -161,8 +182,9 @@ def _hf_tokenizer(tok):
 class Stream:
     """Sampler of ``n_ctx``-token training rows, each starting with BOS."""
 
-    def __init__(self, tok, stdlib_train: list[str], n_ctx: int, seed: int) -> None:
+    def __init__(self, tok, stdlib_train: list[str], n_ctx: int, seed: int, recipe: str = "toy") -> None:
         self.tok, self.n_ctx = tok, n_ctx
+        self.makers = RECIPES[recipe]["makers"]
         self.rng = random.Random(seed)
         self.np_rng = np.random.default_rng(seed)
         self.bos = tok.token_to_id(BOS)
@@ -174,6 +196,11 @@ class Stream:
         every_token = ordinary_token_pool(_hf_tokenizer(tok))
         self.small_subset = self.np_rng.choice(every_token, size=96, replace=False)
         self.normal = every_token
+        # Phase 1's repeats: the train third (run D) forms induction sooner than every id (run E).
+        if RECIPES[recipe]["phase1_repeats"] == "train_third":
+            self.phase1_pool = copy_pool(_hf_tokenizer(tok))
+        else:
+            self.phase1_pool = every_token
         self.sep = tok.encode("\n\n").ids
 
     def state(self) -> dict:
@@ -209,7 +236,9 @@ class Stream:
             return self.repeat_row(self.small_subset)
         if kind == "repeat":
             return self.repeat_row(self.normal)
-        return self._pack(MAKERS[kind])
+        if kind == "repeat_phase1":
+            return self.repeat_row(self.phase1_pool)
+        return self._pack(self.makers[kind])
 
     def batch(self, mix: dict[str, float], batch_size: int) -> torch.Tensor:
         kinds, weights = list(mix), list(mix.values())
@@ -237,19 +266,40 @@ def build_model(vocab: int, args):
         freq = torch.exp(-math.log(10000.0) * torch.arange(0, args.d_model, 2) / args.d_model)
         model.pos.weight[:, 0::2] = torch.sin(pos * freq) * 0.5
         model.pos.weight[:, 1::2] = torch.cos(pos * freq) * 0.5
-    with torch.no_grad():  # layers beyond the seed stack start as exact identities
-        for block in list(model.layers)[args.seed_layers or args.n_layers :]:
-            block.attn.o.weight.zero_()
-            if block.attn.o.bias is not None:
-                block.attn.o.bias.zero_()
+    with torch.no_grad():  # layers outside the seed stack start as exact identities
+        lo, hi = seed_stack(args)
+        for i, block in enumerate(model.layers):
+            if not lo <= i < hi:
+                block.attn.o.weight.zero_()
+                if block.attn.o.bias is not None:
+                    block.attn.o.bias.zero_()
     return model, cfg_dict
 
 
+def seed_stack(args) -> tuple[int, int]:
+    """The layers phase 1 trains: ``--seed-layers`` of them from ``--identity-layers`` on."""
+    lo = args.identity_layers
+    return lo, (lo + args.seed_layers if args.seed_layers else args.n_layers)
+
+
+def identity_frozen(args, step: int) -> bool:
+    """Whether the first ``--identity-layers`` layers are still held as exact identities."""
+    return args.identity_layers > 0 and step < args.release_step
+
+
+def hold_identities(model, args, frozen: bool) -> None:
+    """Freeze (or release) the first ``--identity-layers`` layers: frozen, their output
+    projection stays zero, so they are exact identities and the circuits form above them."""
+    for block in list(model.layers)[: args.identity_layers]:
+        for param in block.parameters():
+            param.requires_grad_(not frozen)
+
+
 @contextlib.contextmanager
-def only_first_layers(model, k: int):
-    """Run the model through its first ``k`` layers (the others are identities in phase 1)."""
+def only_layers(model, lo: int, hi: int):
+    """Run the model through layers ``lo..hi-1`` only (the others are exact identities now)."""
     full = model.layers
-    model._modules["layers"] = torch.nn.ModuleList(list(full)[:k])  # same modules, no copies
+    model._modules["layers"] = torch.nn.ModuleList(list(full)[lo:hi])  # same modules, no copies
     try:
         yield
     finally:
@@ -297,7 +347,7 @@ def evaluate(model, stream: Stream, held_ids: np.ndarray, args) -> dict:
         out[f"{label}_loss_first_half"] = float(-lp[:, 1:L].mean())
         out[f"{label}_loss_repeated_half"] = float(-lp[:, L + 1 :].mean())
     hf = _hf_tokenizer(stream.tok)
-    for name in list_tasks():
+    for name in recipe_tasks(args.recipe):
         task, acc, score = get_task(name), [], []
         for seed in range(4):
             batch = task.make_batch(hf, "eval", 16, np.random.default_rng([seed, 99]))
@@ -344,7 +394,8 @@ def export(model, cfg_dict: dict, tok, out_dir: Path, card: dict) -> None:
 
 # ----------------------------------------------------------------------------- main
 RESULT_ARGS = ("steps", "batch_size", "n_layers", "n_heads", "d_model", "n_ctx", "vocab", "lr", "warmup",
-               "max_phase1_steps", "seed_layers", "seed", "smoke", "eval_every", "init_from")  # fmt: skip
+               "max_phase1_steps", "seed_layers", "seed", "smoke", "eval_every", "init_from", "recipe", "identity_layers",
+               "release_step", "tokenizer")  # fmt: skip
 
 
 def parse_args(argv: list[str] | None):
@@ -363,6 +414,32 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--max-phase1-steps", type=int, default=3000)
     p.add_argument("--seed-layers", type=int, default=2, help="layers trained in phase 1 (0: all)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--recipe",
+        choices=sorted(RECIPES),
+        default="toy",
+        help="data mixture and tasks: 'toy' (the embedded model's) or 'zoo' (adds capital, minimum)",
+    )
+    p.add_argument(
+        "--identity-layers",
+        type=int,
+        default=0,
+        help="hold the first N layers as exact identities (frozen, zero output) until "
+        "--release-step, so the circuits form in layers N and up; phase 1's seed stack "
+        "starts at layer N",
+    )
+    p.add_argument(
+        "--release-step",
+        type=int,
+        default=None,
+        help="step at which the identity layers start training (default: 80%% of --steps)",
+    )
+    p.add_argument(
+        "--tokenizer",
+        type=str,
+        default=None,
+        help="a tokenizer.json to use instead of training one (a zoo shares one tokenizer)",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--save-every", type=int, default=250)
@@ -378,6 +455,19 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if not 0 <= args.seed_layers <= args.n_layers:
         raise SystemExit(f"--seed-layers must be between 0 and --n-layers ({args.n_layers})")
+    if (
+        not 0 <= args.identity_layers < args.n_layers
+        or args.identity_layers + args.seed_layers > args.n_layers
+    ):
+        raise SystemExit(
+            "--identity-layers + --seed-layers must fit in --n-layers, with a layer left to train"
+        )
+    if args.identity_layers and args.init_from:
+        raise SystemExit(
+            "--identity-layers shapes training from scratch; it cannot be combined with --init-from"
+        )
+    if args.release_step is None:
+        args.release_step = int(0.8 * args.steps)
     torch.set_num_threads(args.threads)
     t0 = time.time()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -385,6 +475,8 @@ def main(argv: list[str] | None = None) -> None:
     setup = {k: getattr(args, k) for k in RESULT_ARGS}
     if args.init_from:
         setup["init_from_sha256"] = _file_sha256(Path(args.init_from) / "model.safetensors")
+    if args.tokenizer:
+        setup["tokenizer_sha256"] = _file_sha256(Path(args.tokenizer))
     stdlib_train, stdlib_held = corpus.stdlib_files()
     if args.smoke:
         stdlib_train, stdlib_held = stdlib_train[:40], stdlib_held[:10]
@@ -395,14 +487,16 @@ def main(argv: list[str] | None = None) -> None:
     from tokenizers import Tokenizer
 
     tok_path = args.work / "tokenizer.json"
+    if args.tokenizer and not tok_path.exists():  # a given tokenizer (a zoo shares one)
+        tok_path.write_bytes(Path(args.tokenizer).read_bytes())
     if tok_path.exists():  # the tokenizer is trained once per run and kept
         tok = Tokenizer.from_file(str(tok_path))
     else:
-        tok = train_tokenizer(stdlib_train, random.Random(args.seed), args.vocab)
+        tok = train_tokenizer(stdlib_train, random.Random(args.seed), args.vocab, args.recipe)
         tok.save(str(tok_path))
     print(f"tokenizer: {tok.get_vocab_size()} tokens in {time.time() - t0:.0f}s", flush=True)
     torch.manual_seed(args.seed)
-    stream = Stream(tok, stdlib_train, args.n_ctx, args.seed)
+    stream = Stream(tok, stdlib_train, args.n_ctx, args.seed, args.recipe)
     held_ids = np.array([i for d in tok.encode_batch(stdlib_held) for i in d.ids], dtype=np.int64)
     model, cfg_dict = build_model(tok.get_vocab_size(), args)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
@@ -414,11 +508,11 @@ def main(argv: list[str] | None = None) -> None:
         ),
     )
     start, phase, switched_at, log = 1, 1, None, []
-    mix2 = PHASE2
+    mix2 = RECIPES[args.recipe]["phase2"]
     if args.init_from:  # a trained model: no phase 1, its weights as the start
         init_weights(model, Path(args.init_from))
         phase, switched_at = 2, 0
-        mix2 = {**PHASE2, "repeat": FINETUNE_REPEAT_SHARE}
+        mix2 = {**mix2, "repeat": FINETUNE_REPEAT_SHARE}
     if resume is not None:
         model.load_state_dict(resume["model"])
         opt.load_state_dict(resume["optimizer"])
@@ -442,8 +536,15 @@ def main(argv: list[str] | None = None) -> None:
     use_fast_attention(model)
     for step in range(start, args.steps + 1):
         x = stream.batch(PHASE1 if phase == 1 else mix2, args.batch_size)
-        shallow = phase == 1 and args.seed_layers
-        with only_first_layers(model, args.seed_layers) if shallow else contextlib.nullcontext():
+        frozen = identity_frozen(args, step)
+        hold_identities(model, args, frozen)
+        if phase == 1 and args.seed_layers:
+            layers = only_layers(model, *seed_stack(args))
+        elif frozen:  # the held identity layers change nothing: skip them
+            layers = only_layers(model, args.identity_layers, args.n_layers)
+        else:
+            layers = contextlib.nullcontext()
+        with layers:
             loss = F.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -463,7 +564,7 @@ def main(argv: list[str] | None = None) -> None:
                 minutes=round((time.time() - t0) / 60, 1),
             )
             log.append(m)
-            accs = " ".join(f"{n[:4]} {m[n + '_accuracy']:.2f}" for n in list_tasks())
+            accs = " ".join(f"{n[:4]} {m[n + '_accuracy']:.2f}" for n in recipe_tasks(args.recipe))
             print(f"step {step} phase {phase} loss {float(loss):.3f} rep {m['subset_loss_repeated_half']:.2f}/"
                   f"{m['subset_loss_first_half']:.2f} pool {m['pool_loss_repeated_half']:.2f}/"
                   f"{m['pool_loss_first_half']:.2f} {accs} stdlib {m['stdlib_heldout_loss']:.2f} "

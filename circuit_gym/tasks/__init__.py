@@ -5,6 +5,7 @@ from circuit_gym.tasks import brackets as _brackets  # noqa: F401
 from circuit_gym.tasks import builtin as _builtin  # noqa: F401
 from circuit_gym.tasks import language as _language  # noqa: F401
 from circuit_gym.tasks import numeric as _numeric  # noqa: F401
+from circuit_gym.tasks import recall as _recall  # noqa: F401
 from circuit_gym.tasks.base import (
     PromptBatch,
     Task,

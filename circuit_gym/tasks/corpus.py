@@ -15,7 +15,10 @@ import random
 import sysconfig
 from pathlib import Path
 
+import numpy as np
+
 from circuit_gym.tasks import fillers as F
+from circuit_gym.tasks.recall import draw_minimum_triple
 
 PLACES = ("store", "park", "office", "house", "cafe", "garden", "school", "market", "river")
 THINGS = ("drink", "ball", "letter", "key", "book", "snack", "ring", "cup", "bag", "hat")
@@ -146,5 +149,35 @@ def ordinary_suite_text(rng: random.Random) -> str:
         f"The {noun} was {rng.choice(ADJECTIVES)} on {day}.",
         f"{word} = [{rng.choice(F.PARAM_WORDS)}]\n",
         f"print({word}, {{{rng.choice(F.PARAM_WORDS)}}})\n",
+    )
+    return rng.choice(forms)
+
+
+# ----------------------------------------------------- suite v3 training sentences
+def capital_sentence(rng: random.Random, split: str = "train") -> str:
+    """A complete capital sentence of ``split`` (answer included), for training text."""
+    frame, country = rng.choice(F.capital_items(split))
+    return frame.format(X=country) + f" {F.CAPITALS[country]}."
+
+
+def minimum_sentence(rng: random.Random, split: str = "train") -> str:
+    """A complete minimum sentence of ``split`` (answer included), for training text."""
+    frame = rng.choice(F.MINIMUM_FRAMES)
+    gen = np.random.default_rng(rng.getrandbits(32))
+    triple = draw_minimum_triple(gen, frame, split)
+    return frame.format(A=triple[0], B=triple[1], C=triple[2]) + f" {min(triple)}."
+
+
+def ordinary_recall_text(rng: random.Random) -> str:
+    """The recall and comparison tasks' words used without their structure."""
+    country, other = rng.sample(list(F.CAPITALS), 2)
+    city = F.CAPITALS[rng.choice(list(F.CAPITALS))]
+    a, b = rng.sample(F.MINIMUM_NUMBERS, 2)
+    forms = (
+        f"{country} and {other} played a match.",
+        f"The train to {city} was {rng.choice(ADJECTIVES)}.",
+        f"We bought {a} apples and {b} pears.",
+        f"The team from {country} scored {a} points.",
+        f"It was {a} degrees in {city}.",
     )
     return rng.choice(forms)

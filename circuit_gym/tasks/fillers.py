@@ -267,3 +267,48 @@ def bracket_items(split: str) -> tuple[tuple[str, str, str, str, str, str], ...]
             if _split_of(f"br:{var}|{fn}|{bracket}|{outer}|{in1}|{in2}") == split:
                 out.append((var, fn, bracket, outer, in1, in2))
     return tuple(out)
+
+
+# ---------------------------------------------------------------- suite v3 fillers
+# Two mechanisms the suite lacked (the held-out tasks were all copy-like): recalling a fact
+# stored in the weights (capital cities), and selecting a token by comparing values
+# (the smallest of three numbers). Every filler is one token of GPT-2's tokenizer (tested)
+# and of the zoo's; the 144-head `toy` tokenizer predates them, so its gate excludes both.
+
+# Capitals: "The capital of France is" -> " Paris". The facts themselves are the same in
+# every split (a model cannot recall a fact it never read); splits are unseen
+# (frame, country) combinations.
+CAPITALS: dict[str, str] = {
+    "France": "Paris", "Japan": "Tokyo", "Italy": "Rome", "Spain": "Madrid", "Egypt": "Cairo",
+    "Russia": "Moscow", "China": "Beijing", "Germany": "Berlin", "Peru": "Lima", "Cuba": "Havana",
+    "Greece": "Athens", "Norway": "Oslo", "Canada": "Ottawa", "Poland": "Warsaw", "Ireland": "Dublin",
+    "Austria": "Vienna", "Portugal": "Lisbon", "Turkey": "Ankara", "England": "London", "Iraq": "Baghdad",
+    "Iran": "Tehran", "India": "Delhi", "Korea": "Seoul", "Sweden": "Stockholm", "Hungary": "Budapest",
+    "Syria": "Damascus", "Thailand": "Bangkok",
+}  # fmt: skip
+CAPITAL_FRAMES = ("The capital of {X} is", "We flew to {X} and landed in its capital,",
+                  "Q: What is the capital of {X}? A:", "My friend from {X} lives in the capital,",
+                  "We visited {X}, and its capital is", "In {X} the seat of government is",
+                  "The main city of {X} is", "If you travel to {X}, see its capital,")  # fmt: skip
+
+# Minimum: "The smallest of 42, 17 and 63 is" -> " 17". Numbers 10..99 (one token each with
+# a leading space); splits are unseen (frame, ordered triple) combinations.
+MINIMUM_FRAMES = ("The smallest of {A}, {B} and {C} is", "Of {A}, {B} and {C}, the lowest is",
+                  "Among {A}, {B} and {C} the minimum is", "The least of {A}, {B} and {C} is")  # fmt: skip
+MINIMUM_NUMBERS = tuple(range(10, 100))
+
+
+@functools.cache
+def capital_items(split: str) -> tuple[tuple[str, str], ...]:
+    """(frame, country) combinations of a split."""
+    check_split(split)
+    return tuple(
+        (frame, country)
+        for frame, country in itertools.product(CAPITAL_FRAMES, CAPITALS)
+        if _split_of(f"cap:{frame}|{country}") == split
+    )
+
+
+def minimum_split(frame: str, triple: tuple[int, int, int]) -> str:
+    """The split of one (frame, ordered triple) combination (too many to enumerate)."""
+    return _split_of(f"min:{frame}|{triple[0]}|{triple[1]}|{triple[2]}")
