@@ -45,6 +45,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from circuit_gym.ablation import default_ablation
     from circuit_gym.ablation.cache import SweepCache
     from circuit_gym.ablation.tables import sweep_table
+    from circuit_gym.heads import head_name
     from circuit_gym.models import load_model
     from circuit_gym.plots import head_heatmap
     from circuit_gym.tasks import get_task
@@ -62,7 +63,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(f"clean task metric {table.clean_metric:.3f}, clean reference loss {table.clean_general_loss:.3f}")
     print(f"{'head':>6} {'reward':>9} {'task dmg':>9} {'gen dmg':>9}")
     for h in table.reward.argsort()[::-1][: args.top]:
-        print(f"{h // table.n_heads:>3}.{h % table.n_heads:<2} {table.reward[h]:9.3f} "
+        print(f"{head_name(h, table.n_heads):>6} {table.reward[h]:9.3f} "
               f"{table.task_damage[h]:9.3f} {table.general_damage[h]:9.3f}")  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

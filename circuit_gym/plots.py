@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from circuit_gym.heads import parse_head_name
+
 
 def _pyplot():
     import matplotlib
@@ -85,7 +87,7 @@ def oracle_histograms(counts: dict[str, dict[str, int]], n_layers: int, n_heads:
     for ax, name in zip(axes.flat, names, strict=False):
         grid = np.zeros((n_layers, n_heads))
         for head, c in counts[name].items():
-            layer, h = (int(x) for x in head.split("."))
+            layer, h = parse_head_name(head)
             grid[layer, h] = c
         ax.axis("on")
         ax.imshow(grid, cmap="Greys", vmin=0, aspect="auto")

@@ -6,6 +6,8 @@ commonly reported strongly induction-like heads of GPT-2 small. Heads are "L.H".
 
 from __future__ import annotations
 
+from circuit_gym import heads
+
 GPT2_IOI_HEADS: dict[str, tuple[str, ...]] = {
     "name mover": ("9.9", "9.6", "10.0"),
     "backup name mover": ("10.10", "10.6", "10.2", "10.1", "11.2", "9.7", "9.0", "11.9"),
@@ -19,8 +21,8 @@ GPT2_INDUCTION_HEADS: tuple[str, ...] = ("5.1", "5.5", "6.9", "7.2", "7.10")
 
 
 def head_id(name: str, n_heads: int = 12) -> int:
-    layer, head = name.split(".")
-    return int(layer) * n_heads + int(head)
+    """``"L.H"`` -> flat head id (:func:`circuit_gym.heads.head_id`)."""
+    return heads.head_id(name, n_heads)
 
 
 def published_sets(n_heads: int = 12) -> dict[str, set[int]]:

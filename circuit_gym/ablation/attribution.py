@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
+from circuit_gym.heads import hook_layer, z_hook
+
 
 def attribution_patching(model, tokens: torch.Tensor, clean_z: Sequence[torch.Tensor],
                          replacement: Sequence[torch.Tensor],
@@ -28,10 +30,10 @@ def attribution_patching(model, tokens: torch.Tensor, clean_z: Sequence[torch.Te
     deltas = [torch.zeros_like(z, requires_grad=True) for z in clean_z]
 
     def add_delta(z: torch.Tensor, hook) -> torch.Tensor:
-        return z + deltas[int(hook.name.split(".")[1])]
+        return z + deltas[hook_layer(hook.name)]
 
     with torch.enable_grad():
-        hooks = [(f"blocks.{layer}.attn.hook_z", add_delta) for layer in range(len(clean_z))]
+        hooks = [(z_hook(layer), add_delta) for layer in range(len(clean_z))]
         logits = model.run_with_hooks(tokens, fwd_hooks=hooks)
         grads = torch.autograd.grad(score(logits), deltas)
     per_layer = [

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from circuit_gym.ablation.engine import AblationEngine, Evaluation, check_ablation
+from circuit_gym.heads import head_name  # re-exported as circuit_gym.ablation.head_name
 from circuit_gym.models.loading import model_device
 from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import ReferenceBatch
@@ -26,11 +27,6 @@ from circuit_gym.tasks.reference import ReferenceBatch
 def contrastive_reward(task_damage, general_damage, lam: float):
     """The one formula: task damage minus ``lam`` times general damage (floats or arrays)."""
     return task_damage - lam * general_damage
-
-
-def head_name(head: int, n_heads: int) -> str:
-    """Flat head id -> 'L.H' as the literature writes it."""
-    return f"{head // n_heads}.{head % n_heads}"
 
 
 @dataclass

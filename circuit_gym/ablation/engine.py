@@ -33,6 +33,7 @@ import torch
 
 from circuit_gym.ablation.fast_blocks import FastBlocks
 from circuit_gym.embedded import is_embedded
+from circuit_gym.heads import resid_pre_hook, z_hook
 from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import ReferenceBatch
 
@@ -118,11 +119,11 @@ class AblationEngine:
                 "resample ablation (the embedded model's default) needs counterfactual prompts and this "
                 "task's batch has none: give PromptBatch(counterfactual=...) or pass ablation='zero' or 'mean'"
             )
-        names = [f"blocks.{layer}.hook_resid_pre" for layer in range(self.n_layers)]
+        names = [resid_pre_hook(layer) for layer in range(self.n_layers)]
         names += [self._z(layer) for layer in range(self.n_layers)]
         with torch.no_grad():
             logits, cache = model.run_with_cache(evaluation.tokens, names_filter=lambda n: n in names)
-            self.resid_pre = [cache[f"blocks.{layer}.hook_resid_pre"] for layer in range(self.n_layers)]
+            self.resid_pre = [cache[resid_pre_hook(layer)] for layer in range(self.n_layers)]
             self.clean_z = [cache[self._z(layer)] for layer in range(self.n_layers)]
             self.clean_rows = evaluation.score(logits[:, evaluation.positions])
             self.replacement = self._replacements()
@@ -131,7 +132,7 @@ class AblationEngine:
 
     @staticmethod
     def _z(layer: int) -> str:
-        return f"blocks.{layer}.attn.hook_z"
+        return z_hook(layer)
 
     def _replacements(self) -> list[torch.Tensor]:
         """Per layer, the [batch, seq, head, d_head] values ablated heads take."""

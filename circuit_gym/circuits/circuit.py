@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from circuit_gym.heads import head_name
+
 
 @dataclass(frozen=True)
 class Circuit:
@@ -65,7 +67,7 @@ class Circuit:
 
     def names(self) -> list[str]:
         """Heads as ``L.H``, in id order."""
-        return [f"{h // self.n_heads}.{h % self.n_heads}" for h in sorted(self.heads)]
+        return [head_name(h, self.n_heads) for h in sorted(self.heads)]
 
     def without(self, head: int) -> Circuit:
         return Circuit(self.heads - {int(head)}, self.n_layers, self.n_heads)

@@ -24,6 +24,7 @@ import torch
 
 from circuit_gym.ablation.engine import RESID_BUDGET, AblationEngine, Evaluation, default_ablation
 from circuit_gym.circuits.circuit import Circuit
+from circuit_gym.heads import z_hook
 from circuit_gym.models.loading import model_device
 from circuit_gym.tasks.base import PromptBatch, Task
 
@@ -95,7 +96,7 @@ class CircuitRunner:
             def patch(z: torch.Tensor, hook=None, where=where, repl=repl) -> torch.Tensor:
                 return torch.where(where, repl, z)
 
-            hooks.append((f"blocks.{layer}.attn.hook_z", patch))
+            hooks.append((z_hook(layer), patch))
         resid = self.engine.resid_pre[start].repeat(k, 1, 1)
         # The engine's own replay from a cached residual stream (SDPA blocks on attention-only
         # models, the bridge's blocks otherwise), as its sweep uses it.

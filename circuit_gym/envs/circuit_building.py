@@ -16,6 +16,7 @@ from circuit_gym.envs.circuit_env import _check_choice, reset_choice
 from circuit_gym.envs.features import FEATURE_BOUND, N_STATIC
 from circuit_gym.envs.pool import Episode, shared_model, shared_pool
 from circuit_gym.envs.render import render_grid
+from circuit_gym.heads import head_name
 from circuit_gym.tasks import SPLITS, list_tasks
 
 STARTS = ("empty", "full")
@@ -399,7 +400,7 @@ class CircuitBuildingEnv(gym.Env):
     def _render_text(self) -> str:
         if self._state is None:
             return "not reset"
-        names = ", ".join(f"{h // self.n_heads}.{h % self.n_heads}" for h in self._order) or "none"
+        names = ", ".join(head_name(h, self.n_heads) for h in self._order) or "none"
         verb = "added" if self._adding() else "removed"
         return (
             f"task {self._task} batch {self._state.episode.index} step {self._steps}/{self.budget}: "

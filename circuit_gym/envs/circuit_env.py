@@ -14,6 +14,7 @@ from circuit_gym.ablation.engine import ABLATIONS, default_ablation
 from circuit_gym.envs.features import ABLATED_COLUMN, FEATURE_BOUND, FEATURE_SETS, N_FEATURES, N_STATIC
 from circuit_gym.envs.pool import Episode, shared_model, shared_pool
 from circuit_gym.envs.render import render_grid
+from circuit_gym.heads import head_name
 from circuit_gym.tasks import SPLITS, list_tasks
 from circuit_gym.tasks.reference import REFERENCE_CHOICES
 
@@ -324,7 +325,7 @@ class CircuitDiscoveryEnv(gym.Env):
     def _render_text(self) -> str:
         if self._episode is None:
             return "not reset"
-        names = ", ".join(f"{h // self.n_heads}.{h % self.n_heads}" for h in sorted(self._ablated)) or "none"
+        names = ", ".join(head_name(h, self.n_heads) for h in sorted(self._ablated)) or "none"
         return (
             f"task {self._task} batch {self._episode.index} step {self._steps}/{self.episode_length}: "
             f"ablated {names}, R={self._set_reward:.3f}"

@@ -51,6 +51,7 @@ import numpy as np
 import torch
 
 from circuit_gym.ablation.attribution import attribution_patching
+from circuit_gym.heads import pattern_hook, z_hook
 from circuit_gym.models.loading import model_device
 
 FEATURE_NAMES = (
@@ -80,7 +81,7 @@ def _mean_where_defined(pattern: torch.Tensor, keys: torch.Tensor) -> torch.Tens
 def head_features(model, tokens: torch.Tensor) -> np.ndarray:
     """Static features, shape ``[n_layers * n_heads, N_STATIC]``, float32."""
     n_layers, n_heads = int(model.cfg.n_layers), int(model.cfg.n_heads)
-    names = {f"blocks.{layer}.attn.{k}" for layer in range(n_layers) for k in ("hook_pattern", "hook_z")}
+    names = {hook(layer) for layer in range(n_layers) for hook in (pattern_hook, z_hook)}
     tokens = tokens.to(model_device(model))
     _, cache = model.run_with_cache(tokens, names_filter=lambda n: n in names)
     batch, seq = tokens.shape
@@ -101,8 +102,8 @@ def head_features(model, tokens: torch.Tensor) -> np.ndarray:
     feats = np.zeros((n_layers, n_heads, N_STATIC), dtype=np.float32)
     norms = np.zeros((n_layers, n_heads), dtype=np.float32)
     for layer in range(n_layers):
-        pat = cache[f"blocks.{layer}.attn.hook_pattern"].float()  # [b, h, q, k]
-        z = cache[f"blocks.{layer}.attn.hook_z"].float()  # [b, pos, h, d_head]
+        pat = cache[pattern_hook(layer)].float()  # [b, h, q, k]
+        z = cache[z_hook(layer)].float()  # [b, pos, h, d_head]
         p = pat[:, :, queries]
         ent = -(p * torch.log(p.clamp_min(1e-12))).sum(-1) / log_norm  # [b, h, q]
         feats[layer, :, 0] = p[..., 0].mean((0, 2)).cpu().numpy()
@@ -129,11 +130,11 @@ def prediction_features(model, tokens: torch.Tensor) -> np.ndarray:
     ``[n_layers * n_heads, 2]``, float32. Two forward passes (the clean one with its cache,
     then attribution patching's) and one backward pass."""
     n_layers, n_heads = int(model.cfg.n_layers), int(model.cfg.n_heads)
-    names = {f"blocks.{layer}.attn.hook_z" for layer in range(n_layers)}
+    names = {z_hook(layer) for layer in range(n_layers)}
     tokens = tokens.to(model_device(model))
     logits, cache = model.run_with_cache(tokens, names_filter=lambda n: n in names)
     top2 = logits[:, -1].topk(2, dim=-1).indices  # [b, 2] the model's own top two, not labels
-    clean_z = [cache[f"blocks.{layer}.attn.hook_z"] for layer in range(n_layers)]
+    clean_z = [cache[z_hook(layer)] for layer in range(n_layers)]
     mean_z = [z.mean((0, 1), keepdim=True).expand_as(z) for z in clean_z]
 
     def top_margin(logits: torch.Tensor) -> torch.Tensor:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from circuit_gym.heads import pattern_hook
 from circuit_gym.models.loading import model_device
 from circuit_gym.tasks import get_task
 
@@ -25,7 +26,7 @@ def induction_metrics(model, split: str = "eval", n_batches: int = 4, batch_size
     n_layers, n_heads = int(model.cfg.n_layers), int(model.cfg.n_heads)
     first, repeated = [], []
     scores = {k: np.zeros((n_layers, n_heads)) for k in ("induction", "previous_token", "duplicate_token")}
-    names = {f"blocks.{layer}.attn.hook_pattern" for layer in range(n_layers)}
+    names = {pattern_hook(layer) for layer in range(n_layers)}
     for seed in range(n_batches):
         batch = task.batch(model, split, batch_size, seed).to(model_device(model))
         tokens = batch.tokens
@@ -36,7 +37,7 @@ def induction_metrics(model, split: str = "eval", n_batches: int = 4, batch_size
         repeated.append(float(-logp[:, L + 1 :].mean()))  # predicting tokens 2..L of the repeat
         q = torch.arange(L + 1, 2 * L + 1, device=tokens.device)
         for layer in range(n_layers):
-            pat = cache[f"blocks.{layer}.attn.hook_pattern"]
+            pat = cache[pattern_hook(layer)]
             scores["induction"][layer] += pat[:, :, q, q - L + 1].mean((0, 2)).cpu().numpy() / n_batches
             scores["previous_token"][layer] += pat[:, :, q, q - 1].mean((0, 2)).cpu().numpy() / n_batches
             scores["duplicate_token"][layer] += pat[:, :, q, q - L].mean((0, 2)).cpu().numpy() / n_batches

@@ -40,6 +40,7 @@ from circuit_gym.ablation.contrastive import contrastive_reward
 from circuit_gym.ablation.engine import check_ablation, default_ablation
 from circuit_gym.envs.features import FEATURE_BOUND, N_FEATURES, N_STATIC
 from circuit_gym.envs.pool import shared_model, shared_pool
+from circuit_gym.heads import head_name
 from circuit_gym.tasks import SPLITS, list_tasks
 
 
@@ -157,7 +158,7 @@ class CircuitParallelEnv(ParallelEnv):
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self._episode is None:
             return None
-        names = ", ".join(f"{h // self.n_heads}.{h % self.n_heads}" for h in sorted(self._ablated)) or "none"
+        names = ", ".join(head_name(h, self.n_heads) for h in sorted(self._ablated)) or "none"
         return f"{self.task} batch {self._episode.index} step {self._steps}: ablated {names}, R={self._joint:.3f}"
 
     def close(self) -> None:
