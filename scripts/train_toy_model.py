@@ -296,6 +296,16 @@ def identity_frozen(args, step: int) -> bool:
     return args.identity_layers > 0 and step < args.release_step
 
 
+RELEASE_RAMP = 300  # steps over which released identity layers reach the schedule's learning rate
+
+
+def release_ramp(args, s: int) -> float:
+    """Learning-rate factor of the identity layers at scheduler step ``s``: 0 while held, then a
+    linear ramp. Without it (attempt 1, docs/zoo.md) Adam's first steps on the fresh parameters
+    are full-size sign steps in every coordinate, and the model collapsed at the release."""
+    return min(1.0, max(0.0, (s + 1 - args.release_step) / RELEASE_RAMP))
+
+
 def hold_identities(model, args, frozen: bool) -> None:
     """Freeze (or release) the first ``--identity-layers`` layers: frozen, their output
     projection stays zero, so they are exact identities and the circuits form above them."""
@@ -444,7 +454,7 @@ def parse_args(argv: list[str] | None):
         "--release-step",
         type=int,
         default=None,
-        help="step at which the identity layers start training (default: 80%% of --steps)",
+        help="step at which the identity layers start training (default: 75%% of --steps)",
     )
     p.add_argument(
         "--tokenizer",
@@ -479,7 +489,7 @@ def main(argv: list[str] | None = None) -> None:
             "--identity-layers shapes training from scratch; it cannot be combined with --init-from"
         )
     if args.release_step is None:
-        args.release_step = int(0.8 * args.steps)
+        args.release_step = int(0.75 * args.steps)
     torch.set_num_threads(args.threads)
     t0 = time.time()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -511,14 +521,21 @@ def main(argv: list[str] | None = None) -> None:
     stream = Stream(tok, stdlib_train, args.n_ctx, args.seed, args.recipe)
     held_ids = np.array([i for d in tok.encode_batch(stdlib_held) for i in d.ids], dtype=np.int64)
     model, cfg_dict = build_model(tok.get_vocab_size(), args)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt,
-        lambda s: (
-            min(1.0, (s + 1) / args.warmup)
-            * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / args.steps))))
-        ),
-    )
+
+    def schedule(s: int) -> float:
+        return min(1.0, (s + 1) / args.warmup) * (
+            0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / args.steps)))
+        )
+
+    held = [p for block in list(model.layers)[: args.identity_layers] for p in block.parameters()]
+    if held:  # the released identity layers warm up on their own (see release_ramp)
+        held_set = {id(p) for p in held}
+        groups = [{"params": [p for p in model.parameters() if id(p) not in held_set]}, {"params": held}]
+        lambdas = [schedule, lambda s: schedule(s) * release_ramp(args, s)]
+    else:
+        groups, lambdas = list(model.parameters()), schedule
+    opt = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambdas)
     start, phase, switched_at, log = 1, 1, None, []
     mix2 = RECIPES[args.recipe]["phase2"]
     if args.init_from:  # a trained model: no phase 1, its weights as the start

@@ -20,8 +20,8 @@ import numpy as np
 
 ZOO_SEED = 2026
 PLACEMENT_STRATA = ((0, 1), (2, 4), (5, 6), (7, 8))  # identity layers: shallow ... deep
-STEPS = 5000
-MAX_PHASE1_STEPS = 3000
+STEPS = 8000  # as run D: phase 1 at run D's learning rates (5,000 steps did not form induction)
+MAX_PHASE1_STEPS = 3500
 SEED_LAYERS = 2
 VOCAB = 3072  # the recall and comparison fillers need more merges than the toy's 2,048
 
