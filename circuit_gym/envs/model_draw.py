@@ -1,0 +1,111 @@
+"""An environment over several models: each reset draws the model, then the episode.
+
+Held-out *models* are what the benchmark scores, so an environment must be able to serve
+episodes of many models of one head grid (the model zoo, later planted models). Rather
+than teaching every environment class about model lists, :class:`ModelDrawEnv` holds one
+inner environment per model (built on first use, so an unused model is never loaded) and
+delegates to the one each reset draws. Every inner environment keeps its own pools,
+observations, oracle tables and caches, which are per model by construction.
+
+A task a model does not perform (it fails the model's inclusion gate) is never served on
+that model: pass ``tasks_of`` to restrict each model's tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+MODEL_OPTION = "model"
+
+
+class ModelDrawEnv(gym.Env):
+    """Draw a model at each reset (uniformly, or ``reset(options={"model": name})``), then play
+    one episode of the inner environment built for it.
+
+    Args:
+        make_inner: ``make_inner(model_name, tasks)`` builds the environment of one model
+            (a single-head or circuit-building environment with everything but the model fixed).
+        models: names of the models to draw from; all must share one head grid.
+        tasks: the tasks requested; each model serves those it performs (``tasks_of``).
+        tasks_of: ``tasks_of(model_name)`` -> the tasks that model performs (its gate);
+            default: every requested task on every model.
+
+    ``info["model"]`` names the episode's model. Seeding: ``reset(seed=s)`` seeds the draw,
+    and the inner environment is reset with a seed drawn from the same generator, so an
+    episode is a function of ``s`` alone.
+    """
+
+    def __init__(self, make_inner: Callable[[str, tuple[str, ...]], gym.Env], models: Sequence[str],
+                 tasks: Sequence[str], tasks_of: Callable[[str], Sequence[str]] | None = None) -> None:  # fmt: skip
+        models, tasks = tuple(models), tuple(tasks)
+        if not models:
+            raise ValueError("models must name at least one model")
+        if len(set(models)) != len(models):
+            raise ValueError(f"models must be distinct, got {list(models)}")
+        served = {m: tuple(t for t in tasks if tasks_of is None or t in set(tasks_of(m))) for m in models}
+        idle = [m for m, ts in served.items() if not ts]
+        if idle:
+            raise ValueError(f"models {idle} perform none of the tasks {list(tasks)} (their inclusion gate)")
+        self.models, self.tasks, self.served = models, tasks, served
+        self._make_inner = make_inner
+        self._inner: dict[str, gym.Env] = {}
+        first = self.inner(models[0])
+        self.action_space, self.observation_space = first.action_space, first.observation_space
+        self.metadata = dict(first.metadata)
+        self.render_mode = getattr(first, "render_mode", None)
+        self._model: str | None = None
+
+    def inner(self, model: str) -> gym.Env:
+        """The environment of ``model`` (built on first use; its spaces must match the others')."""
+        if model not in self.served:
+            raise ValueError(f"model must be one of {list(self.models)}, got {model!r}")
+        if model not in self._inner:
+            env = self._make_inner(model, self.served[model])
+            if self._inner and (env.action_space != self.action_space
+                                or env.observation_space != self.observation_space):  # fmt: skip
+                env.close()
+                raise ValueError(f"model {model!r} has another head grid than {self.models[0]!r}")
+            self._inner[model] = env
+        return self._inner[model]
+
+    @property
+    def current(self) -> gym.Env:
+        """The inner environment of the current episode."""
+        if self._model is None:
+            raise RuntimeError("call reset() first")
+        return self._inner[self._model]
+
+    def action_masks(self) -> np.ndarray:
+        return np.asarray(self.current.unwrapped.action_mask(), dtype=bool)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        model = options.pop(MODEL_OPTION, None)
+        if model is None:
+            model = self.models[int(self.np_random.integers(len(self.models)))]
+        task = options.get("task")
+        if task is not None and task not in self.served.get(model, ()):
+            raise ValueError(
+                f"task {task!r} is not served on model {model!r}: it serves {list(self.served[model])}"
+            )
+        env = self.inner(model)
+        self._model = model
+        obs, info = env.reset(seed=int(self.np_random.integers(2**31)), options=options or None)
+        return obs, {**info, MODEL_OPTION: model}
+
+    def step(self, action) -> tuple[Any, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = self.current.step(action)
+        return obs, reward, terminated, truncated, {**info, MODEL_OPTION: self._model}
+
+    def render(self):
+        return self.current.render() if self._model is not None else None
+
+    def close(self) -> None:
+        for env in self._inner.values():
+            env.close()
+        self._inner.clear()
