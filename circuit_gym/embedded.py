@@ -4,7 +4,7 @@ The bottom layer: tasks (which reference text to use), the ablation engine (whic
 is the default) and model loading all ask "is this an embedded model?", so the answer lives
 here and imports nothing from circuit_gym.
 
-- ``toy``: the default, GPT-2 small's 12 x 12 head grid (run E: copies any token);
+- ``toy``: the default, GPT-2 small's 12 x 12 head grid (run F: copies any token);
 - ``toy_d``: the previous 12 x 12 model (run D: copies only the train third of the ids),
   kept so that the v2 and v3 environment IDs keep their behaviour;
 - ``tiny``: the first embedded model (4 x 4), kept for fast tests and the v0/v1 IDs.

@@ -103,7 +103,7 @@ def copy_pool(tokenizer) -> np.ndarray:
 
 
 def ordinary_token_pool(tokenizer) -> np.ndarray:
-    """Every ordinary (non-special) token id: what run E's random repeats copy (all three thirds)."""
+    """Every ordinary (non-special) token id: what run F's random repeats copy (all three thirds)."""
     return _ordinary_ids(tokenizer, lambda h: True)
 
 
