@@ -248,10 +248,36 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_list(args: argparse.Namespace) -> int:
+    from circuit_gym.envs.registration import FAMILIES, entries, version_notes
+
+    listed = [e for e in entries() if (e.current or args.all) and args.family in (None, e.family.name)]
+    table = [("ID", "model", "tasks", "status")]
+    for e in listed:
+        status = (
+            "current" if e.current else f"{'superseded: builds' if e.superseded else 'older: use'} {e.use}"
+        )
+        table.append((e.id, e.model, ", ".join(e.tasks), status))
+    if not args.all:  # every row is current
+        table = [row[:3] for row in table]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    current = [e for e in listed if e.current]
+    counts = ", ".join(f"{sum(e.family.name == name for e in current)} {family.title}"
+                       for name, family in FAMILIES.items() if args.family in (None, name))  # fmt: skip
+    older = f"{len(listed) - len(current)} older" if args.all else "--all adds the older versions"
+    print(f"{len(current)} current IDs ({counts}); {older}")
+    if args.notes:
+        for family, version in sorted({(e.family.name, e.line.version) for e in listed}):
+            print(f"{family} v{version}: {version_notes(family, version)}")
+    return 0
+
+
 def _default_play_id() -> str:
     from circuit_gym.envs.registration import env_ids
 
-    return next(i for i in env_ids() if i.startswith("CircuitDiscovery-Toy-IOI-"))
+    return next(i for i in env_ids(family="single-head") if i.startswith("CircuitDiscovery-Toy-IOI-"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -409,6 +435,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="train", choices=["train", "eval", "test"])
     p.add_argument("--seed", type=int, default=None, help="reset seed (default: a random episode)")
     p.set_defaults(func=_cmd_play)
+
+    p = sub.add_parser("list", help="the environment IDs: model and tasks, one line each (loads no model)")
+    p.add_argument("--all", action="store_true", help="older and superseded versions too, with the ID to use")
+    p.add_argument("--family", choices=["single-head", "circuit"], default=None, help="one family only")
+    p.add_argument("--notes", action="store_true", help="what each listed version changed")
+    p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser(
         "doctor", help="print versions, device, model files and cache location (for bug reports)"

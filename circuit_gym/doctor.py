@@ -74,6 +74,20 @@ def _cache() -> dict:
             "bytes": sum(p.stat().st_size for p in files)}  # fmt: skip
 
 
+def _environment_ids() -> dict:
+    """How many IDs are registered, current and in all, per family (``circuit-gym list``)."""
+    from circuit_gym.envs.registration import FAMILIES, entries
+
+    every = entries()
+    by_family = {name: {"current": sum(e.current for e in every if e.family.name == name),
+                        "all": sum(e.family.name == name for e in every)} for name in FAMILIES}  # fmt: skip
+    return {
+        "current": sum(f["current"] for f in by_family.values()),
+        "all": len(every),
+        "by_family": by_family,
+    }
+
+
 def report() -> dict:
     """Everything the printout shows, as a dictionary."""
     import circuit_gym
@@ -92,8 +106,16 @@ def report() -> dict:
         "cache": _cache(),
         "environment": {v: os.environ.get(v) for v in ENV_VARS},
         "progress_bars": progress_enabled(),
-        "environment_ids": len(circuit_gym.list_envs()),
+        "environment_ids": _environment_ids(),
     }  # fmt: skip
+
+
+def _format_ids(ids: dict) -> str:
+    from circuit_gym.envs.registration import FAMILIES
+
+    families = ", ".join(f"{n['current']} {FAMILIES[name].title}" for name, n in ids["by_family"].items())
+    return (f"registered environment IDs: {ids['current']} current ({families}), {ids['all']} with the older "
+            f"versions (circuit-gym list [--all])")  # fmt: skip
 
 
 def format_report(r: dict) -> str:
@@ -121,6 +143,6 @@ def format_report(r: dict) -> str:
         "environment: " + (", ".join(f"{k}={v}" for k, v in r["environment"].items() if v is not None) or "none of "
                            + ", ".join(r["environment"]) + " is set"),
         f"progress bars: {'on' if r['progress_bars'] else 'off'} (on in a terminal; CIRCUIT_GYM_PROGRESS=0/1)",
-        f"registered environment IDs: {r['environment_ids']} current (circuit_gym.list_envs())",
+        _format_ids(r["environment_ids"]),
     ]  # fmt: skip
     return "\n".join(lines)

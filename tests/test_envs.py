@@ -19,13 +19,14 @@ from circuit_gym.envs import (
     best_of_k,
     env_ids,
     top_k_heads,
+    version_notes,
 )
 from circuit_gym.envs.features import FEATURE_NAMES, N_FEATURES
 from circuit_gym.leaderboard.benchmark import TRAIN_TASKS
 from circuit_gym.tasks import get_task, list_tasks
 from circuit_gym.tasks.reference import reference_batch
 
-TOY_IDS = [i for i in env_ids() if "-Toy-" in i]
+TOY_IDS = [i for i in env_ids(family="single-head") if "-Toy-" in i]
 SETS = ("Induction", "IOI", "Docstring", "Multi")
 BUILTIN = (
     "induction",
@@ -58,11 +59,12 @@ def test_current_ids_are_registered_and_listed():
     expected = [f"CircuitDiscovery-{m}-InductionSeen-v3" for m in ("Toy", "GPT2")] + [
         f"CircuitDiscovery-{m}-{t}-v4" for m in ("Toy", "GPT2") for t in sets_v4
     ]
-    assert sorted(env_ids()) == sorted(expected)
-    rows = circuit_gym.list_envs()
-    assert [r["id"] for r in rows] == env_ids()
+    assert sorted(env_ids(family="single-head")) == sorted(expected)
+    rows = circuit_gym.list_envs(family="single-head")
+    assert [r["id"] for r in rows] == env_ids(family="single-head")
     for row in rows:
-        assert row["id"] in gym.registry and row["current"] and row["version"] in (3, 4) and row["notes"]
+        assert row["id"] in gym.registry and row["current"] and row["version"] in (3, 4)
+        assert version_notes(row["family"], row["version"])
     # every built-in task has its own ID; Multi samples the benchmark's training tasks
     single = {tuple(r["tasks"]) for r in rows if "-Multi-" not in r["id"]}
     assert single == {(t,) for t in list_tasks() if t in BUILTIN}
@@ -75,7 +77,7 @@ def test_current_ids_are_registered_and_listed():
 
 
 def test_older_multi_ids_keep_their_tasks_and_point_to_the_current_one():
-    older = {r["id"]: r for r in circuit_gym.list_envs(all_versions=True) if "-Toy-Multi-" in r["id"]}
+    older = {r["id"]: r for r in circuit_gym.list_envs(True, "single-head") if "-Toy-Multi-" in r["id"]}
     assert older["CircuitDiscovery-Toy-Multi-v2"]["tasks"] == [
         "agreement",
         "docstring",
@@ -94,11 +96,11 @@ def test_older_multi_ids_keep_their_tasks_and_point_to_the_current_one():
 
 
 def test_v1_ids_keep_the_4x4_model_and_point_to_the_current_ids():
-    v1 = [r for r in circuit_gym.list_envs(all_versions=True) if r["version"] == 1]
+    v1 = [r for r in circuit_gym.list_envs(True, "single-head") if r["version"] == 1]
     assert sorted(r["id"] for r in v1) == sorted(
         f"CircuitDiscovery-{m}-{t}-v1" for m in ("Toy", "GPT2") for t in SETS
     )
-    current = set(env_ids())
+    current = set(env_ids(family="single-head"))
     for row in v1:
         assert row["id"] in gym.registry and not row["current"] and row["use"] in current
         assert row["use"].rpartition("-v")[0] == row["id"].rpartition("-v")[0]
@@ -107,7 +109,7 @@ def test_v1_ids_keep_the_4x4_model_and_point_to_the_current_ids():
 
 
 def test_v0_ids_stay_registered_listed_as_superseded():
-    old = [r for r in circuit_gym.list_envs(all_versions=True) if r["version"] == 0]
+    old = [r for r in circuit_gym.list_envs(True, "single-head") if r["version"] == 0]
     assert sorted(r["id"] for r in old) == sorted(
         f"CircuitDiscovery-{m}-{t}-v0" for m in ("Toy", "GPT2") for t in SETS
     )
@@ -352,8 +354,11 @@ def test_bad_input_to_a_built_environment_is_a_clear_error_and_changes_nothing()
     with pytest.raises(ValueError, match="episode_length"):
         CircuitDiscoveryEnv(model="tiny", pool_size=2, batch_size=2, episode_length=n + 1)
     env.reset(seed=0)
-    for action in (n, -1, 1.5, "3", None, np.array([1, 2]), np.float32(2.0)):
+    for action in (n, -1):
         with pytest.raises(ValueError, match=rf"action must be a head id in \[0, {n}\)"):
+            env.step(action)
+    for action in (1.5, "3", None, np.array([1, 2]), np.float32(2.0)):  # issue 33: a type message
+        with pytest.raises(TypeError, match=rf"action must be one integer .*a head id in \[0, {n}\)"):
             env.step(action)
     _, _, terminated, _, info = env.step(np.int64(3))  # numpy integers are valid actions
     assert not terminated and info["action_mask"].sum() == n - 1  # the refused actions were not steps

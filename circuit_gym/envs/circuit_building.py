@@ -10,14 +10,20 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from circuit_gym.ablation.engine import ABLATIONS, default_ablation
 from circuit_gym.circuits import Circuit, CircuitRunner, faithfulness
-from circuit_gym.envs.circuit_env import _check_choice, reset_choice
+from circuit_gym.envs.arguments import (
+    check_action,
+    check_choice,
+    check_count,
+    check_step_order,
+    check_weight,
+    common_arguments,
+    reset_choice,
+)
 from circuit_gym.envs.features import FEATURE_BOUND, N_STATIC
-from circuit_gym.envs.pool import Episode, shared_model, shared_pool
+from circuit_gym.envs.pool import EnvPools, Episode, shared_model
 from circuit_gym.envs.render import render_grid
 from circuit_gym.heads import head_name
-from circuit_gym.tasks import SPLITS, list_tasks
 
 STARTS = ("empty", "full")
 # Observation columns after the static per-head features.
@@ -38,7 +44,7 @@ CIRCUIT_ORACLE_INFO_KEYS = (
 class CircuitEpisode:
     """One prompt batch's circuit runner, ``m(empty)`` and memoised circuit metrics.
 
-    Holds a reference to its :class:`Episode` so the ``id`` it is keyed by stays unique."""
+    Built once per pool episode (:meth:`Episode.derived`) and freed with it."""
 
     episode: Episode
     runner: CircuitRunner
@@ -72,23 +78,22 @@ class CircuitEpisode:
         return np.array([computed[h] if h in computed else self.memo[h] for h in head_sets], dtype=np.float64)
 
 
-_CIRCUIT_EPISODES: dict[int, CircuitEpisode] = {}
-
-
 def circuit_episode(episode: Episode) -> CircuitEpisode:
-    """The circuit state of a pool episode, built once per process (the runner shares the
-    single-head environment's task engine, so its clean and counterfactual passes run once)."""
-    state = _CIRCUIT_EPISODES.get(id(episode))
-    if state is None or state.episode is not episode:
-        runner = CircuitRunner(episode.scorer.task_engine)
-        empty = Circuit.empty(runner.n_layers, runner.n_heads)
-        state = CircuitEpisode(episode, runner, float(runner.metric([empty])[0]))
-        if not state.full_metric != state.empty_metric:
-            raise RuntimeError(
-                f"task {episode.pool.task.name!r} batch {episode.index}: m(full) == m(empty) "
-                f"({state.full_metric}); faithfulness is undefined on this batch"
-            )
-        _CIRCUIT_EPISODES[id(episode)] = state
+    """The circuit state of a pool episode, built once and kept with the episode, as long as
+    its pool lives (the runner shares the single-head environment's task engine, so its clean
+    and counterfactual passes run once)."""
+    return episode.derived("circuit", _build_circuit_episode)
+
+
+def _build_circuit_episode(episode: Episode) -> CircuitEpisode:
+    runner = CircuitRunner(episode.scorer.task_engine)
+    empty = Circuit.empty(runner.n_layers, runner.n_heads)
+    state = CircuitEpisode(episode, runner, float(runner.metric([empty])[0]))
+    if not state.full_metric != state.empty_metric:
+        raise RuntimeError(
+            f"task {episode.pool.task.name!r} batch {episode.index}: m(full) == m(empty) "
+            f"({state.full_metric}); faithfulness is undefined on this batch"
+        )
     return state
 
 
@@ -115,7 +120,9 @@ class CircuitBuildingEnv(gym.Env):
     the 12 x 12 models, 17 on ``"tiny"``), is STOP. ``info["action_mask"]`` (int8, length
     ``n + 1``) marks the legal actions: heads not yet in the circuit (with ``start="full"``:
     heads still in it) and STOP, always. A masked head is a no-op with reward 0 that still
-    uses a step of the budget.
+    uses a step of the budget. ``action_masks()`` returns the mask as booleans (sb3-contrib's
+    ``MaskablePPO`` reads it). An action is one integer (a Python or numpy integer); anything else
+    is a ``TypeError``.
 
     ## Observation Space
     ``Box(-10, 10, (n_layers * n_heads, 13), float32)``: one row per head. Columns 0-9 are the
@@ -147,7 +154,13 @@ class CircuitBuildingEnv(gym.Env):
     ## Episode End
     Terminated at STOP, when ``budget`` steps have been taken (so the circuit has at most
     ``budget`` heads from empty, at least ``n - budget`` from full), or when no head is left to
-    add (remove). Never truncated.
+    add (remove). Never truncated by the environment itself.
+    Gymnasium's contract after the end: ``step`` after the step that returned
+    ``terminated=True``, or before the first ``reset``, raises :class:`~circuit_gym.envs.arguments.ResetNeededError`
+    (Gymnasium's ``ResetNeeded``, which its ``OrderEnforcing`` wrapper raises for a step before
+    reset; also a ``RuntimeError``). ``spec.max_episode_steps`` is the number of heads of the ID's
+    model, the longest episode there is; ``gymnasium.make``'s ``TimeLimit`` therefore never
+    cuts an episode short (at that length it also sets ``truncated`` on the terminating step).
 
     ## Arguments
     ``gymnasium.make(id, **kwargs)``; bad values raise ``ValueError`` naming the argument.
@@ -188,7 +201,11 @@ class CircuitBuildingEnv(gym.Env):
     - ``top1_hit``: the action was ``oracle_head``.
 
     ## Version History
-    * v0: first release (issue 22).
+    * v0: first release (issue 22). Bug fixes of Gymnasium's contract since, without a version
+      bump: ``step`` after the episode ended raises ``ResetNeededError`` (after STOP it used to
+      return ``terminated=False`` and keep building), so does ``step`` before ``reset`` (a
+      ``RuntimeError`` as before); an action of the wrong type is a ``TypeError`` (it was a range
+      message); ``spec.max_episode_steps`` is set (the number of heads); ``action_masks()``.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -197,29 +214,11 @@ class CircuitBuildingEnv(gym.Env):
                  start: str = "empty", alpha: float = 0.01, budget: int = 16, ablation: str | None = None,
                  batch_size: int = 8, pool_size: int = 32, cache: bool = True, model_path: str | None = None,
                  render_mode: str | None = None, oracle_info: bool = True, device: str = "cpu") -> None:  # fmt: skip
-        tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
-        _check_choice("split", split, SPLITS)
-        _check_choice("start", start, STARTS)
-        ablation = default_ablation(model) if ablation is None else ablation
-        _check_choice("ablation", ablation, ABLATIONS)
-        _check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
-        if not tasks:
-            raise ValueError(f"tasks must name at least one of {list_tasks()}")
-        for t in tasks:
-            _check_choice("tasks", t, tuple(list_tasks()))
-        for name, value in (("budget", budget), ("batch_size", batch_size), ("pool_size", pool_size)):
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if (
-            isinstance(alpha, bool)
-            or not isinstance(alpha, int | float)
-            or not np.isfinite(alpha)
-            or alpha < 0
-        ):
-            raise ValueError(f"alpha must be a finite number >= 0 (faithfulness per head), got {alpha!r}")
-        for name, value in (("cache", cache), ("oracle_info", oracle_info)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name} must be True or False, got {value!r}")
+        tasks, ablation = common_arguments(model, tasks, split, ablation, batch_size, pool_size, cache, oracle_info,
+                                           render_mode, self.metadata["render_modes"])  # fmt: skip
+        check_choice("start", start, STARTS)
+        budget = check_count("budget", budget)
+        alpha = check_weight("alpha", alpha, "faithfulness per head")
 
         self.model = shared_model(model, model_path, device)
         info = self.model.circuit_gym_info
@@ -235,7 +234,12 @@ class CircuitBuildingEnv(gym.Env):
         self.observation_space = spaces.Box(
             -FEATURE_BOUND, FEATURE_BOUND, (self.n_total, N_CIRCUIT_FEATURES), np.float32
         )
+        # The pools this environment uses, held while it lives (freed with it); lam=1 and the
+        # model's reference: the single-head environment's pools of the same settings.
+        self._pools = EnvPools(self.model, self.split, self.batch_size, self.pool_size, None, self.ablation,
+                               1.0, self.cache)  # fmt: skip
         self._state: CircuitEpisode | None = None
+        self._over = False  # the episode ended: step() needs a reset() first
         self._task = tasks[0]
         self._circuit: frozenset[int] = frozenset()
         self._order: list[int] = []  # heads changed, in order
@@ -250,8 +254,7 @@ class CircuitBuildingEnv(gym.Env):
     # ----------------------------------------------------------------- state
     def pool(self, task: str):
         """The task's episode pool, shared with the single-head environment of the same settings."""
-        return shared_pool(self.model, task, self.split, self.batch_size, self.pool_size, None,
-                           self.ablation, 1.0, self.cache)  # fmt: skip
+        return self._pools.get(task)
 
     @property
     def state(self) -> CircuitEpisode:
@@ -292,6 +295,10 @@ class CircuitBuildingEnv(gym.Env):
             mask[self.candidates()] = 1
         mask[self.stop_action] = 1
         return mask
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions as booleans (sb3-contrib's ``MaskablePPO`` convention): ``info["action_mask"]``."""
+        return self.action_mask().astype(bool)
 
     def _changed(self, heads: frozenset[int], head: int) -> frozenset[int]:
         return heads | {head} if self._adding() else heads - {head}
@@ -345,19 +352,15 @@ class CircuitBuildingEnv(gym.Env):
         self._state = circuit_episode(self.pool(task).episode(int(index)))
         self._circuit = frozenset() if self._adding() else frozenset(range(self.n_total))
         self._f = 0.0 if self._adding() else 1.0  # f(empty) = 0 and f(full) = 1 by definition
-        self._order, self._steps = [], 0
+        self._order, self._steps, self._over = [], 0, False
         self._passes, self._oracle_passes, self._tables_counted = SETUP_PASSES, 0, set()
         self._last_action, self._last_gains = None, None
         return self._obs(), self._info()
 
     def step(self, action):
-        if self._state is None:
-            raise RuntimeError("call reset() before step()")
-        if not self.action_space.contains(action):
-            raise ValueError(
-                f"action must be in [0, {self.n_total}] (head id, or {self.n_total} = STOP), got {action!r}"
-            )
-        action = int(action)
+        check_step_order(self._state is not None, self._over)
+        n = self.n_total
+        action = check_action(action, n + 1, f"in [0, {n}] (head id, or {n} = STOP)")
         gains = self.candidate_gains() if self.oracle_info else None
         legal = bool(self.action_mask()[action])
         reward, terminated = 0.0, False
@@ -375,7 +378,7 @@ class CircuitBuildingEnv(gym.Env):
                 self._order.append(action)
                 self._passes += 1
             terminated = self._steps >= self.budget or not self.candidates()
-        self._last_action, self._last_gains = action, gains
+        self._last_action, self._last_gains, self._over = action, gains, terminated
         info = self._info()
         if gains is not None:
             if np.isfinite(gains).any():

@@ -10,12 +10,19 @@ import numpy as np
 from gymnasium import spaces
 
 from circuit_gym.ablation.contrastive import contrastive_reward
-from circuit_gym.ablation.engine import ABLATIONS, default_ablation
+from circuit_gym.envs.arguments import (
+    check_action,
+    check_choice,
+    check_count,
+    check_step_order,
+    check_weight,
+    common_arguments,
+    reset_choice,
+)
 from circuit_gym.envs.features import ABLATED_COLUMN, FEATURE_BOUND, FEATURE_SETS, N_FEATURES, N_STATIC
-from circuit_gym.envs.pool import Episode, shared_model, shared_pool
+from circuit_gym.envs.pool import EnvPools, Episode, shared_model
 from circuit_gym.envs.render import render_grid
 from circuit_gym.heads import head_name
-from circuit_gym.tasks import SPLITS, list_tasks
 from circuit_gym.tasks.reference import REFERENCE_CHOICES
 
 # Fields computed from the oracle (exhaustive) tables, and the task name: HideOracleInfo removes
@@ -41,7 +48,9 @@ class CircuitDiscoveryEnv(gym.Env):
     ## Action Space
     ``Discrete(n_layers * n_heads)``: the flat head id ``layer * n_heads + head`` (144 actions
     on the embedded model and on GPT-2 small, the same ids; 16 on ``"tiny"``). Re-choosing an ablated head is allowed and
-    is a no-op with reward 0; ``info["action_mask"]`` marks the heads still available.
+    is a no-op with reward 0; ``info["action_mask"]`` marks the heads still available
+    (int8), and ``action_masks()`` returns the same as booleans (sb3-contrib's ``MaskablePPO`` reads it).
+    An action is one integer (a Python or numpy integer); anything else is a ``TypeError``.
 
     ## Observation Space
     ``Box(-10, 10, (n_layers * n_heads, 12), float32)``: one row per head. Columns 0-9 are
@@ -80,7 +89,14 @@ class CircuitDiscoveryEnv(gym.Env):
     ``i``). Nothing is ablated at the start.
 
     ## Episode End
-    Terminated after ``episode_length`` steps (no-op steps count). Never truncated.
+    Terminated after ``episode_length`` steps (no-op steps count). Never truncated by the
+    environment itself.
+    Gymnasium's contract after the end: ``step`` after the step that returned
+    ``terminated=True``, or before the first ``reset``, raises :class:`~circuit_gym.envs.arguments.ResetNeededError`
+    (Gymnasium's ``ResetNeeded``, which its ``OrderEnforcing`` wrapper raises for a step before
+    reset; also a ``RuntimeError``). ``spec.max_episode_steps`` is the number of heads of the ID's
+    model, the longest episode there is; ``gymnasium.make``'s ``TimeLimit`` therefore never
+    cuts an episode short (at that length it also sets ``truncated`` on the terminating step).
 
     ## Arguments
     ``gymnasium.make(id, **kwargs)``; bad values raise ``ValueError`` naming the argument.
@@ -126,7 +142,12 @@ class CircuitDiscoveryEnv(gym.Env):
     computation off.
 
     ## Version History
-    * v4: the embedded model ``"toy"`` is retrained (run E) so that its induction circuit copies
+    * Every version, without a version bump (bug fixes of Gymnasium's contract): ``step`` after the
+      end of an episode raises ``ResetNeededError`` (it used to go on, returning new rewards with
+      ``terminated=True``), so does ``step`` before ``reset`` (a ``RuntimeError`` as before); an
+      action of the wrong type is a ``TypeError`` (it was a range message); ``episode_length`` and
+      ``lam`` refuse ``True``; ``spec.max_episode_steps`` is set (the number of heads); ``action_masks()``.
+    * v4: the embedded model ``"toy"`` is retrained (run F) so that its induction circuit copies
       any token, not only the third of the ids its training repeated; ``induction`` passes its
       inclusion gate. Run D's model stays embedded as ``"toy_d"`` behind the v2/v3 Toy IDs,
       which keep their behaviour. ``InductionSeen`` gets no v4 (on the new model it measures
@@ -157,30 +178,13 @@ class CircuitDiscoveryEnv(gym.Env):
                  pool_size: int = 32, cache: bool = True, model_path: str | None = None,
                  reference: str | None = None, render_mode: str | None = None,
                  oracle_info: bool = True, device: str = "cpu", features: str = "attention") -> None:  # fmt: skip
-        tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
-        _check_choice("split", split, SPLITS)
-        _check_choice("features", features, tuple(FEATURE_SETS))
-        ablation = default_ablation(model) if ablation is None else ablation
-        _check_choice("ablation", ablation, ABLATIONS)
+        tasks, ablation = common_arguments(model, tasks, split, ablation, batch_size, pool_size, cache, oracle_info,
+                                           render_mode, self.metadata["render_modes"])  # fmt: skip
+        check_choice("features", features, tuple(FEATURE_SETS))
         if reference is not None:
-            _check_choice("reference", reference, REFERENCE_CHOICES)
-        _check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
-        if not tasks:
-            raise ValueError(f"tasks must name at least one of {list_tasks()}")
-        for t in tasks:
-            _check_choice("tasks", t, tuple(list_tasks()))
-        for name, value in (
-            ("episode_length", episode_length),
-            ("batch_size", batch_size),
-            ("pool_size", pool_size),
-        ):
-            if not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if not isinstance(lam, int | float) or not np.isfinite(lam) or lam < 0:
-            raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
-        for name, value in (("cache", cache), ("oracle_info", oracle_info)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name} must be True or False, got {value!r}")
+            check_choice("reference", reference, REFERENCE_CHOICES)
+        episode_length = check_count("episode_length", episode_length)
+        lam = check_weight("lam", lam)
 
         self.model = shared_model(model, model_path, device)
         info = self.model.circuit_gym_info
@@ -200,7 +204,11 @@ class CircuitDiscoveryEnv(gym.Env):
         self.observation_space = spaces.Box(
             -FEATURE_BOUND, FEATURE_BOUND, (self.n_total, len(FEATURE_SETS[features])), np.float32
         )
+        # The pools this environment uses, held while it lives (freed with it).
+        self._pools = EnvPools(self.model, self.split, self.batch_size, self.pool_size, self.reference,
+                               self.ablation, self.lam, self.cache)  # fmt: skip
         self._episode: Episode | None = None
+        self._over = False  # the episode ended: step() needs a reset() first
         self._task = tasks[0]
         self._ablated: set[int] = set()
         self._steps = 0
@@ -211,8 +219,9 @@ class CircuitDiscoveryEnv(gym.Env):
 
     # ----------------------------------------------------------------- helpers
     def pool(self, task: str):
-        return shared_pool(self.model, task, self.split, self.batch_size, self.pool_size, self.reference,
-                           self.ablation, self.lam, self.cache)  # fmt: skip
+        """The episode pool of the task registered as ``task`` now, shared with every environment of
+        the same settings (and with the circuit-building environment's, at ``lam=1`` and no reference)."""
+        return self._pools.get(task)
 
     def _obs(self) -> np.ndarray:
         obs = np.empty(self.observation_space.shape, dtype=np.float32)
@@ -235,6 +244,10 @@ class CircuitDiscoveryEnv(gym.Env):
         mask = np.ones(self.n_total, dtype=np.int8)
         mask[list(self._ablated)] = 0
         return mask
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions as booleans (sb3-contrib's ``MaskablePPO`` convention): ``info["action_mask"]``."""
+        return self.action_mask().astype(bool)
 
     def _base_info(self) -> dict[str, Any]:
         return {"action_mask": self.action_mask(), "task": self._task, "batch_index": self._episode.index}
@@ -271,17 +284,14 @@ class CircuitDiscoveryEnv(gym.Env):
         task, index = reset_choice(self, options)
         self._task = task
         self._episode = self.pool(task).episode(int(index))
-        self._ablated, self._steps, self._set_reward = set(), 0, 0.0
+        self._ablated, self._steps, self._set_reward, self._over = set(), 0, 0.0, False
         self._damages = (0.0, 0.0)
         self._last_action, self._last_table = None, None
         return self._obs(), self._base_info()
 
     def step(self, action):
-        if self._episode is None:
-            raise RuntimeError("call reset() before step()")
-        if not self.action_space.contains(action):
-            raise ValueError(f"action must be a head id in [0, {self.n_total}), got {action!r}")
-        head = int(action)
+        check_step_order(self._episode is not None, self._over)
+        head = check_action(action, self.n_total, f"a head id in [0, {self.n_total})")
         first = not self._ablated  # S empty: the step's table is the cached single-head table
         # The step's table comes from the state before the action (and, with cache=True,
         # memoises the damages of S + head that the reward below needs).
@@ -312,7 +322,7 @@ class CircuitDiscoveryEnv(gym.Env):
                 oracle_recovery=oracle_recovery(reward, oracle_reward), top1_hit=head == oracle_head,
                 per_head_reward=table.copy(), clean_oracle_head=clean_head, clean_oracle_reward=clean_reward,
             )  # fmt: skip
-        terminated = self._steps >= self.episode_length
+        terminated = self._over = self._steps >= self.episode_length
         return self._obs(), float(reward), terminated, False, info
 
     def render(self) -> str | np.ndarray | None:
@@ -345,26 +355,3 @@ def oracle_recovery(reward: float, oracle_reward: float) -> float:
     from circuit_gym.evaluation import oracle_recovery as definition
 
     return definition(reward, oracle_reward)
-
-
-def reset_choice(env, options: dict | None) -> tuple[str, int]:
-    """The task and pool batch a reset asks for in ``options`` (``task``, ``batch_index``), each
-    drawn from ``env.np_random`` when absent (task first, then batch); unknown options and tasks
-    are clear errors. Shared by the single-head and the circuit-building environments."""
-    options = options or {}
-    unknown = set(options) - {"task", "batch_index"}
-    if unknown:
-        raise ValueError(f"unknown reset options {sorted(unknown)}; allowed: 'task', 'batch_index'")
-    task = options.get("task")
-    if task is None:
-        task = env.tasks[int(env.np_random.integers(len(env.tasks)))]
-    _check_choice("options['task']", task, tuple(list_tasks()))
-    index = options.get("batch_index")
-    if index is None:
-        index = int(env.np_random.integers(env.pool_size))
-    return task, index
-
-
-def _check_choice(name: str, value, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")

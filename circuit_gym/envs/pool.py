@@ -2,14 +2,23 @@
 
 Batch ``i`` of a pool is ``task.batch(model, split, batch_size, seed=i)``, so a pool is
 fully determined by its settings and its sweep tables can be cached on disk. Everything
-expensive about a batch (clean-run features, oracle table, live scorer) is computed
-lazily, once per process; environments with the same settings share one pool, and
-processes share loaded models.
+expensive about a batch (clean-run features, oracle table, live scorer, and what an
+environment derives from it, :meth:`Episode.derived`) is computed lazily, once per pool.
+
+Lifetime: environments with the same settings share one pool while any of them lives
+(:class:`EnvPools` holds an environment's pools; the process-wide table holds them only
+weakly), so a pool and everything computed for its episodes is freed with the last
+environment that used it. A pool is keyed by the task *object*, not its name: re-registering
+a task (``register_task(..., overwrite=True)``) gives the environments a new pool on their
+next reset, built from the new definition. Loaded models are shared per process.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -19,11 +28,12 @@ from circuit_gym.ablation.tables import general_damage, general_engine, sweep_ta
 from circuit_gym.envs.features import FEATURE_BOUND, head_features, prediction_features
 from circuit_gym.models import load_model
 from circuit_gym.tasks import get_task
-from circuit_gym.tasks.base import PromptBatch
+from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import reference_batch
 
-_MODELS: dict[tuple[str, str | None], object] = {}
-_POOLS: dict[tuple, EpisodePool] = {}
+_MODELS: dict[tuple[str, str | None, str], object] = {}
+# Weak values: a pool lives as long as an environment (EnvPools) or a caller holds it.
+_POOLS: weakref.WeakValueDictionary[tuple, EpisodePool] = weakref.WeakValueDictionary()
 
 
 def shared_model(name: str, path: str | None = None, device: str = "cpu"):
@@ -36,7 +46,8 @@ def shared_model(name: str, path: str | None = None, device: str = "cpu"):
 
 def clear_caches() -> None:
     """Forget every model, pool and general-damage sweep held by this process (tests use it
-    to check that results do not depend on what an earlier environment computed)."""
+    to check that results do not depend on what an earlier environment computed); pools that
+    live environments hold stay theirs, but are no longer shared with new ones."""
     from circuit_gym.ablation import tables
 
     _MODELS.clear()
@@ -56,6 +67,14 @@ class Episode:
     _table: SweepTable | None = None
     _scorer: ContrastiveScorer | None = None
     _set_rewards: dict[frozenset[int], tuple[float, float]] = field(default_factory=dict)
+    _derived: dict[str, Any] = field(default_factory=dict)
+
+    def derived(self, key: str, build: Callable[[Episode], Any]) -> Any:
+        """What an environment derives from this batch (the circuit-building runner, causal
+        features, ...): ``build(self)`` once, then kept exactly as long as the episode and its pool."""
+        if key not in self._derived:
+            self._derived[key] = build(self)
+        return self._derived[key]
 
     @property
     def features(self) -> np.ndarray:
@@ -109,9 +128,11 @@ class Episode:
 
 
 class EpisodePool:
-    def __init__(self, model, task: str, split: str, batch_size: int, pool_size: int,
+    """The episodes of one task and split on one model, built on demand (``episode(i)``)."""
+
+    def __init__(self, model, task: str | Task, split: str, batch_size: int, pool_size: int,
                  reference: str | None, ablation: str, lam: float, cache: SweepCache | None) -> None:  # fmt: skip
-        self.model, self.task = model, get_task(task)
+        self.model, self.task = model, get_task(task) if isinstance(task, str) else task
         self.split, self.batch_size, self.pool_size = split, batch_size, pool_size
         self.reference = reference_batch(model, reference)
         self.ablation, self.lam, self.cache = ablation, lam, cache
@@ -126,11 +147,39 @@ class EpisodePool:
         return self._episodes[index]
 
 
-def shared_pool(model, task: str, split: str, batch_size: int, pool_size: int, reference: str | None,
+def shared_pool(model, task: str | Task, split: str, batch_size: int, pool_size: int, reference: str | None,
                 ablation: str, lam: float, cache: bool) -> EpisodePool:  # fmt: skip
-    key = (id(model), model.circuit_gym_info.weights_hash, task, split, batch_size, pool_size, reference,
+    """The pool of these settings that an environment already uses, or a new one. A task name
+    means the task registered under it now. Keyed by the identities of the model and the task
+    object: the pool holds both, so neither id can be reused while its entry exists."""
+    task = get_task(task) if isinstance(task, str) else task
+    key = (id(model), model.circuit_gym_info.weights_hash, id(task), split, batch_size, pool_size, reference,
            ablation, lam, cache)  # fmt: skip
-    if key not in _POOLS:
-        _POOLS[key] = EpisodePool(model, task, split, batch_size, pool_size, reference, ablation, lam,
-                                  SweepCache() if cache else None)  # fmt: skip
-    return _POOLS[key]
+    pool = _POOLS.get(key)
+    if pool is None:
+        pool = EpisodePool(model, task, split, batch_size, pool_size, reference, ablation, lam,
+                           SweepCache() if cache else None)  # fmt: skip
+        _POOLS[key] = pool
+    return pool
+
+
+class EnvPools:
+    """The pools of one environment, one per task it has reset to, held while it lives.
+
+    ``get(name)`` returns the pool of the task registered under ``name`` now: when the task was
+    re-registered since, the old pool is dropped (and freed once no environment holds it)."""
+
+    def __init__(self, model, split: str, batch_size: int, pool_size: int, reference: str | None,
+                 ablation: str, lam: float, cache: bool) -> None:  # fmt: skip
+        self.model = model
+        self._settings = dict(split=split, batch_size=batch_size, pool_size=pool_size, reference=reference,
+                              ablation=ablation, lam=lam, cache=cache)  # fmt: skip
+        self._pools: dict[str, EpisodePool] = {}
+
+    def get(self, name: str) -> EpisodePool:
+        task = get_task(name)
+        pool = self._pools.get(name)
+        if pool is None or pool.task is not task:
+            pool = shared_pool(self.model, task, **self._settings)
+            self._pools[name] = pool
+        return pool

@@ -1,222 +1,323 @@
-"""Gymnasium IDs, registered on ``import circuit_gym``.
+"""Every Gymnasium ID of the package, in one table, registered on ``import circuit_gym``.
 
-``CircuitDiscovery-{model}-{task set}-v{N}``, one row of :data:`VERSIONS` per version.
-Gymnasium's rule: a change of behaviour bumps ``N`` and the old ID keeps working. When
-the old behaviour can no longer be reproduced (v0: the code that defined it is gone), the
-old ID is registered as *superseded*: ``gym.make`` builds the newer version's environment
-and emits a :class:`SupersededEnvWarning` (a ``DeprecationWarning``) naming the ID to use.
+An ID is ``CircuitDiscovery-{model part}-{task part}{family suffix}-v{N}``:
 
-Adding a version is one entry of :data:`VERSIONS` (models, task sets, notes); IDs that a
-version does not define keep their latest earlier version as current. Multi samples
-induction and IOI; the held-out docstring task only when asked
-(``reset(options={"task": "docstring"})`` or ``tasks=[...]``).
+- :data:`FAMILIES`: the kinds of environment, each with its entry point and ID suffix
+  (single-head ablation: no suffix; circuit building: ``-Circuit``);
+- :data:`REGISTRY`: one :class:`Line` per version of a family's IDs: its model parts (ID part
+  -> ``load_model`` name), task parts (ID part -> tasks sampled at reset), notes, the ``make``
+  defaults that pin its behaviour, and ``superseded_by`` when its behaviour cannot be
+  reproduced any more.
+
+**A new model, task set, version or family is a line**, never a code path: e.g. a model
+zoo's ``CircuitDiscovery-Zoo-{Task}-v0`` is ``Line(SINGLE_HEAD, 0, {"Zoo": "<model>"},
+{"IOI": ("ioi",), ...}, "notes")`` appended to :data:`REGISTRY`; a kind of environment with
+its own class is a :class:`Family` plus its lines. ``max_episode_steps`` of a spec is the
+longest episode its environment allows on the line's model (one step per head: the
+number of heads, :func:`model_grid`); a line whose model the table cannot size without
+loading it gives ``max_episode_steps`` itself.
+
+Gymnasium's rule: a change of behaviour bumps ``N`` and the old ID keeps working. IDs a
+version does not define keep their latest earlier version as current. When an old behaviour
+cannot be reproduced (single-head v0: the code that defined it is gone), its IDs are
+registered as *superseded*: ``gym.make`` builds the newer version's environment and emits a
+:class:`SupersededEnvWarning` (a ``DeprecationWarning``) naming the ID to use.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import gymnasium as gym
 
-from circuit_gym.envs.circuit_env import CircuitDiscoveryEnv
-
-ENTRY_POINT = "circuit_gym.envs.circuit_env:CircuitDiscoveryEnv"
-SUPERSEDED_ENTRY_POINT = "circuit_gym.envs.registration:make_superseded"
 PREFIX = "CircuitDiscovery"
+SUPERSEDED_ENTRY_POINT = "circuit_gym.envs.registration:make_superseded"
+# Head grids of models that are not shipped in the package (the embedded ones are read from
+# their config.json): what max_episode_steps needs, without loading the model.
+KNOWN_GRIDS: dict[str, tuple[int, int]] = {"gpt2": (12, 12)}
 
-# The model and task-set parts of the IDs of v0 and v1 (the names of the ID, not of the model):
-# their "Toy" is the 4 x 4 model, now embedded as "tiny".
-MODELS = {"Toy": "tiny", "GPT2": "gpt2"}
-TASK_SETS = {
-    "Induction": ("induction",),
-    "IOI": ("ioi",),
-    "Docstring": ("docstring",),
-    "Multi": ("induction", "ioi"),
-}
-# v2: the 144-head embedded model (run D, embedded as "toy_d" since v4) and every built-in task. Multi samples the training tasks
-# of leaderboard benchmark v3 (the held-out ones only when asked, as before).
+
+@dataclass(frozen=True)
+class Family:
+    """A kind of environment: its registry name, title, class (entry point) and ID suffix."""
+
+    name: str
+    title: str
+    entry_point: str
+    suffix: str = ""
+
+    def env_id(self, model_key: str, task_key: str, version: int) -> str:
+        return f"{PREFIX}-{model_key}-{task_key}{self.suffix}-v{version}"
+
+
+SINGLE_HEAD = Family(
+    "single-head", "single-head ablation", "circuit_gym.envs.circuit_env:CircuitDiscoveryEnv"
+)
+CIRCUIT = Family("circuit", "circuit building", "circuit_gym.envs.circuit_building:CircuitBuildingEnv",
+                 "-Circuit")  # fmt: skip
+FAMILIES: dict[str, Family] = {f.name: f for f in (SINGLE_HEAD, CIRCUIT)}
+
+
+@dataclass(frozen=True)
+class Line:
+    """One version of a family's IDs: every (model part, task part) pair of ``models`` x ``task_sets``.
+
+    ``kwargs``: extra ``make`` defaults that pin this version's behaviour; ``superseded_by``:
+    the version whose environment these IDs build (with a warning) because theirs cannot be
+    reproduced; ``max_episode_steps``: only for a model :func:`model_grid` cannot size.
+    """
+
+    family: Family
+    version: int
+    models: Mapping[str, str]
+    task_sets: Mapping[str, tuple[str, ...]]
+    notes: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    superseded_by: int | None = None
+    max_episode_steps: int | None = None
+
+    def id_parts(self) -> list[tuple[str, str]]:
+        return [(m, t) for m in self.models for t in self.task_sets]
+
+
+# ---------------------------------------------------------------- the table's parts
+# v0 and v1: "Toy" is the 4 x 4 model, now embedded as "tiny" (the ID's name, not the model's).
+MODELS_V0 = {"Toy": "tiny", "GPT2": "gpt2"}
+TASK_SETS_V0 = {"Induction": ("induction",), "IOI": ("ioi",), "Docstring": ("docstring",),
+                "Multi": ("induction", "ioi")}  # fmt: skip
+# v2: the 144-head embedded model (run D, embedded as "toy_d" since v4) and every built-in task;
+# Multi samples the training tasks of leaderboard benchmark v3 (held-out ones only when asked).
 MODELS_V2 = {"Toy": "toy_d", "GPT2": "gpt2"}
 TASK_SETS_V2 = {
-    "Induction": ("induction",),
-    "IOI": ("ioi",),
-    "Docstring": ("docstring",),
-    "GreaterThan": ("greater_than",),
-    "Successor": ("successor",),
-    "Pronoun": ("pronoun",),
-    "Agreement": ("agreement",),
-    "Brackets": ("brackets",),
+    "Induction": ("induction",), "IOI": ("ioi",), "Docstring": ("docstring",), "GreaterThan": ("greater_than",),
+    "Successor": ("successor",), "Pronoun": ("pronoun",), "Agreement": ("agreement",), "Brackets": ("brackets",),
     "Multi": ("agreement", "docstring", "greater_than", "pronoun"),
-}
-# v3: the induction_seen task gets IDs, and Multi samples the training tasks of leaderboard
-# benchmark v4 (circuit_gym.leaderboard.benchmark.TRAIN_TASKS). Written out, not imported: a
-# later benchmark that changes them must add a version here (a test compares the two).
+}  # fmt: skip
+# v3: InductionSeen IDs, and Multi samples the training tasks of leaderboard benchmark v4.
+# Written out, not imported: a later benchmark that changes them must add a version (a test
+# compares them with circuit_gym.leaderboard.benchmark.TRAIN_TASKS).
 TASK_SETS_V3 = {
     "InductionSeen": ("induction_seen",),
     "Multi": ("agreement", "docstring", "greater_than", "pronoun", "successor"),
 }
-
-# v4: the retrained embedded model (run E, copies any token) as "toy"; every task of v2 again
-# (InductionSeen stays v3 on toy_d: on the new model it measures what Induction measures), and
-# Multi samples the training tasks of leaderboard benchmark v5, written out (a test compares
-# them with circuit_gym.leaderboard.benchmark.TRAIN_TASKS).
+# v4: the retrained embedded model (run F) as "toy"; every task of v2 again (InductionSeen stays
+# v3 on toy_d: on the new model it measures what Induction measures); Multi samples the training
+# tasks of leaderboard benchmark v5.
 MODELS_V4 = {"Toy": "toy", "GPT2": "gpt2"}
-TASK_SETS_V4 = {
-    **{name: tasks for name, tasks in TASK_SETS_V2.items() if name != "Multi"},
-    "Multi": ("agreement", "docstring", "greater_than", "ioi", "pronoun"),
-}
+BENCHMARK_V5_TRAIN_TASKS = ("agreement", "docstring", "greater_than", "ioi", "pronoun")
+TASK_SETS_V4 = {**{k: v for k, v in TASK_SETS_V2.items() if k != "Multi"}, "Multi": BENCHMARK_V5_TRAIN_TASKS}
+# Circuit building v0: one ID per task part of the single-head IDs current when it was
+# released (v4's and InductionSeen), on the current embedded model; Multi = benchmark v5's
+# training tasks.
+CIRCUIT_TASK_SETS_V0 = {**TASK_SETS_V4, "InductionSeen": ("induction_seen",)}
 
-
-@dataclass(frozen=True)
-class Version:
-    """One version of the environment IDs.
-
-    ``models``: ID part -> ``load_model`` name; ``task_sets``: ID part -> tasks sampled at
-    reset; ``kwargs``: extra ``make`` defaults that pin this version's behaviour;
-    ``superseded_by``: set when this version's behaviour cannot be reproduced any more, so
-    its IDs build that version's environment and warn.
-    """
-
-    models: dict[str, str]
-    task_sets: dict[str, tuple[str, ...]]
-    notes: str
-    kwargs: dict = field(default_factory=dict)
-    superseded_by: int | None = None
-
-
-VERSIONS: dict[int, Version] = {
-    0: Version(MODELS, TASK_SETS, "first release", superseded_by=1),
-    1: Version(
-        MODELS,
-        TASK_SETS,
-        "resample ablation by default on the embedded model; IOI batches use one name order each; "
-        "the duplicate-token and induction features are averaged over the queries that have such a key",
-    ),
-    2: Version(
-        MODELS_V2,
-        TASK_SETS_V2,
-        "the embedded model has GPT-2 small's 12 x 12 head grid (144 actions); eight tasks in six "
-        "families; Multi samples the training tasks of leaderboard benchmark v3",
-    ),
-    3: Version(
-        MODELS_V2,
-        TASK_SETS_V3,
-        "InductionSeen IDs (induction over the token ids the embedded model was trained to copy); "
-        "Multi samples the training tasks of leaderboard benchmark v4, which holds induction_seen out",
-    ),
-    4: Version(
-        MODELS_V4,
-        TASK_SETS_V4,
-        "the embedded model is retrained so that its induction circuit copies any token (run E; run D "
-        "stays as toy_d behind the v2/v3 IDs): induction passes its inclusion gate; Multi samples the "
-        "training tasks of leaderboard benchmark v5",
-    ),
-}
+REGISTRY: tuple[Line, ...] = (
+    Line(SINGLE_HEAD, 0, MODELS_V0, TASK_SETS_V0, "first release", superseded_by=1),
+    Line(SINGLE_HEAD, 1, MODELS_V0, TASK_SETS_V0,
+         "resample ablation by default on the embedded model; IOI batches use one name order each; "
+         "the duplicate-token and induction features are averaged over the queries that have such a key"),
+    Line(SINGLE_HEAD, 2, MODELS_V2, TASK_SETS_V2,
+         "the embedded model has GPT-2 small's 12 x 12 head grid (144 actions); eight tasks in six "
+         "families; Multi samples the training tasks of leaderboard benchmark v3"),
+    Line(SINGLE_HEAD, 3, MODELS_V2, TASK_SETS_V3,
+         "InductionSeen IDs (induction over the token ids the embedded model was trained to copy); "
+         "Multi samples the training tasks of leaderboard benchmark v4, which holds induction_seen out"),
+    Line(SINGLE_HEAD, 4, MODELS_V4, TASK_SETS_V4,
+         "the embedded model is retrained so that its induction circuit copies any token (run F; run D "
+         "stays as toy_d behind the v2/v3 IDs): induction passes its inclusion gate; Multi samples the "
+         "training tasks of leaderboard benchmark v5"),
+    Line(CIRCUIT, 0, MODELS_V4, CIRCUIT_TASK_SETS_V0,
+         "first release: add heads from the empty circuit (or remove from the full one) until STOP or the budget"),
+)  # fmt: skip
 
 
 class SupersededEnvWarning(DeprecationWarning):
     """An ID whose version was superseded: it now builds a newer version's environment."""
 
 
-def env_id(model_key: str, task_key: str, version: int) -> str:
-    return f"{PREFIX}-{model_key}-{task_key}-v{version}"
+# ---------------------------------------------------------------- reading the table
+@dataclass(frozen=True)
+class EnvEntry:
+    """One registered ID: its line, parts, model, tasks and status."""
+
+    id: str
+    line: Line
+    model_key: str
+    task_key: str
+    current: bool
+    use: str | None  # not current: the ID to use (superseded: the one it builds)
+
+    @property
+    def family(self) -> Family:
+        return self.line.family
+
+    @property
+    def model(self) -> str:
+        return self.line.models[self.model_key]
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(self.line.task_sets[self.task_key])
+
+    @property
+    def superseded(self) -> bool:
+        return self.line.superseded_by is not None
+
+    def row(self) -> dict:
+        """What :func:`list_envs` returns for this ID (the notes are per version: :func:`version_notes`)."""
+        row = {"id": self.id, "family": self.family.name, "model": self.model, "tasks": list(self.tasks),
+               "version": self.line.version, "current": self.current}  # fmt: skip
+        if self.use is not None:
+            row["use"] = self.use
+        return row
 
 
-def _ids(version: int) -> list[tuple[str, str]]:
-    v = VERSIONS[version]
-    return [(m, t) for m in v.models for t in v.task_sets]
+def _line(family: Family, version: int, key: tuple[str, str]) -> Line:
+    for line in REGISTRY:
+        if line.family == family and line.version == version and key in line.id_parts():
+            return line
+    raise KeyError(f"no {family.name} line v{version} defines {key}")
 
 
-def _current_versions() -> dict[tuple[str, str], int]:
-    """(model part, task part) -> the highest version that defines it and is not superseded."""
-    current: dict[tuple[str, str], int] = {}
-    for version in sorted(VERSIONS):
-        if VERSIONS[version].superseded_by is None:
-            for key in _ids(version):
-                current[key] = version
-    return current
+def _resolve(line: Line, key: tuple[str, str]) -> Line:
+    """Follow ``superseded_by`` to the line whose behaviour an ID of ``line`` now has."""
+    seen: set[int] = set()
+    while line.superseded_by is not None:
+        if line.version in seen:
+            raise RuntimeError(f"superseded_by cycle in REGISTRY at {line.family.name} v{line.version}")
+        seen.add(line.version)
+        line = _line(line.family, line.superseded_by, key)
+    return line
 
 
-def _resolve(version: int) -> int:
-    """Follow ``superseded_by`` to the version whose behaviour an ID now has."""
-    seen = set()
-    while VERSIONS[version].superseded_by is not None:
-        if version in seen:
-            raise RuntimeError(f"superseded_by cycle in VERSIONS at v{version}")
-        seen.add(version)
-        version = VERSIONS[version].superseded_by
-    return version
+def entries() -> list[EnvEntry]:
+    """Every ID of :data:`REGISTRY`, in table order, each with its status."""
+    current: dict[tuple[str, str, str], Line] = {}
+    for line in sorted(REGISTRY, key=lambda line: line.version):
+        if line.superseded_by is None:
+            for key in line.id_parts():
+                current[(line.family.name, *key)] = line
+    out = []
+    for line in REGISTRY:
+        for key in line.id_parts():
+            newest = current[(line.family.name, *key)]
+            use = None
+            if line.superseded_by is not None:
+                use = line.family.env_id(*key, _resolve(line, key).version)
+            elif newest is not line:
+                use = line.family.env_id(*key, newest.version)
+            out.append(EnvEntry(line.family.env_id(*key, line.version), line, *key, use is None, use))
+    return out
 
 
-def list_envs(all_versions: bool = False) -> list[dict]:
-    """The registered IDs with model, tasks, version and notes; current versions only unless
-    ``all_versions`` (then superseded IDs too, with ``current=False`` and ``use`` = the ID to use)."""
-    current = _current_versions()
-    rows = []
-    for version in sorted(VERSIONS):
-        v = VERSIONS[version]
-        for model_key, task_key in _ids(version):
-            is_current = current.get((model_key, task_key)) == version
-            if not (is_current or all_versions):
-                continue
-            row = {
-                "id": env_id(model_key, task_key, version), "model": v.models[model_key],
-                "tasks": list(v.task_sets[task_key]), "version": version, "current": is_current,
-                "notes": v.notes,
-            }  # fmt: skip
-            if not is_current:  # a superseded ID: what it now builds; an older one: the current
-                use = _resolve(version) if v.superseded_by is not None else current[(model_key, task_key)]
-                row["use"] = env_id(model_key, task_key, use)
-            rows.append(row)
-    return rows
+def _selected(all_versions: bool, family: str | None) -> list[EnvEntry]:
+    if family is not None and family not in FAMILIES:
+        raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {family!r}")
+    return [e for e in entries()
+            if (e.current or all_versions) and (family is None or e.family.name == family)]  # fmt: skip
 
 
-def env_ids(all_versions: bool = False) -> list[str]:
-    """The current IDs (every registered one with ``all_versions``)."""
-    return [row["id"] for row in list_envs(all_versions)]
+def list_envs(all_versions: bool = False, family: str | None = None) -> list[dict]:
+    """The registered IDs of every family (or of ``family``: ``"single-head"``, ``"circuit"``):
+    ``id``, ``family``, ``model``, ``tasks``, ``version``, ``current``; current versions only
+    unless ``all_versions`` (then older and superseded IDs too, with ``use`` = the ID to use).
+    What changed in a version: :func:`version_notes`."""
+    return [e.row() for e in _selected(all_versions, family)]
+
+
+def env_ids(all_versions: bool = False, family: str | None = None) -> list[str]:
+    """The IDs of :func:`list_envs`."""
+    return [e.id for e in _selected(all_versions, family)]
+
+
+def version_notes(family: str, version: int) -> str:
+    """What version ``version`` of ``family``'s IDs changed (one note per version, not per ID)."""
+    notes = {line.notes for line in REGISTRY if line.family.name == family and line.version == version}
+    if not notes:
+        raise ValueError(f"no version {version} of the {family!r} IDs")
+    return "; ".join(sorted(notes))
+
+
+def entry(env_id: str) -> EnvEntry:
+    """The registry entry of an ID (ValueError for an ID this package does not define)."""
+    for e in entries():
+        if e.id == env_id:
+            return e
+    raise ValueError(f"not an ID of this package: {env_id!r} (see circuit_gym.list_envs(all_versions=True))")
+
+
+def model_grid(model: str) -> tuple[int, int]:
+    """(layers, heads per layer) of a model named in the table, without loading it."""
+    from circuit_gym.embedded import is_embedded
+
+    if is_embedded(model):
+        from circuit_gym.models.loading import embedded_dir
+
+        config = json.loads((embedded_dir(model) / "config.json").read_text())
+        return int(config["n_layers"]), int(config["n_heads"])
+    if model in KNOWN_GRIDS:
+        return KNOWN_GRIDS[model]
+    raise ValueError(
+        f"no known head grid for model {model!r}: give its Line max_episode_steps, or add it to KNOWN_GRIDS"
+    )
+
+
+def max_episode_steps(line: Line, model: str) -> int:
+    """The longest episode of an ID: one step per head of its model (both families' episodes
+    end by then: ``episode_length`` and ``budget`` are at most the number of heads)."""
+    if line.max_episode_steps is not None:
+        return line.max_episode_steps
+    layers, heads = model_grid(model)
+    return layers * heads
 
 
 def register_envs() -> None:
-    for version, v in VERSIONS.items():
-        for model_key, task_key in _ids(version):
-            id_ = env_id(model_key, task_key, version)
-            if id_ in gym.registry:
-                continue
-            kwargs = {"model": v.models[model_key], "tasks": v.task_sets[task_key], **v.kwargs}
-            if v.superseded_by is None:
-                gym.register(id=id_, entry_point=ENTRY_POINT, kwargs=kwargs)
-            else:
-                target = VERSIONS[_resolve(version)]
-                kwargs = {"model": target.models[model_key], "tasks": target.task_sets[task_key],
-                          **target.kwargs, "registered_id": id_}  # fmt: skip
-                gym.register(id=id_, entry_point=SUPERSEDED_ENTRY_POINT, kwargs=kwargs)
-    from circuit_gym.envs.circuit_registration import register_circuit_envs  # after the IDs it lists
-
-    register_circuit_envs()
+    """Register every ID of :data:`REGISTRY` not registered yet."""
+    for e in entries():
+        if e.id in gym.registry:
+            continue
+        target = _resolve(e.line, (e.model_key, e.task_key))
+        model = target.models[e.model_key]
+        kwargs = {"model": model, "tasks": tuple(target.task_sets[e.task_key]), **target.kwargs}
+        entry_point = e.family.entry_point
+        if e.superseded:
+            kwargs["registered_id"], entry_point = e.id, SUPERSEDED_ENTRY_POINT
+        gym.register(id=e.id, entry_point=entry_point, kwargs=kwargs,
+                     max_episode_steps=max_episode_steps(target, model))  # fmt: skip
 
 
-def make_superseded(registered_id: str, **kwargs) -> CircuitDiscoveryEnv:
+def make_superseded(registered_id: str, **kwargs) -> gym.Env:
     """Entry point of a superseded ID: warn, then build the environment of the version it
     now behaves as (``kwargs`` are that version's)."""
-    name, sep, version = registered_id.rpartition("-v")
-    if not (sep and name.startswith(PREFIX) and version.isdigit()):
-        raise ValueError(f"not an ID of this package: {registered_id!r}")
-    now = _resolve(int(version))
-    new_id = f"{name}-v{now}"
+    e = entry(registered_id)
+    if not e.superseded:
+        raise ValueError(f"{registered_id} is not superseded; make it with gymnasium.make")
+    now = _resolve(e.line, (e.model_key, e.task_key))
+    new_id = e.use
     warnings.warn(
         f"{registered_id} is deprecated: its original behaviour cannot be reproduced, so it now "
-        f"builds exactly the {new_id} environment (v{now}: {VERSIONS[now].notes}). "
-        f"Use {new_id}; results made with it are v{now} results.",
+        f"builds exactly the {new_id} environment (v{now.version}: {now.notes}). "
+        f"Use {new_id}; results made with it are v{now.version} results.",
         SupersededEnvWarning,
         stacklevel=_caller_stacklevel(),
     )
-    return CircuitDiscoveryEnv(**kwargs)
+    return gym.envs.registration.load_env_creator(e.family.entry_point)(**kwargs)
 
 
-# gym.make reads the entry point's metadata to validate render_mode (and to apply its
-# human/_list rendering wrappers); give the function the class's.
-make_superseded.metadata = CircuitDiscoveryEnv.metadata
+def _class_metadata() -> dict:
+    # gym.make reads the entry point's metadata to validate render_mode (and to apply its
+    # human/_list rendering wrappers); every family's class declares the same render modes.
+    from circuit_gym.envs.circuit_env import CircuitDiscoveryEnv
+
+    return CircuitDiscoveryEnv.metadata
+
+
+make_superseded.metadata = _class_metadata()  # type: ignore[attr-defined]
 
 
 def _caller_stacklevel() -> int:
@@ -229,3 +330,20 @@ def _caller_stacklevel() -> int:
             return level
         frame, level = frame.f_back, level + 1
     return 2
+
+
+# ---------------------------------------------------------------- compatibility views
+# The single-head family's lines by version (the table's first family, as VERSIONS was before
+# the circuit-building IDs joined the table).
+VERSIONS: dict[int, Line] = {line.version: line for line in REGISTRY if line.family == SINGLE_HEAD}
+CIRCUIT_VERSION = max(line.version for line in REGISTRY if line.family == CIRCUIT)
+
+
+def env_id(model_key: str, task_key: str, version: int) -> str:
+    """A single-head ID."""
+    return SINGLE_HEAD.env_id(model_key, task_key, version)
+
+
+def circuit_env_id(model_key: str, task_key: str, version: int = CIRCUIT_VERSION) -> str:
+    """A circuit-building ID (the current version unless ``version``)."""
+    return CIRCUIT.env_id(model_key, task_key, version)

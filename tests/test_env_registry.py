@@ -1,0 +1,137 @@
+"""One table of environment IDs for every family (issue 30): listing, notes once per version,
+a new family or model as one line, no import circle; ``circuit-gym list`` and ``doctor``'s
+counts (issue 33)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import circuit_gym
+from circuit_gym.cli import main
+from circuit_gym.envs import registration
+from circuit_gym.envs.registration import SINGLE_HEAD, Line, env_ids, list_envs, version_notes
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTERED = sorted(i for i in gym.registry if i.startswith("CircuitDiscovery-"))
+
+
+def test_list_envs_covers_every_family_and_every_registered_id():
+    every = list_envs(all_versions=True)
+    assert sorted(r["id"] for r in every) == REGISTERED  # nothing registered is left out
+    current = list_envs()
+    circuit = [r for r in current if r["family"] == "circuit"]
+    single = [r for r in current if r["family"] == "single-head"]
+    assert len(circuit) == len(single) == 20 and len(current) == 40
+    assert all(r["id"].endswith("-Circuit-v0") for r in circuit)
+    assert env_ids() == [r["id"] for r in current] and circuit_gym.list_envs() == current
+    assert env_ids(family="circuit") == [r["id"] for r in circuit]
+    for row in every:  # every row is short: the version's note is not repeated in each
+        assert set(row) <= {"id", "family", "model", "tasks", "version", "current", "use"}
+        assert ("use" in row) == (not row["current"]) and len(json.dumps(row)) < 250
+    with pytest.raises(ValueError, match="family must be one of"):
+        list_envs(family="multi-agent")
+
+
+def test_version_notes_are_per_version():
+    assert "run F" in version_notes("single-head", 4) and "run E" not in version_notes("single-head", 4)
+    assert version_notes("circuit", 0).startswith("first release")
+    with pytest.raises(ValueError, match="no version 9"):
+        version_notes("single-head", 9)
+
+
+def test_the_shim_module_lists_the_circuit_family():
+    from circuit_gym.envs.circuit_registration import VERSION, circuit_env_id, list_circuit_envs
+
+    assert [r["id"] for r in list_circuit_envs()] == env_ids(family="circuit")
+    assert circuit_env_id("Toy", "Multi") == f"CircuitDiscovery-Toy-Multi-Circuit-v{VERSION}"
+
+
+def test_a_new_model_family_is_one_line(monkeypatch):
+    """What another helper does to add e.g. a model zoo's IDs: append a Line; nothing else."""
+    line = Line(
+        SINGLE_HEAD, 0, {"TestZoo": "tiny"}, {"IOI": ("ioi",), "Pair": ("ioi", "induction")}, "a test line"
+    )
+    monkeypatch.setattr(registration, "REGISTRY", (*registration.REGISTRY, line))
+    new = ["CircuitDiscovery-TestZoo-IOI-v0", "CircuitDiscovery-TestZoo-Pair-v0"]
+    try:
+        registration.register_envs()
+        assert [r["id"] for r in list_envs() if "TestZoo" in r["id"]] == new
+        spec = gym.spec(new[1])
+        assert (
+            spec.kwargs == {"model": "tiny", "tasks": ("ioi", "induction")} and spec.max_episode_steps == 16
+        )
+        env = gym.make(new[0], pool_size=2, batch_size=2)
+        _, info = env.reset(seed=0)
+        assert info["task"] == "ioi" and env.action_space.n == 16
+    finally:
+        for env_id in new:
+            gym.registry.pop(env_id, None)
+
+
+def test_a_model_the_table_cannot_size_needs_max_episode_steps(monkeypatch):
+    line = Line(SINGLE_HEAD, 0, {"Unsized": "some-hub-model"}, {"IOI": ("ioi",)}, "a test line")
+    monkeypatch.setattr(registration, "REGISTRY", (*registration.REGISTRY, line))
+    with pytest.raises(ValueError, match="max_episode_steps"):
+        registration.register_envs()
+    gym.registry.pop("CircuitDiscovery-Unsized-IOI-v0", None)
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+    return names
+
+
+def test_no_import_circle_between_the_registration_modules():
+    envs = ROOT / "circuit_gym" / "envs"
+    assert "circuit_gym.envs.circuit_registration" not in _imports(envs / "registration.py")
+    assert "circuit_gym.envs.registration" in _imports(envs / "circuit_registration.py")
+
+
+# ------------------------------------------------------------------ command line
+def test_circuit_gym_list_prints_one_line_per_current_id(capsys):
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header, rows, footer = lines[0].split(), lines[1:-1], lines[-1]
+    assert header == ["ID", "model", "tasks"]
+    current = list_envs()
+    assert [line.split()[0] for line in rows] == [r["id"] for r in current]
+    for line, row in zip(rows, current, strict=True):
+        assert line.split(None, 2)[1:] == [row["model"], ", ".join(row["tasks"])]
+    assert footer.startswith("40 current IDs (20 single-head ablation, 20 circuit building)")
+
+
+def test_circuit_gym_list_all_shows_older_and_superseded_ids(capsys):
+    assert main(["list", "--all", "--family", "single-head", "--notes"]) == 0
+    out = capsys.readouterr().out
+    ids = [line.split()[0] for line in out.splitlines()[1:] if line.startswith("CircuitDiscovery-")]
+    assert ids == env_ids(all_versions=True, family="single-head")
+    v0 = next(line for line in out.splitlines() if line.startswith("CircuitDiscovery-Toy-IOI-v0 "))
+    assert v0.endswith("superseded: builds CircuitDiscovery-Toy-IOI-v1")
+    v2 = next(line for line in out.splitlines() if line.startswith("CircuitDiscovery-Toy-IOI-v2 "))
+    assert v2.endswith("older: use CircuitDiscovery-Toy-IOI-v4")
+    assert f"single-head v4: {version_notes('single-head', 4)}" in out
+
+
+def test_doctor_counts_every_registered_id(capsys):
+    assert main(["doctor", "--json"]) == 0
+    ids = json.loads(capsys.readouterr().out)["environment_ids"]
+    assert ids["all"] == len(REGISTERED)  # counted independently, from gymnasium's registry
+    assert ids["current"] == 40 == sum(f["current"] for f in ids["by_family"].values())
+    assert ids["by_family"]["circuit"] == {
+        "current": 20,
+        "all": sum(i.endswith("-Circuit-v0") for i in REGISTERED),
+    }
+    assert main(["doctor"]) == 0
+    assert "registered environment IDs: 40 current (20 single-head ablation, 20 circuit building), " in (
+        capsys.readouterr().out
+    )
