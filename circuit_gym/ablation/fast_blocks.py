@@ -63,15 +63,56 @@ class FastBlocks:
         """The residual stream after the last block, from ``resid`` entering block ``layer``;
         ``z_hooks[l]`` edit block ``l``'s per-head outputs as ``hook_z`` hooks would."""
         x = resid
-        batch, seq, d_model = resid.shape
         for index in range(layer, len(self.layers)):
-            w = self.layers[index]
-            shape, weight, bias, eps = w["ln"]
-            h = F.layer_norm(x, shape, weight, bias, eps).reshape(batch * seq, d_model)
-            qkv = torch.addmm(w["b_QKV"], h, w["W_QKV"]).view(batch, seq, 3, *w["shape"])
-            q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each [batch, head, seq, d_head]
-            z = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)  # [b, t, head, e]
+            z = self.attend(index, self.normed(index, x), x.shape[0])
             for hook in z_hooks.get(index, []):
                 z = hook(z)
-            x = x + torch.addmm(w["b_O"], z.reshape(batch * seq, -1), w["W_O"]).view(batch, seq, d_model)
+            x = self.add_output(index, x, z)
         return x
+
+    def normed(self, index: int, x: torch.Tensor) -> torch.Tensor:
+        """Block ``index``'s LayerNorm of ``x`` [batch, seq, d_model], as [batch * seq, d_model]."""
+        shape, weight, bias, eps = self.layers[index]["ln"]
+        return F.layer_norm(x, shape, weight, bias, eps).reshape(-1, x.shape[-1])
+
+    def attend(
+        self, index: int, h: torch.Tensor, batch: int, heads: tuple[int, ...] | None = None
+    ) -> torch.Tensor:
+        """Per-head outputs ``z`` [batch, seq, len(heads), d_head] of block ``index`` from its
+        normalised input ``h`` [batch * seq, d_model]: every head, or only ``heads`` (their
+        Q/K/V columns of the same weights; each head's attention is computed on its own, so a
+        head's ``z`` does not depend on which other heads are computed with it)."""
+        w = self.layers[index]
+        n_heads, d_head = w["shape"]
+        if heads is None:
+            weight, bias, n = w["W_QKV"], w["b_QKV"], n_heads
+        else:
+            weight, bias = self._qkv_columns(index, heads)
+            n = len(heads)
+        qkv = torch.addmm(bias, h, weight).view(batch, -1, 3, n, d_head)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each [batch, head, seq, d_head]
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)  # [b, t, head, e]
+
+    def add_output(self, index: int, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """``x`` plus block ``index``'s attention output from every head's ``z``."""
+        return x + self.output(index, z)
+
+    def output(self, index: int, z: torch.Tensor) -> torch.Tensor:
+        """Block ``index``'s attention output [batch, seq, d_model] from ``z`` [batch, seq, head, d_head]."""
+        w = self.layers[index]
+        batch, seq = z.shape[:2]
+        return torch.addmm(w["b_O"], z.reshape(batch * seq, -1), w["W_O"]).view(batch, seq, -1)
+
+    def _qkv_columns(self, index: int, heads: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The Q/K/V weight columns and biases of ``heads`` only, ordered as in ``W_QKV``."""
+        w = self.layers[index]
+        cache = w.setdefault("columns", {})
+        if heads not in cache:
+            n_heads, d_head = w["shape"]
+            idx = torch.tensor(heads, device=w["W_QKV"].device)
+            weight = (
+                w["W_QKV"].view(-1, 3, n_heads, d_head).index_select(2, idx).reshape(w["W_QKV"].shape[0], -1)
+            )
+            bias = w["b_QKV"].view(3, n_heads, d_head).index_select(1, idx).reshape(-1)
+            cache[heads] = (weight.contiguous(), bias.contiguous())
+        return cache[heads]

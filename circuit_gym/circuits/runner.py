@@ -13,37 +13,64 @@ Several circuits are run in one pass, stacked along the batch as the engine's sw
 single-head ablations: copy ``i`` of the batch runs circuit ``i``. The pass starts at the
 lowest layer any of them ablates, from the cached residual stream, and is cut into chunks
 of at most the engine's ``RESID_BUDGET`` floats.
+
+Replays (``replay``): on attention-only models (the engine's SDPA replay) the default,
+``"masked"``, runs the stack through :func:`~circuit_gym.ablation.masked_replay.replay_masks`:
+one copy per distinct prefix of masks and only the heads some circuit keeps, bit for bit
+the numbers of ``"plain"`` (every block on every copy, ablated heads overwritten), which
+stays as the reference. Other architectures always take the plain path. A runner built
+without a ``replay`` follows ``$CIRCUIT_GYM_REPLAY`` (``masked`` unless set), read at each
+call, so a whole job can be re-run on the reference path: ``CIRCUIT_GYM_REPLAY=plain``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from circuit_gym.ablation.engine import RESID_BUDGET, AblationEngine, Evaluation, default_ablation
+from circuit_gym.ablation.masked_replay import replay_masks
 from circuit_gym.circuits.circuit import Circuit
 from circuit_gym.heads import z_hook
 from circuit_gym.models.loading import model_device
 from circuit_gym.tasks.base import PromptBatch, Task
 
+REPLAYS = ("masked", "plain")
+REPLAY_ENV_VAR = "CIRCUIT_GYM_REPLAY"
+
+
+def check_replay(replay: str) -> str:
+    if replay not in REPLAYS:
+        raise ValueError(f"replay must be one of {REPLAYS}, got {replay!r}")
+    return replay
+
+
+def default_replay() -> str:
+    """``$CIRCUIT_GYM_REPLAY`` when set (checked), else ``"masked"``."""
+    return check_replay(os.environ.get(REPLAY_ENV_VAR) or "masked")
+
 
 class CircuitRunner:
     """Task metric of any circuit on one prompt batch (higher = better behaviour)."""
 
-    def __init__(self, engine: AblationEngine) -> None:
+    def __init__(self, engine: AblationEngine, replay: str | None = None) -> None:
         self.engine = engine
+        self.replay = None if replay is None else check_replay(replay)
         self.n_layers, self.n_heads = engine.n_layers, engine.n_heads
         self.ablation = engine.kind
 
     @classmethod
-    def for_task(cls, model, task: Task, batch: PromptBatch, ablation: str | None = None) -> CircuitRunner:
+    def for_task(cls, model, task: Task, batch: PromptBatch, ablation: str | None = None,
+                 replay: str | None = None) -> CircuitRunner:  # fmt: skip
         """A runner for ``task`` on ``batch``; ``ablation`` defaults to the model's
         (:func:`~circuit_gym.ablation.engine.default_ablation`)."""
         if ablation is None:
             ablation = default_ablation(model.circuit_gym_info.name)
-        return cls(AblationEngine(model, Evaluation.for_task(task, batch, model_device(model)), ablation))
+        engine = AblationEngine(model, Evaluation.for_task(task, batch, model_device(model)), ablation)
+        return cls(engine, replay)
 
     @property
     def full_metric(self) -> float:
@@ -87,6 +114,12 @@ class CircuitRunner:
         ablate = ablate.view(k, self.n_layers, self.n_heads)
         layers = [layer for layer in range(self.n_layers) if bool(ablate[:, layer].any())]
         start = layers[0]
+        engine = self.engine
+        if (self.replay or default_replay()) == "masked" and engine._fast is not None:
+            x = replay_masks(engine._fast, start, engine.resid_pre[start], engine.replacement,
+                             ablate.cpu().numpy())  # fmt: skip
+            per_row = engine._score_rows_chunked(engine.model.ln_final(x[:, engine.ev.positions]))
+            return per_row.view(k, batch).double().cpu().numpy()
         hooks = []
         for layer in layers:
             # [k * batch, 1, head, 1]: copy i of the batch (rows i*batch ...) runs circuit i
