@@ -156,7 +156,7 @@ class CircuitBuildingEnv(gym.Env):
     ``budget`` heads from empty, at least ``n - budget`` from full), or when no head is left to
     add (remove). Never truncated by the environment itself.
     Gymnasium's contract after the end: ``step`` after the step that returned
-    ``terminated=True``, or before the first ``reset``, raises :class:`~circuit_gym.envs.arguments.ResetNeededError`
+    ``terminated=True``, or before the first ``reset``, raises ``circuit_gym.envs.ResetNeededError``
     (Gymnasium's ``ResetNeeded``, which its ``OrderEnforcing`` wrapper raises for a step before
     reset; also a ``RuntimeError``). ``spec.max_episode_steps`` is the number of heads of the ID's
     model, the longest episode there is; ``gymnasium.make``'s ``TimeLimit`` therefore never

@@ -172,14 +172,13 @@ class EnvPools:
     def __init__(self, model, split: str, batch_size: int, pool_size: int, reference: str | None,
                  ablation: str, lam: float, cache: bool) -> None:  # fmt: skip
         self.model = model
-        self._settings = dict(split=split, batch_size=batch_size, pool_size=pool_size, reference=reference,
-                              ablation=ablation, lam=lam, cache=cache)  # fmt: skip
+        self._settings = (split, batch_size, pool_size, reference, ablation, lam, cache)
         self._pools: dict[str, EpisodePool] = {}
 
     def get(self, name: str) -> EpisodePool:
         task = get_task(name)
         pool = self._pools.get(name)
         if pool is None or pool.task is not task:
-            pool = shared_pool(self.model, task, **self._settings)
+            pool = shared_pool(self.model, task, *self._settings)
             self._pools[name] = pool
         return pool

@@ -31,6 +31,7 @@ import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import gymnasium as gym
@@ -114,7 +115,7 @@ TASK_SETS_V4 = {**{k: v for k, v in TASK_SETS_V2.items() if k != "Multi"}, "Mult
 # Circuit building v0: one ID per task part of the single-head IDs current when it was
 # released (v4's and InductionSeen), on the current embedded model; Multi = benchmark v5's
 # training tasks.
-CIRCUIT_TASK_SETS_V0 = {**TASK_SETS_V4, "InductionSeen": ("induction_seen",)}
+CIRCUIT_TASK_SETS_V0 = {"InductionSeen": ("induction_seen",), **TASK_SETS_V4}
 
 REGISTRY: tuple[Line, ...] = (
     Line(SINGLE_HEAD, 0, MODELS_V0, TASK_SETS_V0, "first release", superseded_by=1),
@@ -306,7 +307,9 @@ def make_superseded(registered_id: str, **kwargs) -> gym.Env:
         SupersededEnvWarning,
         stacklevel=_caller_stacklevel(),
     )
-    return gym.envs.registration.load_env_creator(e.family.entry_point)(**kwargs)
+    env = gym.envs.registration.load_env_creator(e.family.entry_point)(**kwargs)
+    assert isinstance(env, gym.Env), f"{e.family.entry_point} did not build a gymnasium.Env"
+    return env
 
 
 def _class_metadata() -> dict:
@@ -323,7 +326,8 @@ make_superseded.metadata = _class_metadata()  # type: ignore[attr-defined]
 def _caller_stacklevel() -> int:
     """The stacklevel of the first frame outside this module and gymnasium, so the warning is
     attributed to (and, for DeprecationWarning in ``__main__``, shown to) the code calling make."""
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if not (module == __name__ or module.startswith("gymnasium")):
