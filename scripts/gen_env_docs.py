@@ -6,7 +6,7 @@
 Modelled on Gymnasium's ``docs/_scripts/gen_mds.py``: everything on a page comes from the
 code, so a page can only go stale by not being regenerated (``tests/test_env_docs.py`` fails
 then). A page holds the ``make`` call, model, tasks with their metric and unit, action and
-observation spaces, the status of the ID and its version history (``VERSIONS`` in
+observation spaces, the status of the ID and its version history (the ``REGISTRY`` table of
 ``circuit_gym/envs/registration.py``), and the environment class docstring's sections
 (description, spaces, rewards, arguments, info).
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import re
 import warnings
 from collections.abc import Callable
@@ -35,7 +34,6 @@ import gymnasium as gym
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "envs"
 IMAGES = OUT / "images"
-GPT2_SMALL_GRID = (12, 12)  # GPT-2 small's layers x heads (the GPT2 IDs' model)
 DOCSTRING_SECTIONS = ("Description", "Action Space", "Observation Space", "Rewards", "Starting State",
                       "Episode End", "Arguments", "Info")  # fmt: skip
 
@@ -44,29 +42,26 @@ DOCSTRING_SECTIONS = ("Description", "Action Space", "Observation Space", "Rewar
 class Family:
     """One kind of environment: its IDs, class, spaces and how its picture's episode is played."""
 
-    title: str
+    name: str  # the registry's family (circuit_gym.envs.registration.FAMILIES)
     cls: type
-    rows: Callable[[], list[dict]]
     action: Callable[[int, int], str]  # (heads in total, heads per layer) -> action space text
     observation: Callable[[int], str]  # heads in total -> observation space text
     reward: str
     episode: str  # what the picture's episode did
     play: Callable[[gym.Env], None]  # plays that episode after reset(seed=0)
 
+    @property
+    def title(self) -> str:
+        from circuit_gym.envs.registration import FAMILIES
 
-def _single_head_rows() -> list[dict]:
-    from circuit_gym.envs.registration import VERSIONS, list_envs
+        return FAMILIES[self.name].title
 
-    rows = list_envs(all_versions=True)
-    for row in rows:
-        row["superseded"] = VERSIONS[row["version"]].superseded_by is not None
-    return rows
+    def rows(self) -> list[dict]:
+        """Every ID of the family (older versions too), with its version's notes."""
+        from circuit_gym.envs.registration import entries
 
-
-def _circuit_rows() -> list[dict]:
-    from circuit_gym.envs.circuit_registration import list_circuit_envs
-
-    return [{**row, "current": True, "superseded": False} for row in list_circuit_envs()]
+        return [{**e.row(), "notes": e.line.notes, "superseded": e.superseded}
+                for e in entries() if e.family.name == self.name]  # fmt: skip
 
 
 def _play_single_head(env: gym.Env) -> None:
@@ -84,7 +79,7 @@ def families() -> list[Family]:
 
     bound = f"{FEATURE_BOUND:g}"
     return [
-        Family("single-head ablation", CircuitDiscoveryEnv, _single_head_rows,
+        Family("single-head", CircuitDiscoveryEnv,
                lambda n, heads: f"`Discrete({n})`: head id = layer * {heads} + head",
                lambda n: f"`Box(-{bound}, {bound}, ({n}, {len(FEATURE_SETS['attention'])}), float32)` "
                          f"(`features=\"prediction\"`: ({n}, {len(FEATURE_SETS['prediction'])}))",
@@ -93,7 +88,7 @@ def families() -> list[Family]:
                "then one step that ablates the episode's oracle head (outlined and crossed); colour is each "
                "head's reward for this step (red: ablating it helps, blue: it hurts, white: 0)",
                _play_single_head),
-        Family("circuit building", CircuitBuildingEnv, _circuit_rows,
+        Family("circuit", CircuitBuildingEnv,
                lambda n, heads: f"`Discrete({n + 1})`: head id = layer * {heads} + head adds (removes) that head; "
                                 f"{n} is STOP",
                lambda n: f"`Box(-{bound}, {bound}, ({n}, {N_CIRCUIT_FEATURES}), float32)`",
@@ -106,16 +101,10 @@ def families() -> list[Family]:
 
 
 def model_grid(model: str) -> tuple[int, int]:
-    """(layers, heads) of an ID's model without loading it."""
-    from circuit_gym.embedded import is_embedded
-    from circuit_gym.models.loading import MODELS_DIR
+    """(layers, heads) of an ID's model without loading it (the registry's)."""
+    from circuit_gym.envs.registration import model_grid as grid
 
-    if is_embedded(model):
-        config = json.loads((MODELS_DIR / model / "config.json").read_text())
-        return int(config["n_layers"]), int(config["n_heads"])
-    if model == "gpt2":
-        return GPT2_SMALL_GRID
-    raise ValueError(f"no known head grid for model {model!r}")
+    return grid(model)
 
 
 def docstring_sections(cls: type) -> dict[str, str]:
@@ -137,9 +126,10 @@ def image_source(row: dict) -> tuple[str, str | None]:
         note = f"This ID builds `{env_id}` (see status), so the image is that environment's."
     if "-GPT2-" in env_id:
         toy = env_id.replace("-GPT2-", "-Toy-")
+        layers, heads = model_grid("gpt2")
         note = (f"GPT-2's weights are not available where these pages are generated, so this is the image of "
                 f"`{toy}` (the same tasks and version on the embedded model); a GPT2 ID draws the same "
-                f"{GPT2_SMALL_GRID[0]} x {GPT2_SMALL_GRID[1]} grid from GPT-2's own numbers.")  # fmt: skip
+                f"{layers} x {heads} grid from GPT-2's own numbers.")  # fmt: skip
         env_id = toy
     return env_id, note
 
@@ -192,6 +182,8 @@ def page(family: Family, row: dict, rows: list[dict], image: dict) -> str:
         f"| observation space | {family.observation(n)} |",
         f"| reward | {family.reward} |",
         f"| default ablation | `{default_ablation(row['model'])}` |",
+        f"| max_episode_steps | {gym.spec(row['id']).max_episode_steps} (one step per head: the longest episode; "
+        f"`step` after the end raises `ResetNeeded`) |",
         f"| version | v{row['version']}: {row['notes']} |",
         "", "## Tasks and units", "",
         "| task | family | what it measures | unit of its metric |", "|---|---|---|---|",
