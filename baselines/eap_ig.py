@@ -33,42 +33,16 @@ the ``steps`` values of ``alpha`` are stacked along the batch.
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from circuit_gym.ablation.attribution import attribution_patching
+from circuit_gym.ablation.integrated_gradients import integrated_gradients
 from circuit_gym.circuits import CircuitRunner, Ranking
 from circuit_gym.tasks.base import PromptBatch, Task
 
 
 def eap_ig_scores(runner: CircuitRunner, steps: int = 5) -> np.ndarray:
     """Integrated-gradients attribution of every head (flat ids, float64)."""
-    if int(steps) < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
-    engine, steps = runner.engine, int(steps)
-    ev, model = engine.ev, engine.model
-    batch = ev.tokens.shape[0]
-    alphas = torch.arange(1, steps + 1, dtype=engine.clean_z[0].dtype, device=ev.tokens.device) / steps
-    alpha_rows = alphas.repeat_interleave(batch)[:, None, None, None]  # copy k of the batch: alphas[k]
-    ablated = [z.repeat(steps, 1, 1, 1) for z in engine.replacement]
-    deltas = [torch.zeros_like(z, requires_grad=True) for z in ablated]
-
-    def interpolate(z: torch.Tensor, hook) -> torch.Tensor:
-        layer = int(hook.name.split(".")[1])
-        return ablated[layer] + alpha_rows * (z - ablated[layer]) + deltas[layer]
-
-    with torch.enable_grad():
-        hooks = [(f"blocks.{layer}.attn.hook_z", interpolate) for layer in range(engine.n_layers)]
-        logits = model.run_with_hooks(ev.tokens.repeat(steps, 1), fwd_hooks=hooks)
-        rows = torch.arange(steps * batch, device=ev.tokens.device) % batch
-        # the mean over the stacked batch = the mean over alphas of the batch-mean metric
-        metric = ev.score_rows(logits[:, ev.positions], rows).mean()
-        grads = torch.autograd.grad(metric, deltas)
-    per_layer = []
-    for layer, grad in enumerate(grads):
-        mean_grad = grad.view(steps, batch, *grad.shape[1:]).sum(0)  # sum over alphas of grad/(steps*batch)
-        diff = engine.clean_z[layer] - engine.replacement[layer]
-        per_layer.append((mean_grad * diff).sum(dim=(0, 1, 3)))
-    return torch.cat(per_layer).detach().cpu().numpy().astype(np.float64)
+    return integrated_gradients(runner.engine, steps)
 
 
 def eap_ig_ranking(
