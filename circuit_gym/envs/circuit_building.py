@@ -20,7 +20,8 @@ from circuit_gym.envs.arguments import (
     common_arguments,
     reset_choice,
 )
-from circuit_gym.envs.features import FEATURE_BOUND, N_STATIC
+from circuit_gym.envs.causal_features import CircuitCausalState, episode_causal
+from circuit_gym.envs.features import CIRCUIT_FEATURE_SETS, FEATURE_BOUND, N_STATIC
 from circuit_gym.envs.pool import EnvPools, Episode, shared_model
 from circuit_gym.envs.render import render_grid
 from circuit_gym.heads import head_name
@@ -130,6 +131,11 @@ class CircuitBuildingEnv(gym.Env):
     from the clean run (``circuit_gym.envs.features``); column 10 is 1 for heads in the
     current circuit; column 11 is the current circuit's faithfulness (clipped to [-10, 10]);
     column 12 the fraction of the budget used. Columns 11 and 12 are the same in every row.
+    With ``features="causal"`` the shape is ``(n_layers * n_heads, 20)``: columns 13-19 add each
+    head's attribution-patching and EAP-IG scores under the model's own top-1 vs top-2 margin
+    (a task-free metric), its position in the circuit, the change of faithfulness the last
+    action made, the circuit's faithfulness under the margin metric and its last change, and
+    the steps the budget still allows (``circuit_gym.envs.features`` documents each column).
 
     ## Rewards
     The change of the objective ``J(C) = f(C) - alpha * |C|``: adding head ``h`` gives
@@ -181,6 +187,7 @@ class CircuitBuildingEnv(gym.Env):
     | `render_mode` | `None`, `"ansi"` (one line of text) or `"rgb_array"` (the layer x head grid) | `None` |
     | `oracle_info` | compute the step's exact oracle (one stacked pass over the candidates) | `True` |
     | `device` | torch device of the model | `"cpu"` |
+    | `features` | observation columns: `"attention"` (13) or `"causal"` (20) | `"attention"` |
 
     ## Info
     Every ``reset`` and ``step``: ``faithfulness`` (exact ``f`` of the current circuit, float),
@@ -189,7 +196,9 @@ class CircuitBuildingEnv(gym.Env):
     ``k``; counted as if nothing were memoised, so they measure cost, not cache luck):
     ``forward_passes`` — what the observations and rewards need (:data:`SETUP_PASSES` at
     reset, then one per step that changes the circuit); ``oracle_forward_passes`` — the
-    candidate tables computed (one pass per candidate, once per circuit state).
+    candidate tables computed (one pass per candidate, once per circuit state). With
+    ``features="causal"``, ``forward_passes`` includes the causal columns' forward passes and
+    ``feature_passes`` (``{"forward", "partial", "backward"}``) itemises what they cost.
 
     Unless ``oracle_info=False``, every ``step`` adds the oracle **of the state before the
     step**, computed exactly (every candidate circuit run in one stacked pass):
@@ -213,10 +222,12 @@ class CircuitBuildingEnv(gym.Env):
     def __init__(self, model: str = "toy", tasks: str | Sequence[str] = ("ioi",), split: str = "train",
                  start: str = "empty", alpha: float = 0.01, budget: int = 16, ablation: str | None = None,
                  batch_size: int = 8, pool_size: int = 32, cache: bool = True, model_path: str | None = None,
-                 render_mode: str | None = None, oracle_info: bool = True, device: str = "cpu") -> None:  # fmt: skip
+                 render_mode: str | None = None, oracle_info: bool = True, device: str = "cpu",
+                 features: str = "attention") -> None:  # fmt: skip
         tasks, ablation = common_arguments(model, tasks, split, ablation, batch_size, pool_size, cache, oracle_info,
                                            render_mode, self.metadata["render_modes"])  # fmt: skip
         check_choice("start", start, STARTS)
+        check_choice("features", features, tuple(CIRCUIT_FEATURE_SETS))
         budget = check_count("budget", budget)
         alpha = check_weight("alpha", alpha, "faithfulness per head")
 
@@ -231,9 +242,11 @@ class CircuitBuildingEnv(gym.Env):
         self.render_mode = render_mode
         self.oracle_info = oracle_info  # public, so wrappers can switch the oracle off
         self.action_space = spaces.Discrete(self.n_total + 1)
+        self.features = features
         self.observation_space = spaces.Box(
-            -FEATURE_BOUND, FEATURE_BOUND, (self.n_total, N_CIRCUIT_FEATURES), np.float32
+            -FEATURE_BOUND, FEATURE_BOUND, (self.n_total, len(CIRCUIT_FEATURE_SETS[features])), np.float32
         )
+        self._causal: CircuitCausalState | None = None
         # The pools this environment uses, held while it lives (freed with it); lam=1 and the
         # model's reference: the single-head environment's pools of the same settings.
         self._pools = EnvPools(self.model, self.split, self.batch_size, self.pool_size, None, self.ablation,
@@ -335,14 +348,20 @@ class CircuitBuildingEnv(gym.Env):
         obs[sorted(self._circuit), MEMBER_COLUMN] = 1.0
         obs[:, FAITHFULNESS_COLUMN] = np.clip(self._f, -FEATURE_BOUND, FEATURE_BOUND)
         obs[:, BUDGET_COLUMN] = self._steps / self.budget
+        if self._causal is not None:
+            obs[:, N_CIRCUIT_FEATURES:] = self._causal.columns(self.budget - self._steps)
         return obs
 
     def _info(self) -> dict[str, Any]:
-        return {
+        info = {
             "faithfulness": float(self._f), "circuit_size": len(self._circuit), "action_mask": self.action_mask(),
             "task": self._task, "batch_index": self._state.episode.index,
             "forward_passes": self._passes, "oracle_forward_passes": self._oracle_passes,
         }  # fmt: skip
+        if self._causal is not None:
+            info["forward_passes"] += self._causal.forward_passes()
+            info["feature_passes"] = dict(self._causal.passes)
+        return info
 
     # -------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -355,6 +374,10 @@ class CircuitBuildingEnv(gym.Env):
         self._order, self._steps, self._over = [], 0, False
         self._passes, self._oracle_passes, self._tables_counted = SETUP_PASSES, 0, set()
         self._last_action, self._last_gains = None, None
+        self._causal = None
+        if self.features == "causal":
+            causal = episode_causal(self._state.episode)
+            self._causal = CircuitCausalState(causal, not self._adding(), self.budget, self.n_total)
         return self._obs(), self._info()
 
     def step(self, action):
@@ -366,6 +389,8 @@ class CircuitBuildingEnv(gym.Env):
         reward, terminated = 0.0, False
         if action == self.stop_action:
             terminated = True
+            if self._causal is not None:
+                self._causal.record(None, self._circuit, 0.0, len(self._order))
         else:
             self._steps += 1
             if legal:
@@ -374,9 +399,13 @@ class CircuitBuildingEnv(gym.Env):
                 new_f = float(self._state.faithfulness(metric))
                 sign = 1.0 if self._adding() else -1.0
                 reward = (new_f - self._f) - sign * self.alpha
+                if self._causal is not None:
+                    self._causal.record(action, new, new_f - self._f, len(self._order))
                 self._circuit, self._f = new, new_f
                 self._order.append(action)
                 self._passes += 1
+            elif self._causal is not None:
+                self._causal.record(None, self._circuit, 0.0, len(self._order))
             terminated = self._steps >= self.budget or not self.candidates()
         self._last_action, self._last_gains, self._over = action, gains, terminated
         info = self._info()

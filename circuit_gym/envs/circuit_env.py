@@ -19,6 +19,7 @@ from circuit_gym.envs.arguments import (
     common_arguments,
     reset_choice,
 )
+from circuit_gym.envs.causal_features import episode_causal, single_head_columns, single_head_passes
 from circuit_gym.envs.features import ABLATED_COLUMN, FEATURE_BOUND, FEATURE_SETS, N_FEATURES, N_STATIC
 from circuit_gym.envs.pool import EnvPools, Episode, shared_model
 from circuit_gym.envs.render import render_grid
@@ -63,7 +64,9 @@ class CircuitDiscoveryEnv(gym.Env):
     ``(n_layers * n_heads, 15)``: columns 12-14 add each head's effect on the model's own
     top-1 minus top-2 logit at the final position (direct, and by attribution patching) and
     its general damage (nats on the reference batch); the model's own prediction, never the
-    answer label.
+    answer label. With ``features="causal"`` columns 12-14 are each head's attribution-patching
+    and EAP-IG scores under the model's own top-1 vs top-2 margin at the metric positions (a
+    task-free metric) and the steps left; ``info["feature_passes"]`` counts the passes they cost.
 
     ## Rewards
     The marginal contrastive reward of the step, ``R(S + a) - R(S)``, where ``S`` is the
@@ -117,7 +120,7 @@ class CircuitDiscoveryEnv(gym.Env):
     | `render_mode` | `None`, `"ansi"` (one line of text) or `"rgb_array"` (the layer x head grid) | `None` |
     | `oracle_info` | compute the oracle fields of `info` (see Info) | `True` |
     | `device` | torch device of the model: `"cpu"`, `"cuda"`, `"cuda:1"`, `"mps"` | `"cpu"` |
-    | `features` | observation columns: `"attention"` (12) or `"prediction"` (15) | `"attention"` |
+    | `features` | observation columns: `"attention"` (12), `"prediction"` (15) or `"causal"` (15) | `"attention"` |
 
     ## Info
     Every ``reset`` and ``step``: ``action_mask`` (int8 per head, 1 = not yet ablated),
@@ -231,6 +234,9 @@ class CircuitDiscoveryEnv(gym.Env):
         obs[:, ABLATED_COLUMN + 1] = self._steps / self.episode_length
         if self.features == "prediction":
             obs[:, N_FEATURES:] = self._episode.prediction_features
+        elif self.features == "causal":
+            causal = episode_causal(self._episode)
+            obs[:, N_FEATURES:] = single_head_columns(causal, self.episode_length - self._steps, self.n_total)
         return obs
 
     @property
@@ -250,7 +256,10 @@ class CircuitDiscoveryEnv(gym.Env):
         return self.action_mask().astype(bool)
 
     def _base_info(self) -> dict[str, Any]:
-        return {"action_mask": self.action_mask(), "task": self._task, "batch_index": self._episode.index}
+        info = {"action_mask": self.action_mask(), "task": self._task, "batch_index": self._episode.index}
+        if self.features == "causal":  # what the causal columns cost this episode
+            info["feature_passes"] = single_head_passes(self.ablation)
+        return info
 
     def single_head_rewards(self, heads: Sequence[int]) -> np.ndarray:
         """Marginal reward of ablating each head from the current state (0 for a head already

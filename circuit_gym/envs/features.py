@@ -43,6 +43,44 @@ columns about what each head does to the model's *own* top prediction at the fin
                           the head alone is ablated, nats: the general half of the reward,
                           the same in every episode (it involves no task)
 ====  ==================  ===============================================================
+
+The ``"causal"`` feature set (``features="causal"``, opt-in on every ID of both environments;
+``circuit_gym.envs.causal_features`` computes it, ``info["feature_passes"]`` reports its cost)
+measures each head's causal effect on a **task-free** metric: ``M`` = the clean model's own
+top-1 minus top-2 logit at the task's metric positions (the two token ids fixed on the clean
+run; ``circuit_gym.ablation.margin``), averaged over prompts and positions, never the answer
+label. Head scores are divided by the clean ``M``, so they are fractions of the model's own
+prediction margin. Single-head environment (15 columns, the 12 above first):
+
+====  ==================  ===============================================================
+ 12   margin_attribution  attribution-patching estimate of the drop of ``M`` when the head
+                          alone is ablated (the env's ablation), / clean ``M``
+ 13   margin_eap_ig       EAP-IG score of the head under ``M`` (integrated gradients on the
+                          path from every head ablated to the clean run, 5 steps), / clean ``M``
+ 14   steps_left          actions the episode still allows / number of heads
+====  ==================  ===============================================================
+
+Circuit-building environment (20 columns; 0-9 as above, then its own 10-12: ``member`` = 1 for
+heads in the circuit, ``faithfulness`` = f of the circuit under the task's metric, ``budget_used``
+= steps taken / budget):
+
+====  ==========================  ======================================================
+ 13   margin_attribution          as column 12 of the single-head set
+ 14   margin_eap_ig               as column 13 of the single-head set
+ 15   position                    (i + 1) / budget for the i-th head the episode changed
+                                  (added from empty, removed from full), 0 otherwise
+ 16   faithfulness_change         the change of column 11 the last action made (0 after
+                                  reset, STOP or a no-op)
+ 17   margin_faithfulness         f of the current circuit under ``M``:
+                                  ``(M(C) - M(empty)) / (M(full) - M(empty))``, 0 where
+                                  ``M(full) == M(empty)``
+ 18   margin_faithfulness_change  the change of column 17 the last action made
+ 19   steps_left                  actions the budget still allows / number of heads
+====  ==========================  ======================================================
+
+Column 11 (and so 16) is the environment's own objective, the task metric's faithfulness
+(the reward reveals it as well); every other column is unchanged when only a batch's answer
+labels change (``tests/test_causal_features.py``).
 """
 
 from __future__ import annotations
@@ -62,7 +100,17 @@ N_FEATURES = len(FEATURE_NAMES)
 N_STATIC = N_FEATURES - 2  # the last two change within an episode
 ABLATED_COLUMN = N_STATIC  # the same column in every feature set
 PREDICTION_FEATURE_NAMES = ("top_direct", "top_attribution", "general_damage")
-FEATURE_SETS = {"attention": FEATURE_NAMES, "prediction": FEATURE_NAMES + PREDICTION_FEATURE_NAMES}
+CAUSAL_FEATURE_NAMES = ("margin_attribution", "margin_eap_ig", "steps_left")
+FEATURE_SETS = {"attention": FEATURE_NAMES, "prediction": FEATURE_NAMES + PREDICTION_FEATURE_NAMES,
+                "causal": FEATURE_NAMES + CAUSAL_FEATURE_NAMES}  # fmt: skip
+# The circuit-building environment's columns (its feature sets: "attention" and "causal").
+CIRCUIT_FEATURE_NAMES = FEATURE_NAMES[:N_STATIC] + ("member", "faithfulness", "budget_used")
+CIRCUIT_CAUSAL_NAMES = ("margin_attribution", "margin_eap_ig", "position", "faithfulness_change",
+                        "margin_faithfulness", "margin_faithfulness_change", "steps_left")  # fmt: skip
+CIRCUIT_FEATURE_SETS = {
+    "attention": CIRCUIT_FEATURE_NAMES,
+    "causal": CIRCUIT_FEATURE_NAMES + CIRCUIT_CAUSAL_NAMES,
+}
 FEATURE_BOUND = 10.0
 
 
