@@ -13,8 +13,17 @@ here and imports nothing from circuit_gym.
 from __future__ import annotations
 
 EMBEDDED = ("toy", "toy_d", "tiny")
+# Named sets of embedded models an environment can draw from (``model="zoo"``).
+MODEL_SETS: dict[str, tuple[str, ...]] = {}
 
 
 def is_embedded(name: str) -> bool:
     """Whether ``name`` is a model shipped inside the package (no download, no path)."""
     return name in EMBEDDED
+
+
+def model_set(name: str) -> tuple[str, ...]:
+    """The models of a named set (a single model name is a set of one)."""
+    if name in MODEL_SETS:
+        return MODEL_SETS[name]
+    return (name,)

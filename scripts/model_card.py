@@ -150,12 +150,14 @@ def render_card(model, log: dict, result: dict) -> str:
     ]
     for name, top in result["top_heads"].items():
         lines.append(f"| {name} | " + ", ".join(f"{h} ({r:.2f})" for h, r in top) + " |")
-    lines += ["", "## What was tried", "", WHAT_WAS_TRIED[info.name]]
+    lines += ["", "## What was tried", "", WHAT_WAS_TRIED.get(info.name, WHAT_WAS_TRIED_ZOO)]
     return "\n".join(lines) + "\n"
 
 
 def _training_lines(name: str, setup: dict, last: dict, log: dict) -> list[str]:
     """How the model was trained, from its training log (a fine-tune names the model it started from)."""
+    if setup.get("recipe") == "zoo":
+        return _zoo_training_lines(name, setup, last, log)
     init = setup.get("init_from")
     command = (
         f"- `python scripts/train_toy_model.py --out circuit_gym/models/{name} --work runs/{name} "
@@ -180,6 +182,29 @@ def _training_lines(name: str, setup: dict, last: dict, log: dict) -> list[str]:
         "full mixture. Resumable: checkpoints every few hundred steps.",
     ]
 
+
+def _zoo_training_lines(name: str, setup: dict, last: dict, log: dict) -> list[str]:
+    """A zoo member: the recipe's command, its drawn seed and placement, phases and release."""
+    release = setup.get("release_step")
+    return [
+        f"- `python scripts/train_zoo.py --members {name}` runs `scripts/train_toy_model.py --recipe zoo --seed "
+        f"{setup['seed']} --identity-layers {setup['identity_layers']} --seed-layers {setup['seed_layers']} "
+        f"--steps {setup['steps']} --max-phase1-steps {setup['max_phase1_steps']}` with the zoo's shared tokenizer "
+        f"(SHA-256 `{setup.get('tokenizer_sha256', '?')[:16]}...`; batch {setup['batch_size']} x {setup['n_ctx']} "
+        f"tokens, lr {setup['lr']}): {last['step']} steps in {last['minutes']} min on one CPU thread (another "
+        "member training on the second core). Seed and placement are drawn by `circuit_gym.models.zoo_recipe`.",
+        f"- Layers 0-{setup['identity_layers'] - 1} were held as exact identities (frozen, zero output) until step "
+        f"{release}, then trained with a 300-step learning-rate ramp; phase 1 trained layers "
+        f"{setup['identity_layers']}-{setup['identity_layers'] + setup['seed_layers'] - 1} on random repeats; "
+        f"phase 2 (from step {log['phase_switch_step']}) the stack above the held layers on the full mixture."
+        if setup["identity_layers"]
+        else f"- No held layers (placement stratum 0): phase 1 trained layers 0-{setup['seed_layers'] - 1} on random "
+        f"repeats, phase 2 (from step {log['phase_switch_step']}) the whole stack on the full mixture.",
+    ]
+
+
+WHAT_WAS_TRIED_ZOO = """- One public recipe for every member; what moves the circuits, the attempts and the
+  placement measurement across the zoo: [docs/zoo.md](../../../../docs/zoo.md)."""
 
 WHAT_WAS_TRIED_RUN_F = """- Run D (`toy_d`, kept for the v2/v3 IDs) copied only the third of the token ids its
   training repeated (top-1 1.00 on those, 0.01 on the others), so `induction` failed its gate.
@@ -225,11 +250,17 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--model", default="toy")
+    parser.add_argument(
+        "--path",
+        type=Path,
+        default=None,
+        help="a model directory outside the package (the private model): its card is written there",
+    )
     parser.add_argument("--episodes", type=int, default=48, help="pool episodes per task for the gate")
     parser.add_argument("--top-episodes", type=int, default=8, help="batches of 16 for the top-5 table")
     args = parser.parse_args()
-    directory = embedded_dir(args.model)
-    model = load_model(args.model)
+    directory = args.path or embedded_dir(args.model)
+    model = load_model(args.model, path=args.path)
     behaviour = {}
     for name in default_tasks(args.model):
         try:

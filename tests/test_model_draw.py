@@ -72,3 +72,21 @@ def test_bad_models_are_clear_errors():
         mixed.reset(options={"model": "tiny"})
     with pytest.raises(ValueError, match="model must be one of"):
         mixed.reset(options={"model": "gpt2"})
+
+
+@pytest.mark.parametrize("inner", ["single-head", "circuit"])
+def test_zoo_env_builds_either_family_and_passes_gymnasiums_checker(inner):
+    from gymnasium.utils.env_checker import check_env
+
+    from circuit_gym.envs.model_draw import ZooEnv
+
+    env = ZooEnv(model=("toy", "toy_d"), tasks=("ioi",), inner=inner, split="eval", pool_size=2, batch_size=4)
+    check_env(env, skip_render_check=True)
+    _, info = env.reset(seed=3)
+    assert info["model"] in ("toy", "toy_d")
+    mask = env.action_masks()
+    assert mask.shape == (env.action_space.n,) and mask[:144].all()  # no head chosen yet (circuit: + STOP)
+    assert np.array_equal(mask, env.current.unwrapped.action_masks())
+    env.close()
+    with pytest.raises(ValueError, match="inner must be one of"):
+        ZooEnv(model=("toy",), inner="bandit")

@@ -80,7 +80,7 @@ class ModelDrawEnv(gym.Env):
         return self._inner[self._model]
 
     def action_masks(self) -> np.ndarray:
-        return np.asarray(self.current.unwrapped.action_mask(), dtype=bool)
+        return self.current.unwrapped.action_masks()
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
@@ -109,3 +109,37 @@ class ModelDrawEnv(gym.Env):
         for env in self._inner.values():
             env.close()
         self._inner.clear()
+
+
+class ZooEnv(ModelDrawEnv):
+    """The environment behind the ``CircuitDiscovery-Zoo-*`` IDs: a family's environment (single-head
+    or circuit building) over a set of models, each episode on a model drawn at reset.
+
+    Args:
+        model: a model set of ``circuit_gym.embedded.MODEL_SETS`` (``"zoo"``: the public zoo) or a
+            sequence of model names.
+        tasks: the tasks requested; each model serves those it passes its inclusion gate on
+            (its card, ``circuit_gym.models.cards.gated_tasks``).
+        inner: the family of the per-model environments (``"single-head"`` or ``"circuit"``).
+        **kwargs: every other argument of that family's environment (split, pool_size, ...).
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(self, model: str | Sequence[str] = "zoo", tasks: str | Sequence[str] = ("ioi",),
+                 inner: str = "single-head", **kwargs: Any) -> None:  # fmt: skip
+        from gymnasium.envs.registration import load_env_creator
+
+        from circuit_gym.embedded import model_set
+        from circuit_gym.envs.registration import FAMILIES
+        from circuit_gym.models.cards import gated_tasks
+
+        if inner not in FAMILIES:
+            raise ValueError(f"inner must be one of {sorted(FAMILIES)}, got {inner!r}")
+        models = model_set(model) if isinstance(model, str) else tuple(model)
+        tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
+        creator = load_env_creator(FAMILIES[inner].entry_point)
+        self.inner_family = inner
+        super().__init__(
+            lambda m, ts: creator(model=m, tasks=ts, **kwargs), models, tasks, tasks_of=gated_tasks
+        )
