@@ -206,6 +206,36 @@ def _cmd_lb_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_lb_canary(args: argparse.Namespace) -> int:
+    from circuit_gym.leaderboard.canary import run_canary
+
+    tracks = (args.track,) if args.track else ("single-head", "circuit")
+    found = run_canary(tracks=tracks)
+    for reference, differences in found.items():
+        print(f"{reference}: {'ok' if not differences else 'MOVED'}")
+        for line in differences:
+            print(f"  {line}")
+    moved = [r for r, d in found.items() if d]
+    if moved:
+        print(f"canary: {len(moved)} reference(s) moved: {', '.join(moved)}. If the change of numbers is meant, "
+              "rescore them: circuit-gym leaderboard rescore-references", file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
+def _cmd_lb_rescore_references(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from circuit_gym.leaderboard.rescore import rescore_references
+
+    tracks = (args.track,) if args.track else ("single-head", "circuit")
+    lines = rescore_references(tracks, Path(args.private_seeds) if args.private_seeds else None, args.jobs,
+                               args.require_isolation)  # fmt: skip
+    print("\n".join(lines))
+    print("wrote leaderboard/references.json; review its diff, then run `circuit-gym leaderboard render`")
+    return 0
+
+
 def _cmd_play(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
@@ -426,6 +456,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --rescore: refuse to run a submitted policy without complete isolation (default: on)",
     )  # fmt: skip
     p.set_defaults(func=_cmd_lb_render)
+    p = lb_sub.add_parser(
+        "canary",
+        help="re-score the first episodes of every reference and compare them with the committed rows",
+    )
+    p.add_argument("--track", choices=["single-head", "circuit"], help="one track only (default: both)")
+    p.set_defaults(func=_cmd_lb_canary)
+    p = lb_sub.add_parser(
+        "rescore-references",
+        help="score every reference of leaderboard/references.json again; write its result files and the manifest",
+    )
+    p.add_argument("--track", choices=["single-head", "circuit"], help="one track only (default: both)")
+    p.add_argument("--jobs", type=int, default=1, help="references scored at once (one process each)")
+    p.add_argument(
+        "--private-seeds", metavar="FILE",
+        help="the maintainers' private seed file: the references' private scores are computed on it",
+    )  # fmt: skip
+    p.add_argument(
+        "--require-isolation", action=argparse.BooleanOptionalAction, default=None,
+        help="refuse to run a sandboxed reference without complete isolation (default: on with --private-seeds)",
+    )  # fmt: skip
+    p.set_defaults(func=_cmd_lb_rescore_references)
 
     p = sub.add_parser("play", help="be the policy: pick heads for an episode in the terminal")
     p.add_argument("--env", default=_default_play_id(), help="environment ID (default: %(default)s)")

@@ -1,7 +1,8 @@
 """The leaderboard's benchmark definition: what every entry is scored on.
 
 Changing anything here changes the numbers, so it changes ``BENCHMARK_VERSION``; result
-files scored under another version are refused by the board.
+files scored under another version are refused by the board. The reference entries are listed
+in the reviewed manifest ``leaderboard/references.json`` (``leaderboard/references.py``).
 """
 
 from __future__ import annotations
@@ -40,17 +41,6 @@ KS = (1, 5)
 ABLATION = "resample"  # the embedded model's default (circuit_gym.ablation.default_ablation)
 LAM = 1.0
 PROMPTS_PER_EPISODE = 8
-# Reference entries, recognised by provenance (policy spec, checkpoint and the hash of those
-# files in this checkout; circuit_gym.leaderboard.scorer.reference_name), never by name alone.
-# Checkpoints are relative to the repository root: score the references from there.
-REFERENCE_POLICIES = {
-    "random": ("circuit_gym.baselines.random_policy:make_policy", None),
-    "fixed": ("circuit_gym.baselines.fixed_policy:make_policy", "docs/results/fixed_policy.json"),
-    "greedy": ("builtin:greedy", None),
-    "ppo": ("circuit_gym.baselines.ppo:load_policy", "docs/results/ppo"),
-}
-REFERENCE_ENTRIES = tuple(REFERENCE_POLICIES)
-
 # Limits for a submitted policy, which runs in a child process.
 CALL_TIMEOUT_S = 20.0  # per rank_heads call; importing and building the policy gets 3x this
 MEMORY_LIMIT_MB = 4096  # RLIMIT_DATA of the child: private writable (virtual) memory, not RSS
@@ -91,15 +81,6 @@ CIRCUIT_N_RANDOM = 8
 # public evaluation seeds, and the first 8 seeds of the maintainers' private seed file.
 CIRCUIT_EVAL_SEEDS = EVAL_SEEDS[:8]
 CIRCUIT_PRIVATE_SEEDS = 8
-# Reference entries of the circuit track, recognised by provenance as the single-head ones are.
-# "builtin:..." are white-box solvers of baselines/circuit_solvers.py run in the scorer's process.
-CIRCUIT_REFERENCE_POLICIES = {
-    "greedy_search": ("builtin:greedy_search", None),
-    "attribution": ("builtin:attribution", None),
-    "random": ("circuit_gym.baselines.circuit_random_policy:make_policy", None),
-    "ppo": ("circuit_gym.baselines.circuit_ppo:load_policy", "docs/results/circuit/ppo"),
-}
-CIRCUIT_REFERENCE_ENTRIES = tuple(CIRCUIT_REFERENCE_POLICIES)
 
 
 def circuit_env(model: str = MODEL) -> str:

@@ -1,9 +1,10 @@
 """Build the leaderboard from scorer-written result files only.
 
 Each file is verified before it is shown: its entry name must be valid, its content hash
-must match its content, and its provenance must match the current benchmark (version,
-tasks, split, seeds, ablation, lambda, package version, model weights). A refused file is
-named with the reason and never shown. Every entry's row says how far it was checked:
+must match its content, and it must be current (``leaderboard/protocol.py``: the scorer
+protocol, its track's benchmark definition and the model weights; the package version,
+commit and source hashes are provenance only). A refused file is named with the reason and
+never shown. Every entry's row says how far it was checked:
 
 - ``hash-checked``: content hash and provenance match (anyone can recompute a hash, so this
   proves no more than that the file is internally consistent);
@@ -12,13 +13,14 @@ named with the reason and never shown. Every entry's row says how far it was che
 - ``verified``: rescored, and its private scores (on the maintainers' private seeds) were
   re-computed from a seed file with the recorded SHA-256 and matched.
 
-The reference entries (random, fixed, greedy, PPO) must be present; they are recognised by
-provenance (``scorer.reference_name``), and their names are reserved for them.
+The reference entries (random, fixed, greedy, PPO) must be present; they are the files the
+reviewed manifest names (``leaderboard/references.py``: scores and checkpoint digests), and
+their names are reserved for them.
 
 Result files with ``"track": "circuit"`` (``circuit_gym.leaderboard.circuit_scorer``) are
 checked the same way against the circuit track's definition (``benchmark.circuit_definition``)
-and its references (``benchmark.CIRCUIT_REFERENCE_POLICIES``, required once any circuit entry
-is on the board), and shown in their own "Circuit track" table. Their default place is
+and its references (the manifest's ``circuit`` entries, required once any circuit entry is on
+the board), and shown in their own "Circuit track" table. Their default place is
 ``leaderboard/results/circuit/``.
 """
 
@@ -31,8 +33,18 @@ import numpy as np
 
 import circuit_gym
 from circuit_gym.leaderboard import benchmark as B
+from circuit_gym.leaderboard.compare import differences
 from circuit_gym.leaderboard.html_page import Figure, write_page
-from circuit_gym.leaderboard.scorer import check_name, content_hash, read_private_seeds, reference_name
+from circuit_gym.leaderboard.protocol import stale_reason
+from circuit_gym.leaderboard.provenance import content_hash
+from circuit_gym.leaderboard.references import (
+    Reference,
+    ReferenceMismatchError,
+    References,
+    load_manifest,
+    recognise,
+)
+from circuit_gym.leaderboard.scorer import check_name, read_private_seeds
 from circuit_gym.plots import _pyplot
 from circuit_gym.stats import recovery_difference_ci95
 
@@ -66,18 +78,17 @@ def verify(path: Path, weights_hash: str | None) -> dict:
     track = result.get("track", SINGLE_HEAD)
     if track not in (SINGLE_HEAD, CIRCUIT):
         raise RefusedResultError(f"{path}: unknown track {track!r}")
-    prov = result.get("provenance", {})
-    for key, expected in (B.circuit_definition() if track == CIRCUIT else B.definition()).items():
-        if prov.get(key) != expected:
-            raise RefusedResultError(
-                f"{path}: scored under a different benchmark ({key}: {prov.get(key)!r} != {expected!r})"
-            )
-    if prov.get("package_version") != circuit_gym.__version__:
+    if result.get("status") not in ("scored", "failed"):
         raise RefusedResultError(
-            f"{path}: scored with circuit_gym {prov.get('package_version')}, not {circuit_gym.__version__}"
+            f"{path}: status {result.get('status')!r}: only scored or failed results go on the board "
+            "(a canary's sample run is not an entry)"
         )
-    if weights_hash is not None and prov.get("weights_hash") != weights_hash:
-        raise RefusedResultError(f"{path}: scored on other model weights ({prov.get('weights_hash')})")
+    prov = result.get("provenance")
+    if not isinstance(prov, dict):
+        raise RefusedResultError(f"{path}: no provenance")
+    stale = stale_reason(prov, B.circuit_definition() if track == CIRCUIT else B.definition(), weights_hash)
+    if stale is not None:
+        raise RefusedResultError(f"{path}: {stale}")
     return result
 
 
@@ -87,8 +98,10 @@ def rescore_matches(
     private_seeds: Path | None = None,
     model_path: str | None = None,
     require_isolation: bool = True,
+    reference: Reference | None = None,
 ) -> str:
-    """Re-run the scorer on the recorded policy; refuse unless the scores are identical.
+    """Re-run the scorer on the recorded policy (a reference's: the manifest's policy and
+    checkpoint); refuse unless the scores are the same numbers (``compare.differences``).
 
     A content hash proves a file was not edited by accident, but anyone can recompute
     it; re-scoring is what makes hand-edited numbers impossible to slip in. Returns
@@ -98,11 +111,12 @@ def rescore_matches(
     ``IsolationUnavailableError`` then stops the render: the machine, not the entry, is at fault).
     """
     from circuit_gym.leaderboard.circuit_scorer import score_circuit
-    from circuit_gym.leaderboard.scorer import canonical_json, score
+    from circuit_gym.leaderboard.scorer import score
 
     scorer = score_circuit if result.get("track", SINGLE_HEAD) == CIRCUIT else score  # same arguments
     prov = result["provenance"]
-    policy = prov["policy"]
+    policy = reference.policy if reference is not None else prov["policy"]
+    checkpoint = reference.checkpoint_path() if reference is not None else prov.get("checkpoint")
     builtin = policy.split(":", 1)[1] if policy.startswith("builtin:") else None
     private = result.get("private") or None
     with_private = (
@@ -111,63 +125,62 @@ def rescore_matches(
         and read_private_seeds(private_seeds)[1] == private.get("seed_file_sha256")
     )
     try:
-        fresh = scorer(result["name"], policy_spec=None if builtin else policy, checkpoint=prov.get("checkpoint"),
+        fresh = scorer(result["name"], policy_spec=None if builtin else policy, checkpoint=checkpoint,
                       builtin=builtin, model=prov["model"], model_path=model_path,
                       private_seeds=private_seeds if with_private else None,
                       require_isolation=require_isolation)  # fmt: skip
     except (ImportError, ValueError) as err:  # e.g. the policy's module is gone
         raise RefusedResultError(f"{path}: cannot re-score {policy}: {err}") from None
-    if fresh.get("status") != result.get("status") or canonical_json(fresh.get("scores")) != canonical_json(
-        result.get("scores")
-    ):
-        raise RefusedResultError(f"{path}: re-scoring {policy} gives different scores than the file claims")
-    if fresh["provenance"]["policy_files_hash"] != prov["policy_files_hash"]:
-        raise RefusedResultError(f"{path}: the policy's files changed since it was scored")
+    found = differences(
+        {"status": fresh.get("status"), "scores": fresh.get("scores")},
+        {"status": result.get("status"), "scores": result.get("scores")},
+    )
+    if found:
+        raise RefusedResultError(
+            f"{path}: re-scoring {policy} gives different scores than the file claims ({'; '.join(found[:3])})"
+        )
     if with_private:
-        if canonical_json(fresh.get("private")) != canonical_json(private):
+        found = differences(fresh.get("private"), private, "private")
+        if found:
             raise RefusedResultError(
-                f"{path}: re-scoring {policy} on the private seeds gives different scores than the file claims"
+                f"{path}: re-scoring {policy} on the private seeds gives different scores than the file claims "
+                f"({'; '.join(found[:3])})"
             )
         return "verified"
     return "rescored"
 
 
 def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, private_seeds: Path | None = None,
-            model_path: str | None = None, require_isolation: bool = True,
-            jobs: int = 1) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
+            model_path: str | None = None, require_isolation: bool = True, jobs: int = 1,
+            references: References | None = None) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
     """(scored entries, refusal messages, failure records), in ``paths`` order.
 
     Each returned result gets ``result["board"] = {"check": ..., "reference": name or None}``
     (not part of the file). A name is refused when it repeats an earlier file's, or when it
-    is a reference entry's name but the file's provenance is not that reference's. With
-    ``rescore``, ``jobs`` > 1 re-scores that many entries at once, each in its own process.
+    is a reference entry's name but the file is not the one the manifest (``references``,
+    default ``leaderboard/references.json``) reviewed. With ``rescore``, ``jobs`` > 1 re-scores
+    that many entries at once, each in its own process.
     """
-    from circuit_gym.leaderboard.circuit_scorer import circuit_reference_name
-
+    references = load_manifest() if references is None else references
     pending, refused, seen = [], [], set()
     for path in paths:
         try:
             result = verify(path, weights_hash)
-            track = result.get("track", SINGLE_HEAD)
-            references = B.CIRCUIT_REFERENCE_POLICIES if track == CIRCUIT else B.REFERENCE_POLICIES
             name = result["name"]
-            reference = circuit_reference_name(result) if track == CIRCUIT else reference_name(result)
-            if reference is None and name in references:
-                raise RefusedResultError(
-                    f"{path}: the name {name!r} is reserved for the reference entry, and this file was not "
-                    f"scored with it ({references[name][0]}, its files as in this checkout)"
-                )
-            if (track, name) in seen:
+            try:
+                reference = recognise(result, track(result), references)
+            except ReferenceMismatchError as err:
+                raise RefusedResultError(f"{path}: {err}") from None
+            if (track(result), name) in seen:
                 raise RefusedResultError(f"{path}: another result file already uses the name {name!r}")
         except RefusedResultError as err:
             refused.append(str(err))
             continue
-        seen.add((track, name))
+        seen.add((track(result), name))
         pending.append((path, result, reference))
     if rescore:
-        checks = _rescore_all(
-            [(p, r) for p, r, _ in pending], private_seeds, model_path, require_isolation, jobs
-        )
+        items = [(p, r, references[track(r)][ref] if ref else None) for p, r, ref in pending]
+        checks = _rescore_all(items, private_seeds, model_path, require_isolation, jobs)
     else:
         checks = ["hash-checked"] * len(pending)
     entries, failed = [], []
@@ -181,27 +194,27 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
 
 
 def _rescore_or_refusal(
-    path: Path, result: dict, private_seeds, model_path, require_isolation
+    path: Path, result: dict, reference: Reference | None, private_seeds, model_path, require_isolation
 ) -> str | RefusedResultError:
     try:
-        return rescore_matches(path, result, private_seeds, model_path, require_isolation)
+        return rescore_matches(path, result, private_seeds, model_path, require_isolation, reference)
     except RefusedResultError as err:
         return err
 
 
-def _rescore_all(items: list[tuple[Path, dict]], private_seeds: Path | None, model_path: str | None,
+def _rescore_all(items: list[tuple[Path, dict, Reference | None]], private_seeds: Path | None, model_path: str | None,
                  require_isolation: bool, jobs: int) -> list[str | RefusedResultError]:  # fmt: skip
     """:func:`rescore_matches` of every item (a check, or the refusal); ``jobs`` processes at once.
     Any other error (e.g. isolation unavailable: the machine is at fault) stops the render."""
     args = (private_seeds, model_path, require_isolation)
     if jobs <= 1 or len(items) <= 1:
-        return [_rescore_or_refusal(path, result, *args) for path, result in items]
+        return [_rescore_or_refusal(*item, *args) for item in items]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     # spawn: a fresh interpreter per worker, so no scorer state is shared between entries
     with ProcessPoolExecutor(min(jobs, len(items)), mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_rescore_or_refusal, path, result, *args) for path, result in items]
+        futures = [pool.submit(_rescore_or_refusal, *item, *args) for item in items]
         return [f.result() for f in futures]
 
 
@@ -442,15 +455,17 @@ def circuit_markdown(rows: list[dict]) -> str:
 
 
 def _missing_references(
-    entries: list[dict], references: dict, refused: list[str], what: str, example: str
+    entries: list[dict], references: dict[str, Reference], refused: list[str], what: str
 ) -> None:
     """RefusedResultError unless every reference of ``references`` is among ``entries``."""
     present = {e["board"]["reference"] for e in entries}
     missing = [r for r in references if r not in present]
     if missing:
+        files = ", ".join(references[r].result for r in missing)
         raise RefusedResultError(
-            f"{what}reference entries missing from the board: {missing} (recognised by provenance: policy spec, "
-            f"checkpoint and the hash of those files in this checkout). Score them from the repository root, e.g. {example}"
+            f"{what}reference entries missing from the board: {missing} (the result files the reviewed manifest "
+            f"leaderboard/references.json names: {files}). Rescore them from the repository root with "
+            "`circuit-gym leaderboard rescore-references`"
             + ("" if not refused else "; refused: " + " | ".join(refused))
         )
 
@@ -530,9 +545,10 @@ def _radar(row: dict, path: Path) -> None:
 
 def render(result_paths: list[Path] | None = None, out: Path | None = None, model: str | None = None,
            model_path: str | None = None, rescore: bool = False, private_seeds: Path | None = None,
-           require_isolation: bool = True, jobs: int = 1) -> dict:  # fmt: skip
+           require_isolation: bool = True, jobs: int = 1, references: References | None = None) -> dict:  # fmt: skip
     """Verify results and write the Markdown table, HTML page, bar chart and radar charts.
     ``jobs`` (with ``rescore``): entries re-scored at once, each in its own process.
+    ``references``: the reference manifest (default ``leaderboard/references.json``).
 
     ``private_seeds`` (with ``rescore``): the maintainers' private seed file, to re-compute the
     private scores of the entries scored on it (the same SHA-256) and call them verified.
@@ -545,22 +561,18 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
             "private_seeds only makes sense with rescore=True (the private scores are re-computed)"
         )
     weights = circuit_gym.load_model(model or B.MODEL, path=model_path).circuit_gym_info.weights_hash
+    references = load_manifest() if references is None else references
     entries, refused, failed = collect(
-        paths, weights, rescore, private_seeds, model_path, require_isolation, jobs
+        paths, weights, rescore, private_seeds, model_path, require_isolation, jobs, references
     )
     circuit_entries = [e for e in entries if track(e) == CIRCUIT]
     entries = [e for e in entries if track(e) != CIRCUIT]
     # The single-head references are required unless the board holds circuit entries only.
     single = bool(entries) or not circuit_entries
     if single:
-        _missing_references(entries, B.REFERENCE_POLICIES, refused, "",
-                            "`circuit-gym leaderboard score --name random --policy "
-                            "circuit_gym.baselines.random_policy:make_policy --out leaderboard/results/random.json`")  # fmt: skip
+        _missing_references(entries, references[SINGLE_HEAD], refused, "")
     if circuit_entries:
-        _missing_references(circuit_entries, B.CIRCUIT_REFERENCE_POLICIES, refused, "circuit track: ",
-                            "`circuit-gym leaderboard score --track circuit --name random --policy "
-                            "circuit_gym.baselines.circuit_random_policy:make_policy "
-                            "--out leaderboard/results/circuit/random.json`")  # fmt: skip
+        _missing_references(circuit_entries, references[CIRCUIT], refused, "circuit track: ")
     fixed = next((e for e in entries if e["board"]["reference"] == "fixed"), None)
     rows = rank_rows([{**_row(e), **above_memoriser(e, fixed)} for e in entries])
     crows = rank_circuit_rows([circuit_row(e) for e in circuit_entries])

@@ -45,15 +45,9 @@ from circuit_gym.baselines.circuit_solvers import (
 from circuit_gym.circuits import batch_scores
 from circuit_gym.leaderboard import benchmark as B
 from circuit_gym.leaderboard.isolation import probe
+from circuit_gym.leaderboard.provenance import content_hash, make_provenance
 from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy
-from circuit_gym.leaderboard.scorer import (
-    _in_process_isolation,
-    _round,
-    check_request,
-    content_hash,
-    make_provenance,
-    reference_name,
-)
+from circuit_gym.leaderboard.scorer import _in_process_isolation, _round, check_request, episode_jobs
 from circuit_gym.policy import InvalidActionError, InvalidScoresError, check_action, check_scores
 
 TRACK = "circuit"
@@ -69,12 +63,6 @@ EPISODE_FIELDS = ("order", "circuit_size", "faithfulness", "return", "forward_pa
                   "cpr_random", "cmd_random")  # fmt: skip
 
 
-def circuit_reference_name(result: dict) -> str | None:
-    """The circuit track's reference entry ``result`` is, by provenance (``scorer.reference_name``
-    over ``benchmark.CIRCUIT_REFERENCE_POLICIES``)."""
-    return reference_name(result, B.CIRCUIT_REFERENCE_POLICIES, BUILTIN_CIRCUIT_SOLVERS)
-
-
 def make_circuit_env(model: str, model_path: str | None, seeds, cache: bool = True) -> gym.Env:
     """The circuit track's environment over the test-split pool up to ``max(seeds)``."""
     kwargs = dict(model=model, split=B.SPLIT, pool_size=max(seeds) + 1, batch_size=B.PROMPTS_PER_EPISODE,
@@ -85,13 +73,12 @@ def make_circuit_env(model: str, model_path: str | None, seeds, cache: bool = Tr
     return gym.make(B.circuit_env(model), **kwargs)
 
 
-def _episodes(env: gym.Env, play_one, seeds, name: str, desc: str) -> list[dict]:
-    """One row per (held-out task, seed): ``play_one(task, seed)`` plays it (a row of
+def _episodes(env: gym.Env, play_one, jobs, name: str, desc: str) -> list[dict]:
+    """One row per (held-out task, seed) of ``jobs``: ``play_one(task, seed)`` plays it (a row of
     ``circuit_solvers.play``), then the scorer runs its ranking's curves."""
     from tqdm.auto import tqdm
 
     out = []
-    jobs = [(task, int(seed)) for task in B.HELD_OUT_TASKS for seed in seeds]
     for task, seed in tqdm(jobs, desc=desc, unit="episode", leave=False):  # counts only, never the seeds
         row = play_one(task, seed)
         areas = batch_scores(
@@ -111,7 +98,8 @@ def _summary(episodes: list[dict]) -> dict:
 
 def score_circuit(name: str, policy_spec: str | None = None, checkpoint: str | None = None,
                   builtin: str | None = None, model: str | None = None, model_path: str | None = None,
-                  private_seeds: str | Path | None = None, require_isolation: bool | None = None) -> dict:  # fmt: skip
+                  private_seeds: str | Path | None = None, require_isolation: bool | None = None,
+                  sample: int | None = None) -> dict:  # fmt: skip
     """Score one circuit-building policy on the circuit track; returns the result dict (``track``
     "circuit", ``status`` "scored" or "failed").
 
@@ -119,7 +107,8 @@ def score_circuit(name: str, policy_spec: str | None = None, checkpoint: str | N
     action_mask)`` and ``rank_heads(observation)`` (``circuit_gym.policy.CircuitBuilder``), run
     sandboxed; or ``builtin``: one of :data:`BUILTIN_CIRCUIT_SOLVERS`. ``private_seeds`` and
     ``require_isolation`` as in :func:`circuit_gym.leaderboard.scorer.score`; only the first
-    ``benchmark.CIRCUIT_PRIVATE_SEEDS`` seeds of the file are played.
+    ``benchmark.CIRCUIT_PRIVATE_SEEDS`` seeds of the file are played. ``sample``: the canary's
+    run, as in :func:`~circuit_gym.leaderboard.scorer.score` (status "sample", episode rows only).
     """
     policy_hash, private, require_isolation = check_request(
         name,
@@ -131,13 +120,16 @@ def score_circuit(name: str, policy_spec: str | None = None, checkpoint: str | N
         require_isolation,
         track=" on the circuit track",
     )
+    jobs = episode_jobs(B.CIRCUIT_EVAL_SEEDS, sample)
+    if sample is not None and private is not None:
+        raise ValueError("a sample run (the canary's) does not score private seeds")
     model = model or B.MODEL
     start = time.time()
     env = make_circuit_env(model, model_path, B.CIRCUIT_EVAL_SEEDS)
     result: dict = {
         "name": name, "track": TRACK, "isolation": _in_process_isolation(),
-        "provenance": make_provenance(B.circuit_definition(), env.unwrapped.model, policy_spec, builtin,
-                                      checkpoint, policy_hash),
+        "provenance": make_provenance(B.circuit_definition(), env.unwrapped.model, policy_spec or f"builtin:{builtin}",
+                                      checkpoint, policy_hash, white_box=builtin is not None),
     }  # fmt: skip
     sandbox = None
 
@@ -162,18 +154,21 @@ def score_circuit(name: str, policy_spec: str | None = None, checkpoint: str | N
             result["isolation"] = probe().as_dict()
             sandbox = SandboxedPolicy(policy_spec, checkpoint, timeout_s=B.CALL_TIMEOUT_S, memory_mb=B.MEMORY_LIMIT_MB,
                                       require_isolation=require_isolation, methods=("rank_heads", "act"))  # fmt: skip
-        main = _episodes(env, player(env), B.CIRCUIT_EVAL_SEEDS, name, "circuit track: evaluation seeds")
+        main = _episodes(env, player(env), jobs, name, "circuit track: evaluation seeds")
         if private is not None:
             seeds = private[0][: B.CIRCUIT_PRIVATE_SEEDS]
             # No disk cache: the tables of private batches never reach a file the policy could read.
             private_env = make_circuit_env(model, model_path, seeds, cache=False)
-            hidden = _episodes(private_env, player(private_env), seeds, name, "circuit track: private seeds")
+            hidden = _episodes(private_env, player(private_env), episode_jobs(seeds), name,
+                               "circuit track: private seeds")  # fmt: skip
     except (PolicyFailureError, InvalidScoresError, InvalidActionError) as err:
         result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
     else:
-        summary = _summary(main)
         episodes = [{k: v for k, v in row.items() if k != "solver"} for row in main]
-        result.update(status="scored", scores=_round({"summary": summary, "episodes": episodes}))
+        if sample is not None:
+            result.update(status="sample", scores=_round({"episodes": episodes}))
+        else:
+            result.update(status="scored", scores=_round({"summary": _summary(main), "episodes": episodes}))
         if private is not None:
             result["private"] = {
                 "seed_file_sha256": private[1],

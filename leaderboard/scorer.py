@@ -24,29 +24,27 @@ import hashlib
 import itertools
 import json
 import re
-import subprocess
 import time
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
-import circuit_gym
 from circuit_gym.circuits.preferences import areas_summary, episode_areas
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.leaderboard import benchmark as B
 from circuit_gym.leaderboard.isolation import IsolationUnavailableError, probe
-from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, policy_files, split_spec
+from circuit_gym.leaderboard.provenance import content_hash, files_hash, make_provenance
+from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, split_spec
 from circuit_gym.planning import top_k_heads
 from circuit_gym.policy import InvalidScoresError, check_scores
 
 # Reference solvers that read the task metric and run in-process: name -> the function whose
-# module file names the run in ``policy_files_hash``.
+# module file names the run in ``policy_files_hash`` (provenance only).
 BUILTIN_WHITE_BOX = {"greedy": "circuit_gym.baselines.greedy:attribution_scores"}
 # Entry names become file names (radar charts): letters, digits, '_', '.', '-', no '..'.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _in_process_isolation() -> dict:
@@ -65,74 +63,6 @@ def check_name(name: object) -> str:
             f"with a letter or digit, no '..'), got {name!r}"
         )
     return name
-
-
-def canonical_json(obj) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True)
-
-
-def content_hash(result: dict) -> str:
-    body = {k: v for k, v in result.items() if k != "content_hash"}
-    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
-
-
-def _git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
-        )
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def files_hash(spec: str | None, checkpoint: str | Path | None, base: Path | None = None) -> str:
-    """Hash of the policy's module file(s) and checkpoint, so a result names what was run.
-
-    The module is located without importing it (``sandbox.policy_files``): a wrong path is a
-    ModuleNotFoundError here, and nothing of the submission runs in the scorer's process. A
-    relative ``checkpoint`` is resolved against ``base`` (default: the working directory).
-    """
-    h = hashlib.sha256()
-    if spec:
-        for f in policy_files(spec):
-            h.update(f.read_bytes())
-    if checkpoint:
-        cp = Path(checkpoint)
-        cp = cp if cp.is_absolute() or base is None else base / cp
-        for f in sorted(cp.rglob("*")) if cp.is_dir() else [cp]:
-            if f.is_file() and "tensorboard" not in f.parts:
-                h.update(f.name.encode())
-                h.update(f.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _same_checkpoint(a: str | None, b: str | None) -> bool:
-    """Whether two recorded checkpoints name the same path (relative ones: to the repository root)."""
-    if a is None or b is None:
-        return a is None and b is None
-    return (REPO_ROOT / a).resolve() == (REPO_ROOT / b).resolve()
-
-
-def reference_name(result: dict, references: dict | None = None, builtins: dict | None = None) -> str | None:
-    """The reference entry ``result`` is, judged by provenance, not by its name: the policy spec
-    and checkpoint it was scored with are a reference's (``references``, default
-    ``benchmark.REFERENCE_POLICIES``) and its ``policy_files_hash`` equals the hash of those
-    files in this checkout (a ``builtin:`` reference's: its function's module in ``builtins``,
-    default :data:`BUILTIN_WHITE_BOX`)."""
-    prov = result.get("provenance") or {}
-    references = B.REFERENCE_POLICIES if references is None else references
-    builtins = BUILTIN_WHITE_BOX if builtins is None else builtins
-    for name, (policy, checkpoint) in references.items():
-        if prov.get("policy") != policy or not _same_checkpoint(prov.get("checkpoint"), checkpoint):
-            continue
-        spec = builtins.get(policy.removeprefix("builtin:")) if policy.startswith("builtin:") else policy
-        try:
-            current = files_hash(spec, checkpoint, base=REPO_ROOT)
-        except (ImportError, OSError, ValueError):
-            return None
-        return name if prov.get("policy_files_hash") == current else None
-    return None
 
 
 def read_private_seeds(path: str | Path) -> tuple[tuple[int, ...], str]:
@@ -226,8 +156,18 @@ def _make_env(model: str, model_path: str | None, seeds: tuple[int, ...], cache:
     return HideOracleInfo(gym.make(env_id, **kwargs))
 
 
-def _episodes(env, rank, seeds, prepare=None, desc: str = "scoring", circuits: bool = False) -> list[dict]:
-    """One row per (held-out task, seed). ``prepare(env)`` runs before the counted rank call:
+def episode_jobs(seeds, sample: int | None = None) -> list[tuple[str, int]]:
+    """The (held-out task, seed) episodes of ``seeds`` in scoring order, task by task; with
+    ``sample``, only the first ``sample`` of them (the canary's: a prefix, so a policy that keeps
+    state between calls sees the same calls as in a full run)."""
+    jobs = [(task, int(seed)) for task in B.HELD_OUT_TASKS for seed in seeds]
+    if sample is not None and not 1 <= sample <= len(jobs):
+        raise ValueError(f"sample must be between 1 and {len(jobs)} episodes, got {sample}")
+    return jobs if sample is None else jobs[:sample]
+
+
+def _episodes(env, rank, jobs, prepare=None, desc: str = "scoring", circuits: bool = False) -> list[dict]:
+    """One row per (held-out task, seed) of ``jobs``. ``prepare(env)`` runs before the counted rank call:
     the environment's own per-episode state a white-box solver reads (not its compute).
     ``circuits``: also the CPR and CMD of the circuits the scores propose, run by the scorer
     (``circuit_gym.baselines.circuit_scoring.episode_areas``; not counted as the solver's passes)."""
@@ -236,7 +176,6 @@ def _episodes(env, rank, seeds, prepare=None, desc: str = "scoring", circuits: b
     base = env.unwrapped
     counter = PassCounter(base.model)
     out = []
-    jobs = [(task, seed) for task in B.HELD_OUT_TASKS for seed in seeds]
     for task, seed in tqdm(jobs, desc=desc, unit="episode", leave=False):  # counts only, never the seeds
         obs, _ = env.reset(options={"task": task, "batch_index": int(seed)})
         if prepare is not None:
@@ -302,6 +241,29 @@ def _round(obj, digits: int = 10):
     return obj
 
 
+def _scores(main: list[dict], repro: list[dict]) -> dict:
+    """A scored result's ``scores``: summaries of the evaluation episodes ``main``, the
+    reproducibility seeds' recovery, and the episodes' rows."""
+    per_task = {t: _summary([e for e in main if e["task"] == t]) for t in B.HELD_OUT_TASKS}
+    repro_rec = {
+        t: _summary([e for e in repro if e["task"] == t])["k5"]["recovery"] for t in B.HELD_OUT_TASKS
+    }
+    overall = _summary(main)
+    return _round({
+        "overall": overall,
+        "per_task": per_task,
+        "reproducibility": {
+            "k5_recovery_other_seeds": repro_rec,
+            "k5_recovery_spread": max(abs(overall["k5"]["recovery"] - v) for v in repro_rec.values()),
+        },
+        "generalisation": {t: per_task[t]["k5"]["recovery"] for t in B.HELD_OUT_TASKS},
+        "consistency_top5_jaccard": {t: _consistency([e for e in main if e["task"] == t]) for t in B.HELD_OUT_TASKS},
+        "circuits": _circuits(main),
+        "compute": _compute(main),
+        "episodes": main,
+    })  # fmt: skip
+
+
 def isolation_required(policy_spec: str | None, private, require_isolation: bool | None) -> bool:
     """Whether the policy must run completely isolated (default: with private seeds); raises
     ``IsolationUnavailableError`` before any scoring where a sandboxed policy needs it and this
@@ -335,22 +297,10 @@ def check_request(name: str, policy_spec: str | None, builtin: str | None, built
     return policy_hash, private, isolation_required(policy_spec, private, require_isolation)
 
 
-def make_provenance(definition: dict, model, policy_spec: str | None, builtin: str | None,
-                    checkpoint: str | Path | None, policy_hash: str) -> dict:  # fmt: skip
-    """A result's provenance: the track's definition, the package, the commit, the model's
-    weights and what was scored."""
-    info = model.circuit_gym_info
-    return {
-        **definition, "package_version": circuit_gym.__version__, "git_commit": _git_commit(),
-        "model": info.name, "weights_hash": info.weights_hash, "policy": policy_spec or f"builtin:{builtin}",
-        "checkpoint": str(checkpoint) if checkpoint else None, "policy_files_hash": policy_hash,
-        "white_box": builtin is not None,
-    }  # fmt: skip
-
-
 def score(name: str, policy_spec: str | None = None, checkpoint: str | None = None, builtin: str | None = None,
           model: str | None = None, model_path: str | None = None,
-          private_seeds: str | Path | None = None, require_isolation: bool | None = None) -> dict:  # fmt: skip
+          private_seeds: str | Path | None = None, require_isolation: bool | None = None,
+          sample: int | None = None) -> dict:  # fmt: skip
     """Score one policy; returns the result dict (with ``status`` "scored" or "failed").
 
     ``private_seeds``: the maintainers' private seed file (see :func:`read_private_seeds`);
@@ -362,16 +312,22 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
     ``private_seeds``) raises ``IsolationUnavailableError`` before any scoring where this
     machine cannot isolate a submitted policy completely; otherwise an incomplete isolation is
     recorded, for trusted policies only.
+
+    ``sample``: the canary's run (``leaderboard/canary.py``): only the first ``sample`` evaluation
+    episodes, their rows under ``scores["episodes"]``, no summaries, no other seeds; its
+    ``status`` is "sample", which the board refuses.
     """
     policy_hash, private, require_isolation = check_request(
         name, policy_spec, builtin, BUILTIN_WHITE_BOX, checkpoint, private_seeds, require_isolation
     )
+    jobs = episode_jobs(B.EVAL_SEEDS, sample)
+    if sample is not None and private is not None:
+        raise ValueError("a sample run (the canary's) does not score private seeds")
     model = model or B.MODEL
     start = time.time()
     env = _make_env(model, model_path, B.EVAL_SEEDS + B.REPRO_SEEDS)
-    provenance = make_provenance(
-        B.definition(), env.unwrapped.model, policy_spec, builtin, checkpoint, policy_hash
-    )
+    provenance = make_provenance(B.definition(), env.unwrapped.model, policy_spec or f"builtin:{builtin}",
+                                 checkpoint, policy_hash, white_box=builtin is not None)  # fmt: skip
     result: dict = {"name": name, "provenance": provenance, "isolation": _in_process_isolation()}
     sandbox = None
     try:
@@ -400,41 +356,23 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
             def rank(obs, e):
                 return sandbox.rank_heads(obs)
 
-        main = _episodes(env, rank, B.EVAL_SEEDS, prepare, "evaluation seeds", circuits=True)
-        repro = _episodes(env, rank, B.REPRO_SEEDS, prepare, "reproducibility seeds")
+        main = _episodes(env, rank, jobs, prepare, "evaluation seeds", circuits=True)
+        if sample is None:
+            repro = _episodes(env, rank, episode_jobs(B.REPRO_SEEDS), prepare, "reproducibility seeds")
         if private is not None:
             # No disk cache: the oracle tables of private batches never reach a file the
             # policy's process could read.
             private_env = _make_env(model, model_path, private[0], cache=False)
-            hidden = _episodes(private_env, rank, private[0], prepare, "private seeds", circuits=True)
+            hidden = _episodes(
+                private_env, rank, episode_jobs(private[0]), prepare, "private seeds", circuits=True
+            )
     except (PolicyFailureError, InvalidScoresError) as err:
         result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
     else:
-        per_task = {t: _summary([e for e in main if e["task"] == t]) for t in B.HELD_OUT_TASKS}
-        repro_rec = {
-            t: _summary([e for e in repro if e["task"] == t])["k5"]["recovery"] for t in B.HELD_OUT_TASKS
-        }
-        overall = _summary(main)
-        result.update(
-            status="scored",
-            scores=_round(
-                {
-                    "overall": overall,
-                    "per_task": per_task,
-                    "reproducibility": {
-                        "k5_recovery_other_seeds": repro_rec,
-                        "k5_recovery_spread": max(abs(overall["k5"]["recovery"] - v) for v in repro_rec.values()),
-                    },
-                    "generalisation": {t: per_task[t]["k5"]["recovery"] for t in B.HELD_OUT_TASKS},
-                    "consistency_top5_jaccard": {
-                        t: _consistency([e for e in main if e["task"] == t]) for t in B.HELD_OUT_TASKS
-                    },
-                    "circuits": _circuits(main),
-                    "compute": _compute(main),
-                    "episodes": main,
-                }
-            ),
-        )  # fmt: skip
+        if sample is not None:
+            result.update(status="sample", scores=_round({"episodes": main}))
+        else:
+            result.update(status="scored", scores=_scores(main, repro))
         if private is not None:
             result["private"] = {
                 "seed_file_sha256": private[1],

@@ -22,7 +22,8 @@ from circuit_gym.leaderboard import benchmark as B
 from circuit_gym.leaderboard import sandbox
 from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.isolation import probe
-from circuit_gym.leaderboard.scorer import REPO_ROOT, canonical_json, score
+from circuit_gym.leaderboard.provenance import REPO_ROOT, canonical_json
+from circuit_gym.leaderboard.scorer import score
 
 RESULTS_DIR = REPO_ROOT / "leaderboard" / "results"
 TESTS_DIR = Path(__file__).resolve().parent
@@ -257,7 +258,9 @@ def test_a_process_the_policy_spawns_dies_with_it_even_without_the_process_limit
     assert not _processes_naming(checkpoint.name)
 
 
-def test_rescoring_refuses_an_entry_whose_policy_files_changed(bench, tmp_path, monkeypatch):
+def test_rescoring_judges_an_entry_by_its_numbers_not_its_source_bytes(bench, tmp_path, monkeypatch):
+    """Edited after scoring, a policy package whose numbers stay is rescored (its source hash is
+    provenance only, issue 30); one whose numbers move is refused."""
     from circuit_gym.leaderboard.board import RefusedResultError, rescore_matches
     from circuit_gym.leaderboard.scorer import write_result
 
@@ -272,7 +275,11 @@ def test_rescoring_refuses_an_entry_whose_policy_files_changed(bench, tmp_path, 
     path = write_result(result, tmp_path / "team.json")
     assert rescore_matches(path, result) == "rescored"
     (package / "__init__.py").write_text(source + "\n# edited after scoring: same numbers, other files\n")
-    with pytest.raises(RefusedResultError, match="policy's files changed"):
+    assert rescore_matches(path, result) == "rescored"
+    # the same module answering like another policy: other numbers
+    swapped = "\n_first = honest_ranking\n\n\ndef honest_ranking(n_heads):  # swapped after scoring\n    return -_first(n_heads)\n"
+    (package / "__init__.py").write_text(source + swapped)
+    with pytest.raises(RefusedResultError, match="gives different scores"):
         rescore_matches(path, result)
 
 

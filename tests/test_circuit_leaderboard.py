@@ -7,12 +7,14 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
+from leaderboard_helpers import manifest_for
 
 from circuit_gym.leaderboard import benchmark as B
 from circuit_gym.leaderboard import sandbox
 from circuit_gym.leaderboard.board import RefusedResultError, render
 from circuit_gym.leaderboard.circuit_scorer import score_circuit
-from circuit_gym.leaderboard.scorer import canonical_json, content_hash, write_result
+from circuit_gym.leaderboard.provenance import canonical_json, content_hash
+from circuit_gym.leaderboard.scorer import write_result
 from circuit_gym.stats import mean_ci95
 
 RANDOM_SPEC = "circuit_gym.baselines.circuit_random_policy:make_policy"
@@ -119,15 +121,13 @@ def circuit_results(small_track, tmp_path_factory):
     results = d / "results"
     seeds = d / "private_seeds.json"
     seeds.write_text("[5, 6, 7]")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(B, "CIRCUIT_REFERENCE_POLICIES", TEST_REFERENCES)
-        for file, name, kwargs in (
-            ("random", "random", dict(policy_spec=RANDOM_SPEC)),
-            ("attribution", "attribution", dict(builtin="attribution")),
-            ("entry", "entry", dict(policy_spec="policies_for_tests:circuit_constant", private_seeds=seeds)),
-            ("imposter", "random", dict(policy_spec="policies_for_tests:circuit_constant")),
-        ):
-            write_result(score_circuit(name, **kwargs), results / f"{file}.json")
+    for file, name, kwargs in (
+        ("random", "random", dict(policy_spec=RANDOM_SPEC)),
+        ("attribution", "attribution", dict(builtin="attribution")),
+        ("entry", "entry", dict(policy_spec="policies_for_tests:circuit_constant", private_seeds=seeds)),
+        ("imposter", "random", dict(policy_spec="policies_for_tests:circuit_constant")),
+    ):
+        write_result(score_circuit(name, **kwargs), results / f"{file}.json")
     entry = json.loads((results / "entry.json").read_text())
     bad = d / "bad"
     bad.mkdir()
@@ -143,20 +143,23 @@ def circuit_results(small_track, tmp_path_factory):
     old["name"], old["provenance"]["budget"] = "old", 99
     old["content_hash"] = content_hash(old)
     (bad / "old.json").write_text(json.dumps(old))
-    return {"results": results, "bad": bad, "seeds": seeds, "dir": d, "entry": entry}
+    manifest = manifest_for(results, TEST_REFERENCES, track="circuit")
+    return {"results": results, "bad": bad, "seeds": seeds, "dir": d, "entry": entry, "manifest": manifest}
 
 
 @pytest.mark.slow
-def test_the_board_verifies_circuit_results_and_renders_their_table(circuit_results, monkeypatch):
-    monkeypatch.setattr(B, "CIRCUIT_REFERENCE_POLICIES", TEST_REFERENCES)
+def test_the_board_verifies_circuit_results_and_renders_their_table(circuit_results):
     results, bad, d = circuit_results["results"], circuit_results["bad"], circuit_results["dir"]
-    summary = render(sorted(results.glob("*.json")) + sorted(bad.glob("*.json")), d / "board")
+    manifest = circuit_results["manifest"]
+    summary = render(
+        sorted(results.glob("*.json")) + sorted(bad.glob("*.json")), d / "board", references=manifest
+    )
     rows = {r["name"]: r for r in summary["circuit_rows"]}
     assert summary["rows"] == [] and set(rows) == {"random", "attribution", "entry", "rehashed"}
     refused = "\n".join(summary["refused"])
     assert "forged.json" in refused and "content hash" in refused
     assert "old.json" in refused and "budget" in refused
-    assert "imposter.json" in refused and "reserved for the reference entry" in refused
+    assert "imposter.json" in refused and "reserved for the circuit reference entry" in refused
     assert rows["random"]["reference"] == "random" and rows["attribution"]["white_box"]
     entry = circuit_results["entry"]["scores"]["summary"]["all"]
     assert rows["entry"]["cpr"] == entry["cpr"] and rows["entry"]["forward"] == entry["forward_passes"] == 6
@@ -172,10 +175,11 @@ def test_the_board_verifies_circuit_results_and_renders_their_table(circuit_resu
     assert 'id="circuit"' in html and "Circuit track" in html and 'id="entries"' not in html
     # references are required once the track has entries
     with pytest.raises(RefusedResultError, match=r"circuit track: reference entries missing.*'attribution'"):
-        render([results / "random.json", results / "entry.json"], d / "board2")
+        render([results / "random.json", results / "entry.json"], d / "board2", references=manifest)
     # --rescore: the same scores again; with the private seed file, "verified"
     summary = render([results / "random.json", results / "attribution.json", results / "entry.json",
-                      bad / "rehashed.json"], d / "board3", rescore=True, private_seeds=circuit_results["seeds"])  # fmt: skip
+                      bad / "rehashed.json"], d / "board3", rescore=True, private_seeds=circuit_results["seeds"],
+                     references=manifest)  # fmt: skip
     checks = {r["name"]: r["check"] for r in summary["circuit_rows"]}
     assert checks == {"random": "rescored", "attribution": "rescored", "entry": "verified"}
     assert "rehashed.json" in "\n".join(summary["refused"]) and "re-scoring" in "\n".join(summary["refused"])

@@ -6,34 +6,38 @@ module-scoped fixtures, which would still be active here.
 
 from pathlib import Path
 
+import pytest
+
+import circuit_gym
 from circuit_gym.leaderboard import benchmark as B
-from circuit_gym.leaderboard.board import collect
+from circuit_gym.leaderboard.board import CIRCUIT_RESULTS_DIR, RESULTS_DIR, collect, track
+from circuit_gym.leaderboard.references import load_manifest
 from circuit_gym.models.loading import load_model
 
+ROOT = Path(__file__).resolve().parents[1]
 
-def test_the_committed_board_holds_the_four_references_of_the_current_benchmark(monkeypatch):
-    """The shipped result files pass the board's checks for this checkout: current benchmark
-    definition and package version, the embedded model's weights, and each recognised as its
-    reference by provenance (a benchmark or version bump without rescoring fails here)."""
-    root = Path(__file__).resolve().parents[1]
-    monkeypatch.chdir(root)  # reference checkpoints are relative to the repository root
-    paths = sorted((root / "leaderboard" / "results").glob("*.json"))
-    entries, refused, failed = collect(paths, load_model(B.MODEL).circuit_gym_info.weights_hash)
+
+@pytest.mark.parametrize("version", [circuit_gym.__version__, "99.0.0"])
+def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypatch, version):
+    """The shipped result files (leaderboard/results/ and its circuit/ folder) are exactly the
+    manifest's references, each current (scorer protocol, benchmark definition, the embedded
+    model's weights) and recognised (reviewed scores digest, checkpoint digest as in this
+    checkout), under this package version and under a bumped one (the version is provenance
+    only). New reference weights or a benchmark change without rescoring fail here."""
+    monkeypatch.setattr(circuit_gym, "__version__", version)
+    manifest = load_manifest()
+    paths = sorted([*RESULTS_DIR.glob("*.json"), *CIRCUIT_RESULTS_DIR.glob("*.json")])
+    entries, refused, failed = collect(
+        paths, load_model(B.MODEL).circuit_gym_info.weights_hash, references=manifest
+    )
     assert not refused and not failed
-    assert sorted(e["board"]["reference"] for e in entries) == sorted(B.REFERENCE_ENTRIES)
-    for entry in entries:
-        assert entry["private"]["n_seeds"] >= 32  # verified boards carry private scores
-
-
-def test_the_committed_circuit_board_holds_the_four_circuit_references(monkeypatch):
-    """The circuit track's shipped results (leaderboard/results/circuit/) pass the same checks,
-    each recognised as its reference: editing baselines/circuit_solvers.py, circuit_ppo.py or
-    circuit_random_policy.py, or PPO's checkpoint, without rescoring fails here."""
-    root = Path(__file__).resolve().parents[1]
-    monkeypatch.chdir(root)
-    paths = sorted((root / "leaderboard" / "results" / "circuit").glob("*.json"))
-    entries, refused, failed = collect(paths, load_model(B.MODEL).circuit_gym_info.weights_hash)
-    assert not refused and not failed
-    assert sorted(e["board"]["reference"] for e in entries) == sorted(B.CIRCUIT_REFERENCE_ENTRIES)
-    for entry in entries:
-        assert entry["track"] == "circuit" and entry["private"]["n_seeds"] == B.CIRCUIT_PRIVATE_SEEDS
+    recognised = {(track(e), e["board"]["reference"]) for e in entries}
+    assert recognised == {(t, name) for t, refs in manifest.items() for name in refs}
+    assert {p.relative_to(ROOT).as_posix() for p in paths} == {
+        r.result for refs in manifest.values() for r in refs.values()
+    }
+    for entry in entries:  # verified boards carry private scores
+        if track(entry) == "circuit":
+            assert entry["private"]["n_seeds"] == B.CIRCUIT_PRIVATE_SEEDS
+        else:
+            assert entry["private"]["n_seeds"] >= 32

@@ -3,24 +3,19 @@ import os
 import re
 import resource
 import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from leaderboard_helpers import manifest_for
 
 from circuit_gym.ablation import ContrastiveScorer
 from circuit_gym.leaderboard import benchmark as B
 from circuit_gym.leaderboard.board import RefusedResultError, render, rescore_matches
-from circuit_gym.leaderboard.scorer import (
-    PassCounter,
-    canonical_json,
-    content_hash,
-    files_hash,
-    read_private_seeds,
-    reference_name,
-    score,
-    write_result,
-)
+from circuit_gym.leaderboard.provenance import canonical_json, content_hash
+from circuit_gym.leaderboard.references import Reference, manifest_entry
+from circuit_gym.leaderboard.scorer import PassCounter, read_private_seeds, score, write_result
 
 RANDOM_SPEC = "circuit_gym.baselines.random_policy:make_policy"
 # Small reference set for the board tests: "ppo" stands in for the real checkpoint-based one.
@@ -229,6 +224,7 @@ def test_what_a_policy_can_learn_about_the_private_seeds(small_benchmark, tmp_pa
     assert not set(report["own_environ"]) & {"CIRCUIT_GYM_CACHE", "CIRCUIT_GYM_CACHE_KEY"}
     # what it stores: the hash and the summaries, never the seeds or their episodes
     result = score("entry", policy_spec="policies_for_tests:constant", private_seeds=seed_file)
+    assert result["status"] == "scored", result.get("failure")
     private = result["private"]
     assert private["seed_file_sha256"] == read_private_seeds(seed_file)[1] and private["n_seeds"] == 2
     assert set(private["scores"]) == {"overall", "per_task", "circuits"}  # summaries, no per-episode rows
@@ -306,18 +302,6 @@ def test_pass_counter_counts_full_partial_and_backward_passes():
     assert not base.model.embed._forward_hooks and not base.model.blocks[-1]._backward_hooks  # removed
 
 
-def test_reference_entries_are_recognised_by_provenance_not_by_name(monkeypatch):
-    monkeypatch.setattr(B, "REFERENCE_POLICIES", TEST_REFERENCES)
-    good = {"policy": RANDOM_SPEC, "checkpoint": None, "policy_files_hash": files_hash(RANDOM_SPEC, None)}
-    assert reference_name({"name": "anything", "provenance": good}) == "random"
-    assert reference_name({"name": "random", "provenance": {**good, "policy_files_hash": "0" * 16}}) is None
-    assert (
-        reference_name({"name": "ppo", "provenance": {**good, "policy": "policies_for_tests:constant"}})
-        is None
-    )
-    assert reference_name({"name": "random", "provenance": {**good, "checkpoint": "x.json"}}) is None
-
-
 @pytest.fixture(scope="module")
 def scored(small_benchmark, tmp_path_factory):
     """Result files of a small board: three references, an entry with private scores, an
@@ -326,17 +310,15 @@ def scored(small_benchmark, tmp_path_factory):
     results = d / "results"
     seeds = d / "private_seeds.json"
     seeds.write_text("[5, 6]")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(B, "REFERENCE_POLICIES", TEST_REFERENCES)
-        for file, name, kwargs in (
-            ("random", "random", dict(policy_spec=RANDOM_SPEC)),
-            ("greedy", "greedy", dict(builtin="greedy")),
-            ("ppo", "ppo", dict(policy_spec="policies_for_tests:good")),
-            ("fixed", "fixed", dict(policy_spec="policies_for_tests:memoriser")),
-            ("entry", "entry", dict(policy_spec="policies_for_tests:constant", private_seeds=seeds)),
-            ("imposter", "ppo", dict(policy_spec="policies_for_tests:constant")),
-        ):
-            write_result(score(name, **kwargs), results / f"{file}.json")
+    for file, name, kwargs in (
+        ("random", "random", dict(policy_spec=RANDOM_SPEC)),
+        ("greedy", "greedy", dict(builtin="greedy")),
+        ("ppo", "ppo", dict(policy_spec="policies_for_tests:good")),
+        ("fixed", "fixed", dict(policy_spec="policies_for_tests:memoriser")),
+        ("entry", "entry", dict(policy_spec="policies_for_tests:constant", private_seeds=seeds)),
+        ("imposter", "ppo", dict(policy_spec="policies_for_tests:constant")),
+    ):
+        write_result(score(name, **kwargs), results / f"{file}.json")
 
     def edited(name: str, edit, rehash: bool) -> dict:
         r = json.loads((results / "entry.json").read_text())
@@ -363,21 +345,26 @@ def scored(small_benchmark, tmp_path_factory):
                     ("old", edited("old", old_version, rehash=True)),
                     ("evil", edited("../evil", lambda r: None, rehash=True))):  # fmt: skip
         (bad / f"{file}.json").write_text(json.dumps(r))
-    return {"results": results, "bad": bad, "seeds": seeds, "dir": d}
+    return {
+        "results": results,
+        "bad": bad,
+        "seeds": seeds,
+        "dir": d,
+        "manifest": manifest_for(results, TEST_REFERENCES),
+    }
 
 
-def test_board_shows_only_verified_results_and_says_how_they_were_checked(scored, monkeypatch):
-    monkeypatch.setattr(B, "REFERENCE_POLICIES", TEST_REFERENCES)
-    results, bad = scored["results"], scored["bad"]
+def test_board_shows_only_verified_results_and_says_how_they_were_checked(scored):
+    results, bad, manifest = scored["results"], scored["bad"], scored["manifest"]
     out = scored["dir"] / "board"
-    summary = render(sorted(results.glob("*.json")) + sorted(bad.glob("*.json")), out)
+    summary = render(sorted(results.glob("*.json")) + sorted(bad.glob("*.json")), out, references=manifest)
     rows = {r["name"]: r for r in summary["rows"]}
     assert set(rows) == {"random", "greedy", "ppo", "fixed", "entry", "private_rehashed", "rehashed"}
     refused = "\n".join(summary["refused"])
     assert "forged.json" in refused and "content hash" in refused
     assert "old.json" in refused and "benchmark_version" in refused
     assert "evil.json" in refused and "entry name" in refused
-    assert "imposter.json" in refused and "reserved for the reference entry" in refused
+    assert "imposter.json" in refused and "reserved for the single-head reference entry" in refused
     # without --rescore nothing is more than hash-checked, however it was edited
     assert {r["check"] for r in rows.values()} == {"hash-checked"}
     assert {n for n, r in rows.items() if r["reference"]} == {"random", "greedy", "ppo", "fixed"}
@@ -412,19 +399,23 @@ def test_board_shows_only_verified_results_and_says_how_they_were_checked(scored
 
     # the imposter named "ppo" does not stand in for the reference
     with pytest.raises(RefusedResultError, match=r"reference entries missing.*'ppo'"):
-        render([results / "random.json", results / "greedy.json", results / "imposter.json"], out)
+        render(
+            [results / "random.json", results / "greedy.json", results / "imposter.json"],
+            out,
+            references=manifest,
+        )
 
 
-def test_rescoring_tells_rescored_from_verified_and_refuses_edits(scored, monkeypatch):
-    monkeypatch.setattr(B, "REFERENCE_POLICIES", {"random": TEST_REFERENCES["random"]})
+def test_rescoring_tells_rescored_from_verified_and_refuses_edits(scored):
     results, bad, seeds = scored["results"], scored["bad"], scored["seeds"]
+    manifest = manifest_for(results, {"random": TEST_REFERENCES["random"]})
     paths = [
         results / "random.json",
         results / "entry.json",
         bad / "rehashed.json",
         bad / "private_rehashed.json",
     ]
-    summary = render(paths, scored["dir"] / "board2", rescore=True, private_seeds=seeds)
+    summary = render(paths, scored["dir"] / "board2", rescore=True, private_seeds=seeds, references=manifest)
     rows = {r["name"]: r for r in summary["rows"]}
     assert rows["random"]["check"] == "rescored"  # no private scores: never "verified"
     assert rows["entry"]["check"] == "verified"
@@ -454,9 +445,146 @@ def test_rescoring_in_parallel_keeps_each_entrys_own_outcome_in_order(tmp_path):
             "provenance": {"policy": f"{module}:make_policy", "model": "toy", "checkpoint": None},
         }
 
-    items = [(tmp_path / f"{m}.json", result(m, f"no_such_module_{m}")) for m in ("a", "b", "c")]
+    items = [(tmp_path / f"{m}.json", result(m, f"no_such_module_{m}"), None) for m in ("a", "b", "c")]
     serial = _rescore_all(items, None, None, False, jobs=1)
     parallel = _rescore_all(items, None, None, False, jobs=2)  # spawned processes
-    for (path, _), one, two in zip(items, serial, parallel, strict=True):
+    for (path, _, _), one, two in zip(items, serial, parallel, strict=True):
         assert isinstance(one, RefusedResultError) and isinstance(two, RefusedResultError)
         assert str(one) == str(two) and str(path) in str(two) and "cannot re-score" in str(two)
+
+
+# --- Currency by rules, references by the reviewed manifest (issue 30) -------------------------
+# Attacks first: forged files of every kind are refused, each with a message that says why.
+
+
+def _forge(source: Path, out: Path, edit, rehash: bool = True) -> Path:
+    """A copy of the result file ``source`` with ``edit`` applied, re-sealed unless ``rehash`` is
+    False (anyone can recompute a content hash)."""
+    r = json.loads(source.read_text())
+    edit(r)
+    if rehash:
+        r["content_hash"] = content_hash(r)
+    out.write_text(json.dumps(r))
+    return out
+
+
+def _refusals(paths, manifest, tiny_model) -> dict[str, str]:
+    from circuit_gym.leaderboard.board import collect
+
+    entries, refused, _ = collect(paths, tiny_model.circuit_gym_info.weights_hash, references=manifest)
+    by_file = {Path(m.split(":", 1)[0]).name: m for m in refused}
+    return {"accepted": {e["name"]: e["board"]["reference"] for e in entries}, **by_file}
+
+
+def test_forged_result_files_are_refused_with_a_clear_reason(scored, tiny_model, tmp_path):
+    results, manifest = scored["results"], scored["manifest"]
+
+    def bump(r):
+        r["scores"]["overall"]["k5"]["recovery"] += 0.2
+
+    def set_prov(key, value):
+        return lambda r: r["provenance"].__setitem__(key, value)
+
+    forged = [
+        _forge(results / "entry.json", tmp_path / "edited.json", bump, rehash=False),
+        _forge(results / "greedy.json", tmp_path / "greedy_better.json", bump),  # a reference's name
+        _forge(results / "entry.json", tmp_path / "protocol.json", set_prov("scorer_protocol", "circuit-gym-scorer-v0")),
+        _forge(results / "entry.json", tmp_path / "no_protocol.json", lambda r: r["provenance"].pop("scorer_protocol")),
+        _forge(results / "entry.json", tmp_path / "weights.json", set_prov("weights_hash", "0" * 16)),
+        _forge(results / "ppo.json", tmp_path / "ppo_checkpoint.json", set_prov("checkpoint_digest", "f" * 64)),
+        _forge(results / "entry.json", tmp_path / "sample.json", lambda r: r.__setitem__("status", "sample")),
+        _forge(results / "entry.json", tmp_path / "seeds.json", set_prov("seeds", [0, 1, 7])),
+    ]  # fmt: skip
+    got = _refusals(forged, manifest, tiny_model)
+    assert got["accepted"] == {}
+    assert "content hash mismatch" in got["edited.json"]
+    assert "reserved for the single-head reference entry" in got["greedy_better.json"]
+    assert "not the reviewed ones" in got["greedy_better.json"]
+    assert "scorer protocol 'circuit-gym-scorer-v0'" in got["protocol.json"]
+    assert "before scorer protocols" in got["no_protocol.json"]
+    assert "other model weights" in got["weights.json"]
+    assert "another checkpoint" in got["ppo_checkpoint.json"]
+    assert "status 'sample'" in got["sample.json"]
+    assert "seeds: [0, 1, 7]" in got["seeds.json"]
+
+
+def test_a_reference_whose_checkpoint_changed_is_refused_until_rescored(
+    small_benchmark, tiny_model, tmp_path
+):
+
+    checkpoint = tmp_path / "fixed.json"
+    checkpoint.write_text(json.dumps({"scores": list(range(16))}))
+    spec = "circuit_gym.baselines.fixed_policy:make_policy"
+    path = write_result(
+        score("fixed", policy_spec=spec, checkpoint=str(checkpoint)), tmp_path / "fixed.json.result"
+    )
+    entry = manifest_entry(json.loads(path.read_text()), spec, str(checkpoint), str(path))
+    manifest = {"single-head": {"fixed": Reference("single-head", "fixed", **entry)}, "circuit": {}}
+    assert entry["checkpoint_digest"] is not None
+    assert _refusals([path], manifest, tiny_model)["accepted"] == {"fixed": "fixed"}
+    checkpoint.write_text(json.dumps({"scores": list(range(16))[::-1]}))  # new weights, same file name
+    refusal = _refusals([path], manifest, tiny_model)[path.name]
+    assert "changed since the manifest was reviewed" in refusal and "rescore-references" in refusal
+
+
+def test_package_version_commit_and_source_hash_are_provenance_only(
+    scored, tiny_model, tmp_path, monkeypatch
+):
+    """A version bump, another commit and edited policy sources (another ``policy_files_hash``)
+    leave every entry current and every reference recognised."""
+    import circuit_gym
+
+    results, manifest = scored["results"], scored["manifest"]
+    monkeypatch.setattr(circuit_gym, "__version__", "99.0.0")
+
+    def moved(r):
+        r["provenance"].update(package_version="0.0.1", git_commit="0" * 40, policy_files_hash="f" * 16)
+
+    paths = [
+        _forge(results / f"{n}.json", tmp_path / f"{n}.json", moved) for n in ("random", "greedy", "entry")
+    ]
+    assert _refusals(paths, manifest, tiny_model) == {
+        "accepted": {"random": "random", "greedy": "greedy", "entry": None}
+    }
+
+
+def test_a_docstring_edit_keeps_a_reference_current_and_a_behaviour_change_fails_the_canary(
+    small_benchmark, tiny_model, tmp_path, monkeypatch
+):
+    """A reference policy in a module of its own: its docstring edited on disk, the package
+    version bumped, the board still recognises it and the canary passes; its ranking changed,
+    the canary fails and says which episode row moved."""
+    import circuit_gym
+    from circuit_gym.leaderboard.canary import canary
+
+    module = tmp_path / "canary_reference_policy.py"
+    source = '''"""Version one of a reference policy."""
+import numpy as np
+
+
+class Policy:
+    def rank_heads(self, observation):
+        return np.arange(observation.shape[0], dtype=float){tail}
+
+
+def make():
+    return Policy()
+'''
+    module.write_text(source.format(tail=""))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = "canary_reference_policy:make"
+    path = write_result(score("ref", policy_spec=spec), tmp_path / "ref.json")
+    reference = Reference(
+        "single-head", "ref", **manifest_entry(json.loads(path.read_text()), spec, None, str(path))
+    )
+    manifest = {"single-head": {"ref": reference}, "circuit": {}}
+
+    module.write_text(source.format(tail="").replace("Version one", "Version one, better documented"))
+    monkeypatch.setattr(circuit_gym, "__version__", "99.0.0")
+    assert _refusals([path], manifest, tiny_model)["accepted"] == {"ref": "ref"}
+    assert canary(reference, episodes=2) == []
+
+    module.write_text(source.format(tail="[::-1]"))  # the ranking reversed: other heads chosen
+    found = canary(reference, episodes=2)
+    assert found and all(d.startswith("single-head/ref: episodes[") for d in found)
+    assert any(".head_k1:" in d or ".top5" in d for d in found), found

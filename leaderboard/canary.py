@@ -1,0 +1,51 @@
+"""The canary: does this checkout still give the reference entries' numbers?
+
+For each reference of the manifest (``leaderboard/references.json``) the scorer plays the first
+few evaluation episodes with the manifest's policy and checkpoint (a prefix of the scoring order,
+so a policy that keeps state between calls sees the same calls as in the full run) and compares
+the per-episode rows with the reference's committed result file (``compare.differences``: heads,
+orders and pass counts exactly, floats to ``compare.ATOL`` / ``compare.RTOL``). A refactor that keeps the numbers
+passes; one that moves them fails here in minutes, where a full rescore takes some 45.
+
+    circuit-gym leaderboard canary            # every reference, both tracks
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from circuit_gym.leaderboard.compare import differences
+from circuit_gym.leaderboard.provenance import REPO_ROOT
+from circuit_gym.leaderboard.references import MANIFEST, Reference, load_manifest
+
+# Episodes per reference: a circuit-track episode of exact greedy search costs ~2,000 passes.
+CANARY_EPISODES = {"single-head": 2, "circuit": 1}
+
+
+def canary(reference: Reference, episodes: int | None = None, root: Path = REPO_ROOT) -> list[str]:
+    """Differences between ``reference``'s first ``episodes`` rows re-scored now and its committed
+    rows (empty: the canary passes)."""
+    from circuit_gym.leaderboard.circuit_scorer import score_circuit
+    from circuit_gym.leaderboard.scorer import score
+
+    n = CANARY_EPISODES[reference.track] if episodes is None else episodes
+    committed = json.loads(reference.result_path(root).read_text())
+    scorer = score_circuit if reference.track == "circuit" else score
+    fresh = scorer(reference.name, policy_spec=reference.policy_spec, builtin=reference.builtin,
+                   checkpoint=reference.checkpoint_path(root), model=committed["provenance"]["model"],
+                   sample=n, require_isolation=False)  # fmt: skip
+    if fresh["status"] != "sample":
+        failure = fresh.get("failure") or {}
+        return [
+            f"{reference.track}/{reference.name}: the policy failed: {failure.get('type')}: {failure.get('reason')}"
+        ]
+    found = differences(fresh["scores"]["episodes"], committed["scores"]["episodes"][:n], "episodes")
+    return [f"{reference.track}/{reference.name}: {d}" for d in found]
+
+
+def run_canary(manifest: Path = MANIFEST, tracks: tuple[str, ...] = ("single-head", "circuit"),
+               root: Path = REPO_ROOT) -> dict[str, list[str]]:  # fmt: skip
+    """``{"track/name": differences}`` for every reference of ``manifest`` on ``tracks``."""
+    references = load_manifest(manifest)
+    return {f"{t}/{name}": canary(ref, root=root) for t in tracks for name, ref in references[t].items()}

@@ -1,0 +1,71 @@
+"""Re-score the reference entries and write their result files and the manifest together.
+
+``circuit-gym leaderboard rescore-references`` runs the full scorer on every reference the
+manifest lists (its policy and checkpoint, from the repository root), writes each result file
+where the manifest says, and rewrites ``leaderboard/references.json`` with the new scores and
+checkpoint digests. Review the manifest's diff like a change of the board's numbers. Needed
+after a bump of the scorer protocol or a benchmark definition, new reference weights, or a
+canary failure that was meant (a change of the numbers); a refactor or a version bump does not
+need it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from circuit_gym.leaderboard.provenance import REPO_ROOT
+from circuit_gym.leaderboard.references import (
+    MANIFEST,
+    TRACKS,
+    Reference,
+    as_entries,
+    load_manifest,
+    manifest_entry,
+    write_manifest,
+)
+
+
+def _score(reference: Reference, private_seeds: Path | None, require_isolation: bool | None) -> dict:
+    from circuit_gym.leaderboard.circuit_scorer import score_circuit
+    from circuit_gym.leaderboard.scorer import score
+
+    scorer = score_circuit if reference.track == "circuit" else score
+    return scorer(reference.name, policy_spec=reference.policy_spec, builtin=reference.builtin,
+                  checkpoint=reference.checkpoint_path(), private_seeds=private_seeds,
+                  require_isolation=require_isolation)  # fmt: skip
+
+
+def rescore_references(tracks: tuple[str, ...] = TRACKS, private_seeds: Path | None = None, jobs: int = 1,
+                       require_isolation: bool | None = None, manifest: Path = MANIFEST) -> list[str]:  # fmt: skip
+    """Re-score every reference of ``tracks``, ``jobs`` at once (each in its own spawned process);
+    write the result files and the manifest. Returns one line per reference. A reference whose
+    policy fails stops the run before anything is written (its failure in the error)."""
+    from circuit_gym.leaderboard.scorer import write_result
+
+    references = load_manifest(manifest)
+    todo = [ref for t in tracks for ref in references[t].values()]
+    if jobs <= 1 or len(todo) <= 1:
+        results = [_score(ref, private_seeds, require_isolation) for ref in todo]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(
+            min(jobs, len(todo)), mp_context=multiprocessing.get_context("spawn")
+        ) as pool:
+            futures = [pool.submit(_score, ref, private_seeds, require_isolation) for ref in todo]
+            results = [f.result() for f in futures]
+    failed = [f"{r.track}/{r.name}: {res['failure']}" for r, res in zip(todo, results, strict=True)
+              if res["status"] != "scored"]  # fmt: skip
+    if failed:
+        raise RuntimeError("reference policies failed, nothing written: " + "; ".join(failed))
+    entries = as_entries(references)
+    lines = []
+    for ref, result in zip(todo, results, strict=True):
+        write_result(result, ref.result_path())
+        entries[ref.track][ref.name] = manifest_entry(
+            result, ref.policy, ref.checkpoint, ref.result, REPO_ROOT
+        )
+        lines.append(f"{ref.track}/{ref.name}: {ref.result} ({result['diagnostics']['wall_seconds']:.0f} s)")
+    write_manifest(entries, manifest)
+    return lines

@@ -1,0 +1,67 @@
+"""The canary (leaderboard/canary.py): the committed references reproduce on this checkout, and a
+change that moves a reference's numbers is caught without a full rescore.
+
+Each reference's first episodes (2 on the single-head track, 1 on the circuit track) are scored
+with the manifest's policy and compared row by row with its committed result file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from circuit_gym.leaderboard.canary import canary
+from circuit_gym.leaderboard.provenance import REPO_ROOT
+from circuit_gym.leaderboard.references import load_manifest
+
+MANIFEST = load_manifest()
+# In-process white-box references cost seconds; a sandboxed one's child imports torch and the
+# package (some 10 s each on an idle machine) and exact greedy search plays ~2,000 passes: those
+# run with `make test` (CI), not `make test-fast`.
+CHEAP = {("single-head", "greedy"), ("circuit", "attribution")}
+REFERENCES = [
+    pytest.param(t, name, id=f"{t}/{name}", marks=() if (t, name) in CHEAP else pytest.mark.slow)
+    for t, refs in MANIFEST.items()
+    for name in refs
+]
+
+
+@pytest.mark.parametrize("track, name", REFERENCES)
+def test_the_committed_reference_reproduces_on_this_checkout(track, name):
+    assert canary(MANIFEST[track][name]) == []
+
+
+def test_a_change_that_moves_greedys_numbers_fails_the_canary(monkeypatch):
+    """greedy (white-box, in the scorer's process) with its estimates perturbed: other heads
+    come first, and the canary names the rows and fields that moved."""
+    from circuit_gym.baselines import greedy
+
+    honest = greedy.attribution_scores
+    monkeypatch.setattr(greedy, "attribution_scores", lambda env: -honest(env))
+    found = canary(MANIFEST["single-head"]["greedy"])
+    assert found and all(d.startswith("single-head/greedy: episodes[") for d in found)
+    assert any(".head_k1:" in d for d in found), found
+
+
+@pytest.mark.slow
+def test_other_weights_for_the_fixed_reference_fail_the_canary(tmp_path):
+    fixed = MANIFEST["single-head"]["fixed"]
+    scores = json.loads((REPO_ROOT / fixed.checkpoint).read_text())["scores"]
+    other = tmp_path / "fixed_policy.json"
+    other.write_text(json.dumps({"scores": np.roll(scores, 1).tolist()}))
+    found = canary(dataclasses.replace(fixed, checkpoint=str(other)))
+    assert any(".top5:" in d or ".top5[" in d for d in found), found
+
+
+@pytest.mark.slow
+def test_a_reference_served_by_a_moved_policy_passes_the_canary():
+    """The manifest's policy spec is what runs now: the single-head random reference played by
+    the circuit track's random policy (its rank_heads draws the same numbers from the same seed)
+    gives the committed rows, so merging two policy modules needs one line of the manifest, no
+    rescore."""
+    random = MANIFEST["single-head"]["random"]
+    moved = dataclasses.replace(random, policy="circuit_gym.baselines.circuit_random_policy:make_policy")
+    assert canary(moved) == []
