@@ -7,14 +7,26 @@ here and imports nothing from circuit_gym.
 - ``toy``: the default, GPT-2 small's 12 x 12 head grid (run F: copies any token);
 - ``toy_d``: the previous 12 x 12 model (run D: copies only the train third of the ids),
   kept so that the v2 and v3 environment IDs keep their behaviour;
-- ``tiny``: the first embedded model (4 x 4), kept for fast tests and the v0/v1 IDs.
+- ``tiny``: the first embedded model (4 x 4), kept for fast tests and the v0/v1 IDs;
+- ``zoo1`` ...: the model zoo, 12 x 12 models trained by one public recipe whose circuits sit
+  at drawn depths (docs/zoo.md); the held-out models of the benchmark come from it.
 """
 
 from __future__ import annotations
 
-EMBEDDED = ("toy", "toy_d", "tiny")
+# The public model zoo (``circuit_gym.models.zoo_recipe``: one recipe, drawn seeds and placements),
+# shipped under models/zoo/.
+ZOO = ("zoo1",)
+# Embedded model -> its directory under circuit_gym/models/.
+EMBEDDED_PATHS: dict[str, str] = {
+    "toy": "toy",
+    "toy_d": "toy_d",
+    "tiny": "tiny",
+    **{m: f"zoo/{m}" for m in ZOO},
+}
+EMBEDDED = tuple(EMBEDDED_PATHS)
 # Named sets of embedded models an environment can draw from (``model="zoo"``).
-MODEL_SETS: dict[str, tuple[str, ...]] = {}
+MODEL_SETS: dict[str, tuple[str, ...]] = {"zoo": ZOO}
 
 
 def is_embedded(name: str) -> bool:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from circuit_gym.embedded import EMBEDDED
+from circuit_gym.embedded import EMBEDDED, EMBEDDED_PATHS
 
 MODELS_DIR = Path(str(resources.files("circuit_gym") / "models"))
 GPT2_ENV_VAR = "CIRCUIT_GYM_GPT2_PATH"
@@ -73,7 +73,7 @@ def embedded_dir(name: str) -> Path:
     """The package directory of an embedded model."""
     if name not in EMBEDDED:
         raise ValueError(f"{name!r} is not an embedded model; embedded: {list(EMBEDDED)}")
-    return MODELS_DIR / name
+    return MODELS_DIR / EMBEDDED_PATHS[name]
 
 
 def model_device(model: torch.nn.Module) -> torch.device:

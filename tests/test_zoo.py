@@ -1,0 +1,83 @@
+"""The model zoo: its members are drawn by the recipe, ship with cards that match their weights,
+and really perform the tasks their gate admits, checked without the package's gate code."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from circuit_gym.embedded import EMBEDDED, MODEL_SETS, ZOO
+from circuit_gym.models.cards import card_metrics, gated_tasks
+from circuit_gym.models.loading import embedded_dir, load_model
+from circuit_gym.models.zoo_recipe import PLACEMENT_STRATA, ZOO_SEED, private_member, public_members
+from circuit_gym.tasks import get_task
+from circuit_gym.tasks.base import beats_distractors
+
+
+def test_public_members_are_drawn_one_per_stratum_and_reproducibly():
+    members = public_members()
+    assert members == public_members(ZOO_SEED)
+    assert public_members(ZOO_SEED + 1) != members  # another zoo seed draws another zoo
+    strata = sorted(next(i for i, (lo, hi) in enumerate(PLACEMENT_STRATA) if lo <= m.identity_layers <= hi)
+                    for m in members)  # fmt: skip
+    assert strata == list(range(len(PLACEMENT_STRATA)))
+    assert len({m.seed for m in members}) == len(members)
+
+
+def test_the_private_draw_depends_on_the_secret_only():
+    a, b = private_member(12345), private_member(12345)
+    assert a == b and private_member(12346) != a
+    assert a.seed not in {m.seed for m in public_members()}
+
+
+def test_shipped_members_are_the_recipes():
+    names = [m.name for m in public_members()]
+    assert set(ZOO) <= set(names) and MODEL_SETS["zoo"] == ZOO
+    assert all(name in EMBEDDED for name in ZOO)
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_a_zoo_member_loads_matches_its_card_and_was_trained_with_its_draw(name):
+    import json
+
+    model = load_model(name)
+    card = card_metrics(name)
+    assert card["weights_hash"] == model.circuit_gym_info.weights_hash
+    setup = json.loads((embedded_dir(name) / "training_log.json").read_text())["setup"]
+    member = next(m for m in public_members() if m.name == name)
+    assert (setup["seed"], setup["identity_layers"], setup["recipe"]) == (
+        member.seed,
+        member.identity_layers,
+        "zoo",
+    )
+    assert len(setup["tokenizer_sha256"]) == 64  # trained with the zoo's shared tokenizer file
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_a_zoo_member_performs_its_gated_tasks(name):
+    """Clean accuracy on fresh test-split batches (seeds the card did not use), computed here from
+    the logits: the answer token beats every distractor at the metric position."""
+    model = load_model(name)
+    gated = gated_tasks(name)
+    assert len(gated) >= 5
+    for task_name in gated:
+        task = get_task(task_name)
+        if task.accuracy is not beats_distractors:
+            continue  # a task-specific accuracy (greater-than's probability mass): the card reports it
+        batch = task.make_batch(model.tokenizer, "test", 16, np.random.default_rng([777, 1]))
+        with torch.no_grad():
+            logits = model(batch.tokens)
+        pos = batch.positions
+        answer = logits[:, pos].gather(-1, batch.answers[..., None])[..., 0]
+        if batch.distractors.shape[-1] == 0:  # induction-style: the answer is the top token
+            correct = (logits[:, pos].argmax(-1) == batch.answers).float().mean(-1)
+        else:
+            distract = logits[:, pos].gather(-1, batch.distractors).amax(-1)
+            correct = (answer > distract).float().mean(-1)
+        assert float(correct.mean()) >= 0.8, (name, task_name, float(correct.mean()))
+
+
+def test_zoo_members_share_one_tokenizer():
+    files = {name: (embedded_dir(name) / "tokenizer.json").read_bytes() for name in ZOO}
+    assert len(set(files.values())) == 1
