@@ -1,5 +1,11 @@
 """Solvers of the circuit-building IDs, and the circuit track that scores them by CPR / CMD.
 
+The episode protocol (:func:`play`, :func:`play_episode`, :func:`episode_ranking`,
+:func:`summarize_track`) and the white-box solvers (:class:`GreedySearch`,
+:class:`AttributionInsertion`, ACDC and EAP-IG) live in ``circuit_gym.solvers`` (the leaderboard
+runs them too) and are re-exported here; :class:`RandomInsertion` and :func:`circuit_track` are
+the baselines' own.
+
 Each solver plays episodes of :class:`~circuit_gym.envs.circuit_building.CircuitBuildingEnv`
 (``start="empty"``): it adds heads until it says STOP or the budget ends. The heads it added,
 in order, are the top of its :class:`~circuit_gym.circuits.Ranking`; the heads it never added
@@ -28,91 +34,28 @@ fans them out over Ray actors with the same numbers (``scripts/circuit_track.py 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable
 
 import gymnasium as gym
 import numpy as np
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
-from circuit_gym.ablation.attribution import attribution_patching
-from circuit_gym.circuits import Ranking, batch_scores
+from circuit_gym.circuits import batch_scores
 from circuit_gym.embedded import is_embedded
 from circuit_gym.envs.circuit_building import CircuitBuildingEnv
 from circuit_gym.envs.circuit_registration import circuit_env_id
 from circuit_gym.progress import progress_iter
-from circuit_gym.stats import mean_ci95
+from circuit_gym.solvers.episodes import CircuitSolver, episode_ranking, play, play_episode, summarize_track
+from circuit_gym.solvers.white_box import (
+    ATTRIBUTION_PASSES,
+    AttributionInsertion,
+    GreedySearch,
+    attribution_scores,
+)
 
-ATTRIBUTION_PASSES = 2  # one forward and one backward pass
-
-
-class CircuitSolver(Protocol):
-    """What :func:`play_episode` needs from a solver."""
-
-    name: str
-
-    def begin(self, env: CircuitBuildingEnv) -> int:
-        """Called after reset; returns the forward passes it spent (beyond the env's)."""
-
-    def act(self, env: CircuitBuildingEnv, obs: np.ndarray, info: dict) -> int:
-        """A head id to add, or ``env.stop_action``."""
-
-    def scores(self, env: CircuitBuildingEnv, obs: np.ndarray, info: dict) -> np.ndarray:
-        """Per-head importance at the episode's end (orders the heads never added)."""
-
-
-class GreedySearch:
-    name = "greedy_search"
-
-    def __init__(self) -> None:
-        self._last: np.ndarray | None = None
-
-    def begin(self, env: CircuitBuildingEnv) -> int:
-        self._last = None
-        return 0  # its candidate passes are counted by the env (oracle_forward_passes)
-
-    def act(self, env, obs, info) -> int:
-        gains = env.candidate_gains()
-        self._last = gains
-        if not np.isfinite(gains).any():
-            return env.stop_action
-        head = int(np.nanargmax(gains))
-        return head if gains[head] - env.alpha > 0 else env.stop_action
-
-    def scores(self, env, obs, info) -> np.ndarray:
-        return np.nan_to_num(self._last, nan=-np.inf) if self._last is not None else np.zeros(env.n_total)
-
-
-def attribution_scores(env: CircuitBuildingEnv) -> np.ndarray:
-    """Attribution patching's estimated faithfulness lost when each head alone is ablated from
-    the full model (higher = more important), in faithfulness units."""
-    state = env.state
-    engine = state.runner.engine
-    ev = engine.ev
-    change = attribution_patching(engine.model, ev.tokens, engine.clean_z, engine.replacement,
-                                  lambda logits: ev.score(logits[:, ev.positions]).mean())  # fmt: skip
-    return -change / (state.full_metric - state.empty_metric)
-
-
-class AttributionInsertion:
-    name = "attribution"
-
-    def __init__(self) -> None:
-        self._scores = np.zeros(0)
-
-    def begin(self, env: CircuitBuildingEnv) -> int:
-        self._scores = attribution_scores(env)
-        return ATTRIBUTION_PASSES
-
-    def act(self, env, obs, info) -> int:
-        free = np.flatnonzero(info["action_mask"][: env.n_total])
-        if len(free) == 0:
-            return env.stop_action
-        head = int(free[np.argmax(self._scores[free])])
-        return head if self._scores[head] - env.alpha > 0 else env.stop_action
-
-    def scores(self, env, obs, info) -> np.ndarray:
-        return self._scores
+__all__ = ["ATTRIBUTION_PASSES", "AttributionInsertion", "CircuitSolver", "GreedySearch", "RandomInsertion",
+           "attribution_scores", "circuit_track", "default_solvers", "episode_ranking", "play", "play_episode",
+           "summarize_track"]  # fmt: skip
 
 
 class RandomInsertion:
@@ -132,60 +75,6 @@ class RandomInsertion:
 
     def scores(self, env, obs, info) -> np.ndarray:
         return self._scores
-
-
-def episode_ranking(order: Sequence[int], rest_scores: np.ndarray, n_layers: int, n_heads: int,
-                    method: str) -> Ranking:  # fmt: skip
-    """The heads in ``order`` first (the first added is the most important), then the others by
-    ``rest_scores`` (ties by lower id). All scores positive, so the signed and absolute orders
-    (CPR's and CMD's) agree."""
-    n = n_layers * n_heads
-    order = [int(h) for h in order]
-    if len(set(order)) != len(order):
-        raise ValueError("a head appears twice in the insertion order")
-    rest = np.array([h for h in range(n) if h not in set(order)], dtype=np.int64)
-    key = np.nan_to_num(np.asarray(rest_scores, dtype=np.float64)[rest], nan=-np.inf, posinf=np.inf)
-    rest = rest[np.lexsort((rest, -key))]
-    scores = np.empty(n, dtype=np.float64)
-    ranked = [*order, *rest.tolist()]
-    scores[ranked] = np.arange(n, 0, -1, dtype=np.float64)
-    return Ranking.from_array(scores, method, n_layers, n_heads)
-
-
-def play(env: gym.Env, task: str, batch_index: int, act: Callable[[np.ndarray, dict], int],
-         rank: Callable[[np.ndarray, dict], np.ndarray], method: str,
-         begin: Callable[[], int] | None = None) -> dict:  # fmt: skip
-    """One episode on ``(task, batch_index)`` played by ``act(obs, info)`` (an action of the env),
-    its heads never added ordered by ``rank(obs, info)`` at the end: its circuit, ranking and cost.
-
-    ``begin()`` runs after the reset and returns the forward passes it spent beyond the env's.
-    Forward passes = the env's ``forward_passes`` + ``oracle_forward_passes`` + ``begin``'s.
-    Shared by :func:`play_episode` (in-process solvers) and the leaderboard's circuit track
-    (a sandboxed policy's ``act`` / ``rank_heads``)."""
-    base: CircuitBuildingEnv = env.unwrapped
-    if base.start != "empty":
-        raise ValueError("the circuit track's solvers build circuits from the empty one (start='empty')")
-    obs, info = env.reset(options={"task": task, "batch_index": int(batch_index)})
-    own = begin() if begin is not None else 0
-    total, terminated = 0.0, False
-    while not terminated:
-        obs, reward, terminated, _, info = env.step(act(obs, info))
-        total += reward
-    ranking = episode_ranking(base.order, rank(obs, info), base.n_layers, base.n_heads, method)
-    return {
-        "task": task, "batch_index": int(batch_index), "order": base.order,
-        "circuit_size": info["circuit_size"], "faithfulness": info["faithfulness"], "return": total,
-        "forward_passes": info["forward_passes"] + info["oracle_forward_passes"] + own, "ranking": ranking,
-    }  # fmt: skip
-
-
-def play_episode(env: gym.Env, solver: CircuitSolver, task: str, batch_index: int) -> dict:
-    """One episode of ``solver`` on ``(task, batch_index)``: its circuit, ranking and cost."""
-    base: CircuitBuildingEnv = env.unwrapped
-    row = play(env, task, batch_index, lambda obs, info: solver.act(base, obs, info),
-               lambda obs, info: solver.scores(base, obs, info), solver.name,
-               begin=lambda: solver.begin(base))  # fmt: skip
-    return {"solver": solver.name, **row}
 
 
 def circuit_track(model: str, tasks: Iterable[str], split: str, episodes: Iterable[int],
@@ -217,36 +106,6 @@ def circuit_track(model: str, tasks: Iterable[str], split: str, episodes: Iterab
         row["curve"] = scores["curve"]["faithfulness"]
         per_episode.append(row)
     return {"rows": summarize_track(per_episode), "episodes": per_episode}
-
-
-def summarize_track(per_episode: list[dict]) -> list[dict]:
-    """Means and 95% intervals over episodes per (solver, task), then per solver over tasks."""
-    rows = []
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in per_episode:
-        groups.setdefault((r["solver"], r["task"]), []).append(r)
-    for task_rows in (groups, _by_solver(per_episode)):
-        for (name, task), rs in task_rows.items():
-            row = {"solver": name, "task": task, "episodes": len(rs)}
-            for k in (
-                "cpr",
-                "cmd",
-                "faithfulness",
-                "circuit_size",
-                "forward_passes",
-                "cpr_random",
-                "cmd_random",
-            ):
-                row[k], row[f"{k}_ci95"] = mean_ci95([float(r[k]) for r in rs])
-            rows.append(row)
-    return rows
-
-
-def _by_solver(per_episode: list[dict]) -> dict[tuple[str, str], list[dict]]:
-    out: dict[tuple[str, str], list[dict]] = {}
-    for r in per_episode:
-        out.setdefault((r["solver"], "all"), []).append(r)
-    return out
 
 
 def default_solvers(seed: int = 0) -> dict[str, Callable[[], CircuitSolver]]:
