@@ -20,15 +20,15 @@ import numpy as np
 
 from circuit_gym.baselines.circuit_ppo import CircuitPPOConfig, CircuitPPOSolver, train
 from circuit_gym.baselines.circuit_solvers import circuit_track, default_solvers
-from circuit_gym.embedded import is_embedded
-from circuit_gym.envs.circuit_registration import circuit_env_id
-from circuit_gym.leaderboard.benchmark import (
+from circuit_gym.benchmark import (
     CIRCUIT_ALPHA,
     CIRCUIT_BUDGET,
     HELD_OUT_TASKS,
     SPLIT,
     TRAIN_TASKS,
 )
+from circuit_gym.embedded import is_embedded
+from circuit_gym.envs.circuit_registration import circuit_env_id
 from circuit_gym.reporting import selection_curves
 
 # Issue 22's targets for PPO on the Circuit IDs, against exact greedy search (mean over seeds).

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 
+from circuit_gym.benchmark import HELD_OUT_TASKS, TRAIN_TASKS, multi_env_id
 from circuit_gym.evaluation import evaluate, summarize
-from circuit_gym.leaderboard.benchmark import HELD_OUT_TASKS, TRAIN_TASKS, multi_env_id
 from circuit_gym.reporting import markdown_table
 
 

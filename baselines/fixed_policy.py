@@ -61,7 +61,7 @@ if __name__ == "__main__":
     import gymnasium as gym
 
     from circuit_gym.baselines.common import evaluate_and_print
-    from circuit_gym.leaderboard.benchmark import multi_env_id
+    from circuit_gym.benchmark import multi_env_id
 
     policy = FixedPolicy.fit(gym.make(multi_env_id(), split="train"))
     evaluate_and_print("fixed", lambda obs, env: policy.rank_heads(obs))

@@ -26,8 +26,8 @@ import torch
 from torch import nn
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
+from circuit_gym.benchmark import multi_env_id
 from circuit_gym.envs.features import ABLATED_COLUMN, N_FEATURES
-from circuit_gym.leaderboard.benchmark import multi_env_id
 from circuit_gym.progress import progress_enabled, progress_iter
 
 

@@ -1,7 +1,7 @@
 """The main job (``circuit-gym run``): train PPO, evaluate every solver, write results/.
 
 1. Train PPO (``circuit_gym.baselines.ppo``) on the Multi environment: the benchmark's training
-   tasks (``circuit_gym.leaderboard.benchmark.TRAIN_TASKS``), train split; the evaluation
+   tasks (``circuit_gym.benchmark.TRAIN_TASKS``), train split; the evaluation
    pools' oracle tables are swept in worker processes meanwhile.
 2. Fit the fixed baseline on the same training pools.
 3. Evaluate random, fixed, greedy (attribution patching) and PPO, best-of-1 and best-of-5:
@@ -42,10 +42,10 @@ from circuit_gym.baselines.fixed_policy import FixedPolicy
 from circuit_gym.baselines.greedy import attribution_scores, compare_with_sweep
 from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train
 from circuit_gym.baselines.random_policy import RandomPolicy
+from circuit_gym.benchmark import HELD_OUT_TASKS, TRAIN_TASKS, multi_env_id
 from circuit_gym.circuits.plot import faithfulness_figure
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.evaluation import evaluate, results_as_dicts, summarize
-from circuit_gym.leaderboard.benchmark import HELD_OUT_TASKS, TRAIN_TASKS, multi_env_id
 from circuit_gym.plots import head_heatmap_pair
 from circuit_gym.precompute import plan, precompute_jobs
 from circuit_gym.reporting import learning_curve, markdown_table

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from circuit_gym.baselines import circuit_building_track as track
-from circuit_gym.leaderboard.benchmark import MODEL
+from circuit_gym.benchmark import MODEL
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gymnasium as gym  # noqa: E402
 
 from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train  # noqa: E402
+from circuit_gym.benchmark import TRAIN_TASKS, multi_env_id  # noqa: E402
 from circuit_gym.envs.features import FEATURE_SETS  # noqa: E402
 from circuit_gym.evaluation import evaluate, recovery_summary, results_as_dicts  # noqa: E402
-from circuit_gym.leaderboard.benchmark import TRAIN_TASKS, multi_env_id  # noqa: E402
 
 KS = (1, 5)
 

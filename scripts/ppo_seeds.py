@@ -29,14 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gymnasium as gym  # noqa: E402
 
 from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train  # noqa: E402
-from circuit_gym.envs import HideOracleInfo  # noqa: E402
-from circuit_gym.evaluation import evaluate, recovery_summary, results_as_dicts  # noqa: E402
-from circuit_gym.leaderboard.benchmark import (  # noqa: E402
+from circuit_gym.benchmark import (  # noqa: E402
     BENCHMARK_VERSION,
     HELD_OUT_TASKS,
     TRAIN_TASKS,
     multi_env_id,
 )
+from circuit_gym.envs import HideOracleInfo  # noqa: E402
+from circuit_gym.evaluation import evaluate, recovery_summary, results_as_dicts  # noqa: E402
 from circuit_gym.stats import mean_ci95  # noqa: E402
 
 TARGET_HELD_OUT_K5 = 0.96

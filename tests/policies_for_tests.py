@@ -114,7 +114,7 @@ def pool_rebuilder(checkpoint):
     def build() -> None:
         import gymnasium as gym
 
-        from circuit_gym.leaderboard import benchmark as B
+        from circuit_gym import benchmark as B
 
         n = int(json.loads(Path(checkpoint).read_text())["public_seeds"])
         # the settings of the tests' small benchmark (which patches them in the scorer's process only)

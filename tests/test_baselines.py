@@ -200,7 +200,7 @@ def test_main_job_quick_writes_every_artifact(tmp_path, monkeypatch):
             "top1_rate",
             "episodes",
         } <= set(row)
-    from circuit_gym.leaderboard.benchmark import HELD_OUT_TASKS, TRAIN_TASKS
+    from circuit_gym.benchmark import HELD_OUT_TASKS, TRAIN_TASKS
 
     assert {(r["task"], r["split"]) for r in report["rows"]} == {(t, "eval") for t in TRAIN_TASKS} | {
         (t, "test") for t in HELD_OUT_TASKS

@@ -7,6 +7,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import circuit_gym  # noqa: F401  (registers the IDs)
+from circuit_gym.benchmark import TRAIN_TASKS
 from circuit_gym.circuits import Circuit, CircuitRunner
 from circuit_gym.envs import list_envs
 from circuit_gym.envs.circuit_building import (
@@ -18,7 +19,6 @@ from circuit_gym.envs.circuit_building import (
 )
 from circuit_gym.envs.circuit_registration import circuit_env_id, list_circuit_envs
 from circuit_gym.envs.render import CELL, MARGIN, cell_centre, frame_shape
-from circuit_gym.leaderboard.benchmark import TRAIN_TASKS
 from circuit_gym.models import load_model
 from circuit_gym.tasks import get_task
 

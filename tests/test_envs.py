@@ -11,6 +11,7 @@ from gymnasium.utils.env_checker import check_env
 
 import circuit_gym
 from circuit_gym.ablation import ContrastiveScorer
+from circuit_gym.benchmark import TRAIN_TASKS
 from circuit_gym.envs import (
     ORACLE_INFO_KEYS,
     VERSIONS,
@@ -22,7 +23,6 @@ from circuit_gym.envs import (
     version_notes,
 )
 from circuit_gym.envs.features import FEATURE_NAMES, N_FEATURES
-from circuit_gym.leaderboard.benchmark import TRAIN_TASKS
 from circuit_gym.tasks import get_task, list_tasks
 from circuit_gym.tasks.reference import reference_batch
 

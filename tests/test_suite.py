@@ -74,12 +74,12 @@ def test_held_out_choice_picks_tasks_whose_modal_heads_the_training_tasks_do_not
 
 
 def test_the_benchmark_held_out_tasks_follow_the_rule_on_the_committed_suite_reports():
-    """leaderboard/benchmark.py against docs/suite: the gate (test split) decides which tasks
+    """circuit_gym/benchmark.py against docs/suite: the gate (test split) decides which tasks
     count, the train split's oracle histograms which of them are held out."""
     import json
     from pathlib import Path
 
-    from circuit_gym.leaderboard import benchmark as B
+    from circuit_gym import benchmark as B
     from circuit_gym.suite import held_out_from_reports
 
     suite = Path(__file__).resolve().parents[1] / "docs" / "suite"
