@@ -1,18 +1,39 @@
 # Two entry points (see README): `make demo` runs the main job, `make test` the test suite.
-# Both create .venv and install the CPU build of torch *before* the package, so pip never
-# pulls a multi-GB CUDA build.
-PYTHON ?= python3.11
+# Both create .venv and install torch *before* the package, from PyTorch's CPU wheel index,
+# so pip never pulls the multi-GB CUDA build that PyPI serves on Linux.
+#
+# Variables (make VAR=value ... or the environment):
+#   PYTHON           the interpreter for .venv; default: the first of python3, python3.14 ...
+#                    python3.11, python on PATH that is at least PYTHON_MIN
+#   TORCH_INDEX_URL  where torch comes from; default PyTorch's CPU index. Empty
+#                    (TORCH_INDEX_URL=) installs whatever the configured pip indexes give
+#                    (CI does this: its machines' pip configuration supplies a CPU build);
+#                    e.g. https://download.pytorch.org/whl/cu126 for a CUDA build.
+# The package's requires-python (pyproject.toml; tests/test_makefile.py keeps the two equal)
+PYTHON_MIN := 3.11
+PYTHON_CANDIDATES := python3 python3.14 python3.13 python3.12 python3.11 python
+comma := ,
+# $(call python_ok,NAME): NAME if it runs and is at least PYTHON_MIN, else nothing
+python_ok = $(if $(1),$(shell command -v $(1) >/dev/null 2>&1 && \
+	$(1) -c 'import sys; sys.exit(sys.version_info[:2] < ($(subst .,$(comma),$(PYTHON_MIN))))' 2>/dev/null \
+	&& echo $(1)))
+ifndef PYTHON
+PYTHON := $(firstword $(foreach p,$(PYTHON_CANDIDATES),$(call python_ok,$(p))))
+endif
 VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
+TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
+TORCH_INSTALL := $(TORCH_PIN)$(if $(strip $(TORCH_INDEX_URL)), --index-url $(strip $(TORCH_INDEX_URL)))
 
 .PHONY: install demo test test-fast lint clean
 
 $(BIN)/.installed: pyproject.toml
-	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
+	@test -n "$(call python_ok,$(PYTHON))" || { echo "need Python >= $(PYTHON_MIN) (PYTHON='$(PYTHON)'; \
+	looked for $(PYTHON_CANDIDATES) on PATH): make PYTHON=/path/to/python3.X ..."; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(TORCH_PIN)
+	$(BIN)/python -m pip install --quiet $(TORCH_INSTALL)
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@
 

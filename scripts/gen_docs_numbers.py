@@ -1,0 +1,331 @@
+"""Fill the numbers in README.md and docs/*.md from the committed result files (one source).
+
+A number in a page is written between markers that name where it comes from:
+
+    PPO reaches <!--n seeds:per_seed.0.ppo.held_out_k5.recovery:.3f-->0.986<!--/n--> ...
+
+``SOURCE:PATH[:FORMAT]``: SOURCE is an alias from ``SOURCES`` (or a ``.json`` path relative to
+the repository); PATH walks the JSON: keys and list indices separated by dots,
+``key[field=value,...]`` picks the one list element with those fields, ``|len`` / ``|mean`` /
+``|min`` / ``|max`` at the end reduce a list; FORMAT is a Python format spec (default ``.3f``), or
+``[SPEC]`` for an interval ``[low, high]``. Whole tables sit between ``<!--table NAME-->`` and
+``<!--/table-->`` and come from the functions in ``TABLES``.
+
+    python scripts/gen_docs_numbers.py            # rewrite the pages
+    python scripts/gen_docs_numbers.py --check    # list stale numbers, exit 1 if any (a test runs this)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ("README.md", "CONTRIBUTING.md", "docs/*.md")
+SOURCES = {
+    "results": "docs/results/results.json",  # the main job (circuit-gym run --out docs/results)
+    "seeds": "docs/results/seeds/seeds.json",  # scripts/ppo_seeds.py
+    "track": "docs/results/circuit/track.json",  # scripts/circuit_track.py
+    "timings": "docs/results/timings.json",  # durations of the make commands, with where each was measured
+    "redundancy_ioi": "docs/results/redundancy_ioi.json",
+    "redundancy_successor": "docs/results/redundancy_successor.json",
+    "board": "leaderboard/results/{}.json",  # board/ppo, board/circuit/greedy_search ...
+    "card": "circuit_gym/models/{}/card_metrics.json",  # card/toy
+    "bench": "benchmarks/results/{}.json",  # bench/sweep
+}
+# A marker right after a backtick is an example in inline code (CONTRIBUTING.md shows the syntax).
+INLINE = re.compile(r"(?<!`)<!--n (?P<spec>[^>]*?)-->(?P<text>.*?)<!--/n-->")
+BLOCK = re.compile(r"(?P<open><!--table (?P<name>[\w-]+)-->\n)(?P<text>.*?)(?P<close><!--/table-->)", re.S)
+REDUCERS: dict[str, Callable[[list], float]] = {
+    "len": len, "mean": lambda v: sum(v) / len(v), "min": min, "max": max,
+}  # fmt: skip
+
+
+class SpecError(ValueError):
+    """A marker that names no file, key or format that exists."""
+
+
+def source_path(source: str) -> Path:
+    alias, _, rest = source.partition("/")
+    if alias in SOURCES:
+        template = SOURCES[alias]
+        if "{}" in template and not rest:
+            raise SpecError(f"source {source!r}: write {alias}/NAME for {template.format('NAME')}")
+        if "{}" not in template and rest:
+            raise SpecError(f"source {source!r}: {alias!r} is the one file {template}")
+        return ROOT / template.format(rest)
+    if source.endswith(".json"):
+        return ROOT / source
+    raise SpecError(f"unknown source {source!r} (aliases: {', '.join(SOURCES)}, or a .json path)")
+
+
+@cache
+def load(path: Path):
+    if not path.is_file():
+        raise SpecError(f"no result file {path.relative_to(ROOT)}")
+    return json.loads(path.read_text())
+
+
+def _select(items: list, condition: str, where: str):
+    wanted = dict(part.split("=", 1) for part in condition.split(","))
+    found = [x for x in items if all(str(x.get(k)) == v for k, v in wanted.items())]
+    if len(found) != 1:
+        raise SpecError(f"{where}: [{condition}] matches {len(found)} elements, not 1")
+    return found[0]
+
+
+def lookup(source: str, path: str):
+    """The value at ``path`` (see the module docstring) in ``source``'s JSON."""
+    path, _, reducer = path.partition("|")
+    value = load(source_path(source))
+    where = source
+    for segment in path.split("."):
+        where += "." + segment
+        key, _, condition = segment.partition("[")
+        try:
+            value = value[int(key)] if isinstance(value, list) else value[key]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise SpecError(f"{where}: no such key or index") from None
+        if condition:
+            value = _select(value, condition.rstrip("]"), where)
+    if reducer:
+        if reducer not in REDUCERS:
+            raise SpecError(f"{where}: unknown reducer {reducer!r} ({', '.join(REDUCERS)})")
+        value = REDUCERS[reducer](value)
+    return value
+
+
+def fmt(value, spec: str = ".3f") -> str:
+    if spec.startswith("[") and spec.endswith("]"):
+        low, high = value
+        return f"[{fmt(low, spec[1:-1])}, {fmt(high, spec[1:-1])}]"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(f"not a number: {value!r}")
+    return format(value, spec)
+
+
+def render_spec(spec: str) -> str:
+    parts = spec.strip().split(":")
+    if len(parts) not in (2, 3):
+        raise SpecError(f"marker {spec!r}: want SOURCE:PATH[:FORMAT]")
+    return fmt(lookup(parts[0], parts[1]), parts[2] if len(parts) == 3 else ".3f")
+
+
+# ---- tables -------------------------------------------------------------------------------
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _ci(block: dict, key: str = "recovery", ci: str = "ci95", spec: str = ".3f") -> str:
+    return f"{fmt(block[key], spec)} {fmt(block[ci], '[.2f]')}"
+
+
+SOLVER_NAMES = {
+    "random": "random",
+    "fixed": "fixed (memoriser)",
+    "greedy": "greedy (white-box)",
+    "ppo": "PPO",
+}
+
+
+def pooled_recovery() -> str:
+    """Seed 0's pooled recovery per solver: held-out and training tasks, best-of-1 and -5."""
+    seed0 = load(source_path("seeds"))["per_seed"]["0"]
+    lines = [_row(["solver", "held-out best-of-1", "held-out best-of-5", "training tasks (eval) best-of-1",
+                   "training tasks (eval) best-of-5"]), _row(["---"] * 5)]  # fmt: skip
+    for solver, name in SOLVER_NAMES.items():
+        keys = ("held_out_k1", "held_out_k5", "train_k1", "train_k5")
+        lines.append(_row([name, *(_ci(seed0[solver][k]) for k in keys)]))
+    return "\n".join(lines)
+
+
+CIRCUIT_SOLVERS = {
+    "acdc": "ACDC (white-box, ~{acdc} partial passes / episode)",
+    "eap_ig": "EAP-IG (white-box, gradients)",
+    "greedy": "greedy (attribution patching)",
+    "ppo": "PPO (observations only)",
+    "random": "random",
+    "fixed": "fixed (memoriser)",
+}
+
+
+def circuit_scores() -> str:
+    """The main job's CPR / CMD per held-out task and solver (single-head solvers' preferences)."""
+    circuits = load(source_path("results"))["circuits"]
+    tasks = list(circuits["tasks"])
+    acdc = fmt(circuits["white_box_passes_per_episode"]["acdc"], ",.0f")
+    lines = [_row(["solver", *(f"{t} CPR / CMD" for t in tasks)]), _row(["---"] * (len(tasks) + 1))]
+    for solver, name in CIRCUIT_SOLVERS.items():
+        cells = [f"{_ci(s, 'cpr', 'cpr_ci95', '.2f')} / {_ci(s, 'cmd', 'cmd_ci95', '.2f')}"
+                 for s in (circuits["tasks"][t][solver] for t in tasks)]  # fmt: skip
+        lines.append(_row([name.format(acdc=acdc), *cells]))
+    return "\n".join(lines)
+
+
+def circuit_track() -> str:
+    """The circuit-building track over the held-out tasks: references, PPO's seeds, random."""
+    rows = [r for r in load(source_path("track"))["rows"] if r["task"] == "all"]
+    by = {r["solver"]: r for r in rows}
+    ppo = [r for r in rows if r["solver"] == "ppo" or r["solver"].startswith("ppo_seed")]
+
+    def mean(key: str) -> float:
+        return sum(r[key] for r in ppo) / len(ppo)
+
+    cprs = [r["cpr"] for r in ppo]
+    lines = [_row(["solver", "CPR (3 held-out tasks)", "CMD", "forward passes / episode"]), _row(["---"] * 4)]
+    for solver, name in (("greedy_search", "exact greedy search (upper reference)"),
+                         ("attribution", "attribution insertion")):  # fmt: skip
+        r = by[solver]
+        lines.append(_row([name, _ci(r, "cpr", "cpr_ci95"), fmt(r["cmd"]), fmt(r["forward_passes"], ",.0f")]))
+    lines.append(_row([f"PPO, mean of seeds 0-{len(ppo) - 1}",
+                       f"{fmt(mean('cpr'))} ({fmt(min(cprs))}-{fmt(max(cprs))})",
+                       fmt(mean("cmd")), fmt(mean("forward_passes"), ",.0f")]))  # fmt: skip
+    r = by["random"]
+    lines.append(
+        _row(["random insertion", _ci(r, "cpr", "cpr_ci95"), fmt(r["cmd"]), fmt(r["forward_passes"], ",.0f")])
+    )
+    return "\n".join(lines)
+
+
+PER_TASK_SOLVERS = ("random", "fixed", "greedy", "ppo")
+
+
+def per_task_recovery() -> str:
+    """The main job's best-of-1 / best-of-5 recovery per task (training tasks, then held out)."""
+    results = load(source_path("results"))
+    table = {(r["solver"], r["task"], r["k"]): r["recovery"] for r in results["rows"]}
+    train = [t for t in dict.fromkeys(r["task"] for r in results["rows"] if r["split"] == "eval")]
+    held = [t for t in dict.fromkeys(r["task"] for r in results["rows"] if r["split"] == "test")]
+    header = ["solver", *train, *(f"**{t}** (held out)" for t in held)]
+    lines = [_row(header), _row(["---"] * len(header))]
+    for solver in PER_TASK_SOLVERS:
+        lines.append(
+            _row([solver, *(f"{table[solver, t, 1]:.2f} / {table[solver, t, 5]:.2f}" for t in train + held)])
+        )
+    return "\n".join(lines)
+
+
+MODEL_LABELS = {
+    "toy": "`toy` (run F, 12 x 12)",
+    "toy_d": "`toy_d` (run D, 12 x 12)",
+    "tiny": "`tiny` (4 x 4)",
+    "gpt2": "GPT-2 small",
+}
+
+
+def env_ids() -> str:
+    """The current IDs (``circuit-gym list``), one row per family, model and version: the task
+    part of the ID in braces."""
+    import circuit_gym
+    from circuit_gym.envs.circuit_registration import list_circuit_envs
+
+    entries = {e["id"]: e for e in [*circuit_gym.list_envs(), *list_circuit_envs()]}
+    groups: dict[tuple, list[dict]] = {}
+    for entry in entries.values():
+        parts = entry["id"].split("-")
+        multi = len(entry["tasks"]) > 1
+        key = (
+            parts[0],
+            parts[1],
+            "-".join(parts[3:]),
+            entry["model"],
+            multi,
+            tuple(entry["tasks"]) if multi else (),
+        )
+        groups.setdefault(key, []).append(entry)
+    lines = [_row(["IDs", "kind", "model", "tasks"]), _row(["---"] * 4)]
+
+    def order(key: tuple) -> tuple:  # single head first, Toy before GPT2, newest first; not registry order
+        prefix, model_part, suffix, model, multi, tasks = key
+        return ("Circuit" in suffix, model_part != "Toy", -int(suffix.rsplit("v", 1)[1]), multi)
+
+    for key in sorted(groups, key=order):
+        (prefix, model_part, suffix, model, multi, tasks), members = key, groups[key]
+        names = sorted(m["id"].split("-")[2] for m in members)
+        task_part = names[0] if len(names) == 1 else "{" + ",".join(names) + "}"
+        kind = (
+            "circuit building"
+            if members[0].get("family") == "circuit" or "Circuit" in suffix
+            else "single head"
+        )
+        what = ("samples " + ", ".join(tasks)) if multi else "the task in its name"
+        lines.append(
+            _row(
+                [f"`{prefix}-{model_part}-{task_part}-{suffix}`", kind, MODEL_LABELS.get(model, model), what]
+            )
+        )
+    return "\n".join(lines)
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "env-ids": env_ids,
+    "pooled-recovery": pooled_recovery,
+    "circuit-scores": circuit_scores,
+    "circuit-track": circuit_track,
+    "per-task-recovery": per_task_recovery,
+}
+
+
+# ---- pages --------------------------------------------------------------------------------
+
+
+def pages(root: Path = ROOT) -> list[Path]:
+    return sorted({p for pattern in PAGES for p in root.glob(pattern)})
+
+
+def fill(text: str, where: str = "") -> tuple[str, list[str]]:
+    """``text`` with every marked number and table regenerated, and what changed."""
+    changes: list[str] = []
+
+    def line_of(pos: int) -> str:
+        return f"{where}:{text.count(chr(10), 0, pos) + 1}"
+
+    def block(m: re.Match) -> str:
+        name = m["name"]
+        if name not in TABLES:
+            raise SpecError(f"{line_of(m.start())}: unknown table {name!r} ({', '.join(TABLES)})")
+        new = TABLES[name]() + "\n"
+        if new != m["text"]:
+            changes.append(f"{line_of(m.start())}: table {name} differs from its source")
+        return m["open"] + new + m["close"]
+
+    def inline(m: re.Match) -> str:
+        try:
+            new = render_spec(m["spec"])
+        except SpecError as err:
+            raise SpecError(f"{line_of(m.start())}: {err}") from None
+        if new != m["text"]:
+            changes.append(f"{line_of(m.start())}: {m['text']!r} should be {new!r} ({m['spec'].strip()})")
+        return f"<!--n {m['spec']}-->{new}<!--/n-->"
+
+    return INLINE.sub(inline, BLOCK.sub(block, text)), changes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="only report stale numbers; exit 1 if any")
+    args = parser.parse_args(argv)
+    stale = []
+    for page in pages():
+        text = page.read_text()
+        new, changes = fill(text, str(page.relative_to(ROOT)))
+        stale += changes
+        if changes and not args.check:
+            page.write_text(new)
+    for change in stale:
+        print(change)
+    if args.check and stale:
+        print(f"{len(stale)} stale: run python scripts/gen_docs_numbers.py", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
