@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import circuit_gym  # noqa: E402, F401  (registers the IDs)
+from circuit_gym import benchmark as B  # noqa: E402
 from circuit_gym.envs.features import FEATURE_SETS  # noqa: E402
 from circuit_gym.evaluation import recovery_summary  # noqa: E402
 from circuit_gym.progress import progress_iter  # noqa: E402
-from leaderboard import benchmark as B  # noqa: E402
 
 STATIC_COLUMNS = 10  # the per-episode feature columns (ablated and step fraction are the env's state)
 
