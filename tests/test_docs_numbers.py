@@ -118,7 +118,7 @@ SHIPPED_RUNS = {"D", "F"}  # toy_d = run D, toy = run F (tiny is named, not lett
 RUN_NAMES = re.compile(r"\b[Rr]uns?[ -]((?:[A-Z]\b)(?:(?:, | and | ?- ?|-)[A-Z]\b)*)")
 # Pages about the models and environments a user gets. The training history
 # (docs/training/README.md, the model cards' "what was tried") names the runs that were tried.
-RUN_PAGES = ("README.md", "CONTRIBUTING.md", "docs/*.md", "leaderboard/README.md")
+RUN_PAGES = ("README.md", "CONTRIBUTING.md", "docs/*.md", "docs/envs/*.md", "leaderboard/README.md")
 
 
 def unshipped_runs(text: str) -> set[str]:
