@@ -19,7 +19,7 @@ from circuit_gym.circuits import (
     faithfulness_curves,
     random_ranking,
 )
-from circuit_gym.models.planted import (
+from circuit_gym.models.planted.fixed import (
     N_HEADS,
     N_LAYERS,
     PLANTED_HEADS,
