@@ -44,6 +44,18 @@ def shared_model(name: str, path: str | None = None, device: str = "cpu"):
     return _MODELS[key]
 
 
+def release_model(name: str, path: str | None = None, device: str = "cpu") -> None:
+    """Forget one shared model and its general-damage sweeps (environments that draw a fresh
+    model per episode, the Planted IDs, call it when they drop a model); environments still
+    holding the model keep it."""
+    from circuit_gym.ablation import tables
+
+    model = _MODELS.pop((name, None if path is None else str(path), str(device)), None)
+    if model is not None:
+        for key in [k for k in tables._GENERAL if k[0] == id(model)]:
+            del tables._GENERAL[key]
+
+
 def clear_caches() -> None:
     """Forget every model, pool and general-damage sweep held by this process (tests use it
     to check that results do not depend on what an earlier environment computed); pools that
