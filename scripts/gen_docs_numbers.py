@@ -264,7 +264,20 @@ def env_ids() -> str:
     return "\n".join(lines)
 
 
+def sweep_speed() -> str:
+    """One single-head sweep per task: engine (the run before in brackets), bridge blocks, plain loop."""
+    rows = load(source_path("bench/sweep"))["rows"]
+    before = {r["task"]: r for r in load(source_path("bench/sweep_run1"))["rows"]}
+    lines = [_row(["task", "prompt tokens", "engine", "bridge blocks", "plain loop (one hook per head)",
+                   "speed-up over the loop"]), _row(["---"] * 6)]  # fmt: skip
+    for r in sorted(rows, key=lambda r: (r["prompts"][1], r["task"])):  # shortest prompts first
+        lines.append(_row([r["task"], str(r["prompts"][1]), f"{r['engine_s']:.2f} s ({before[r['task']]['engine_s']:.2f} s)",
+                           f"{r['bridge_blocks_s']:.2f} s", f"{r['naive_s']:.2f} s", f"{r['speedup']:.1f}x"]))  # fmt: skip
+    return "\n".join(lines)
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "sweep-speed": sweep_speed,
     "env-ids": env_ids,
     "pooled-recovery": pooled_recovery,
     "circuit-scores": circuit_scores,
