@@ -26,7 +26,8 @@ def test_list_envs_covers_every_family_and_every_registered_id():
     current = list_envs()
     circuit = [r for r in current if r["family"] == "circuit"]
     single = [r for r in current if r["family"] == "single-head"]
-    assert len(circuit) == len(single) == 20 and len(current) == 40
+    zoo = [r for r in current if r["family"] in ("zoo", "zoo-circuit")]
+    assert len(circuit) == len(single) == 20 and len(zoo) == 18 and len(current) == 58
     assert all(r["id"].endswith("-Circuit-v0") for r in circuit)
     assert env_ids() == [r["id"] for r in current] and circuit_gym.list_envs() == current
     assert env_ids(family="circuit") == [r["id"] for r in circuit]
@@ -107,7 +108,10 @@ def test_circuit_gym_list_prints_one_line_per_current_id(capsys):
     assert [line.split()[0] for line in rows] == [r["id"] for r in current]
     for line, row in zip(rows, current, strict=True):
         assert line.split(None, 2)[1:] == [row["model"], ", ".join(row["tasks"])]
-    assert footer.startswith("40 current IDs (20 single-head ablation, 20 circuit building)")
+    assert footer.startswith(
+        "58 current IDs (20 single-head ablation, 20 circuit building, 9 single-head ablation over the model zoo, "
+        "9 circuit building over the model zoo)"
+    )
 
 
 def test_circuit_gym_list_all_shows_older_and_superseded_ids(capsys):
@@ -126,12 +130,12 @@ def test_doctor_counts_every_registered_id(capsys):
     assert main(["doctor", "--json"]) == 0
     ids = json.loads(capsys.readouterr().out)["environment_ids"]
     assert ids["all"] == len(REGISTERED)  # counted independently, from gymnasium's registry
-    assert ids["current"] == 40 == sum(f["current"] for f in ids["by_family"].values())
+    assert ids["current"] == 58 == sum(f["current"] for f in ids["by_family"].values())
     assert ids["by_family"]["circuit"] == {
         "current": 20,
-        "all": sum(i.endswith("-Circuit-v0") for i in REGISTERED),
+        "all": sum(i.endswith("-Circuit-v0") and "-Zoo-" not in i for i in REGISTERED),
     }
     assert main(["doctor"]) == 0
-    assert "registered environment IDs: 40 current (20 single-head ablation, 20 circuit building), " in (
+    assert "registered environment IDs: 58 current (20 single-head ablation, 20 circuit building, 9 " in (
         capsys.readouterr().out
     )

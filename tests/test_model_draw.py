@@ -67,6 +67,9 @@ def test_bad_models_are_clear_errors():
         ModelDrawEnv(_inner, ["toy", "toy"], ["ioi"])
     with pytest.raises(ValueError, match="perform none"):
         ModelDrawEnv(_inner, ["toy"], ["induction_seen"], tasks_of=gated_tasks)
+    # a model that performs none of the tasks is left out, not drawn
+    only = ModelDrawEnv(_inner, ["toy", "toy_d"], ["induction"], tasks_of=gated_tasks)
+    assert only.models == ("toy",) and {only.reset(seed=s)[1]["model"] for s in range(4)} == {"toy"}
     mixed = ModelDrawEnv(_inner, ["toy", "tiny"], ["ioi"])
     with pytest.raises(ValueError, match="another head grid"):
         mixed.reset(options={"model": "tiny"})

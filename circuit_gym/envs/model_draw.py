@@ -29,7 +29,8 @@ class ModelDrawEnv(gym.Env):
     Args:
         make_inner: ``make_inner(model_name, tasks)`` builds the environment of one model
             (a single-head or circuit-building environment with everything but the model fixed).
-        models: names of the models to draw from; all must share one head grid.
+        models: names of the models to draw from; all must share one head grid. A model that
+            performs none of ``tasks`` is left out (``self.models`` lists the ones drawn).
         tasks: the tasks requested; each model serves those it performs (``tasks_of``).
         tasks_of: ``tasks_of(model_name)`` -> the tasks that model performs (its gate);
             default: every requested task on every model.
@@ -47,10 +48,12 @@ class ModelDrawEnv(gym.Env):
         if len(set(models)) != len(models):
             raise ValueError(f"models must be distinct, got {list(models)}")
         served = {m: tuple(t for t in tasks if tasks_of is None or t in set(tasks_of(m))) for m in models}
-        idle = [m for m, ts in served.items() if not ts]
-        if idle:
-            raise ValueError(f"models {idle} perform none of the tasks {list(tasks)} (their inclusion gate)")
-        self.models, self.tasks, self.served = models, tasks, served
+        served = {m: ts for m, ts in served.items() if ts}  # a model that performs none is never drawn
+        if not served:
+            raise ValueError(
+                f"models {list(models)} perform none of the tasks {list(tasks)} (their inclusion gate)"
+            )
+        self.models, self.tasks, self.served = tuple(served), tasks, served
         self._make_inner = make_inner
         self._inner: dict[str, gym.Env] = {}
         first = self.inner(models[0])
@@ -114,6 +117,44 @@ class ModelDrawEnv(gym.Env):
 class ZooEnv(ModelDrawEnv):
     """The environment behind the ``CircuitDiscovery-Zoo-*`` IDs: a family's environment (single-head
     or circuit building) over a set of models, each episode on a model drawn at reset.
+
+    ## Description
+    Circuit discovery on models the agent has not seen: each reset draws one member of a model
+    set (the public zoo: 12 x 12 models trained by one recipe whose circuits sit at drawn depths,
+    docs/zoo.md), then plays one episode of the inner environment on it (``inner``: the
+    single-head ``CircuitDiscoveryEnv`` or the circuit-building ``CircuitBuildingEnv``, whose
+    pages say everything else). The observation never names the model, so a policy that
+    memorised one model's head ids gains nothing here; one that reads what heads do transfers.
+
+    ## Action Space
+    The inner environment's: every member has GPT-2 small's 12 x 12 grid, so the spaces agree
+    (a model of another grid is refused).
+
+    ## Observation Space
+    The inner environment's, computed on the drawn member.
+
+    ## Rewards
+    The inner environment's, on the drawn member (its tables and caches are per model).
+
+    ## Starting State
+    ``reset`` draws the member uniformly with ``self.np_random`` unless ``options["model"]`` names
+    one, then resets that member's environment with a seed drawn from the same generator (the
+    other options, ``task`` and ``batch_index``, go to it). A member serves only the tasks its
+    inclusion gate admits (its model card); a member that performs none of the ID's tasks is
+    never drawn.
+
+    ## Episode End
+    As the inner environment's.
+
+    ## Arguments
+    ``model``: a model set (``"zoo"``) or a list of model names; ``inner``: ``"single-head"`` or
+    ``"circuit"``; ``tasks``; every other argument goes to the inner environment.
+
+    ## Info
+    The inner environment's, plus ``model``: the drawn member's name.
+
+    ## Version History
+    * v0: first release, over the public zoo's members.
 
     Args:
         model: a model set of ``circuit_gym.embedded.MODEL_SETS`` (``"zoo"``: the public zoo) or a

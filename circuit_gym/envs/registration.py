@@ -61,7 +61,14 @@ SINGLE_HEAD = Family(
 )
 CIRCUIT = Family("circuit", "circuit building", "circuit_gym.envs.circuit_building:CircuitBuildingEnv",
                  "-Circuit")  # fmt: skip
-FAMILIES: dict[str, Family] = {f.name: f for f in (SINGLE_HEAD, CIRCUIT)}
+# The same two kinds over a set of models, each episode on a model drawn at reset (ZooEnv's
+# ``inner`` names the kind); the Zoo IDs hold out models, not only tasks (docs/zoo.md).
+ZOO_SINGLE_HEAD = Family(
+    "zoo", "single-head ablation over the model zoo", "circuit_gym.envs.model_draw:ZooEnv"
+)
+ZOO_CIRCUIT = Family("zoo-circuit", "circuit building over the model zoo", "circuit_gym.envs.model_draw:ZooEnv",
+                     "-Circuit")  # fmt: skip
+FAMILIES: dict[str, Family] = {f.name: f for f in (SINGLE_HEAD, CIRCUIT, ZOO_SINGLE_HEAD, ZOO_CIRCUIT)}
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,14 @@ TASK_SETS_V4 = {**{k: v for k, v in TASK_SETS_V2.items() if k != "Multi"}, "Mult
 # released (v4's and InductionSeen), on the current embedded model; Multi = benchmark v5's
 # training tasks.
 CIRCUIT_TASK_SETS_V0 = {"InductionSeen": ("induction_seen",), **TASK_SETS_V4}
+# Zoo v0: the public zoo (circuit_gym.embedded.MODEL_SETS["zoo"]); one ID per task some member
+# passes its inclusion gate on (the members' cards), each member serving only its gated tasks.
+MODELS_ZOO_V0 = {"Zoo": "zoo"}
+ZOO_TASK_SETS_V0 = {
+    "Agreement": ("agreement",), "Brackets": ("brackets",), "Capital": ("capital",), "Docstring": ("docstring",),
+    "GreaterThan": ("greater_than",), "IOI": ("ioi",), "Minimum": ("minimum",), "Pronoun": ("pronoun",),
+    "Successor": ("successor",),
+}  # fmt: skip
 
 REGISTRY: tuple[Line, ...] = (
     Line(SINGLE_HEAD, 0, MODELS_V0, TASK_SETS_V0, "first release", superseded_by=1),
@@ -134,6 +149,12 @@ REGISTRY: tuple[Line, ...] = (
          "training tasks of leaderboard benchmark v5"),
     Line(CIRCUIT, 0, MODELS_V4, CIRCUIT_TASK_SETS_V0,
          "first release: add heads from the empty circuit (or remove from the full one) until STOP or the budget"),
+    Line(ZOO_SINGLE_HEAD, 0, MODELS_ZOO_V0, ZOO_TASK_SETS_V0,
+         "first release: the single-head environment over the public model zoo, a member drawn at each reset "
+         "(options['model'] picks one; info['model'] names it)", kwargs={"inner": "single-head"}),
+    Line(ZOO_CIRCUIT, 0, MODELS_ZOO_V0, ZOO_TASK_SETS_V0,
+         "first release: the circuit-building environment over the public model zoo, a member drawn at each reset",
+         kwargs={"inner": "circuit"}),
 )  # fmt: skip
 
 
@@ -254,8 +275,10 @@ def entry(env_id: str) -> EnvEntry:
 
 def model_grid(model: str) -> tuple[int, int]:
     """(layers, heads per layer) of a model named in the table, without loading it."""
-    from circuit_gym.embedded import is_embedded
+    from circuit_gym.embedded import MODEL_SETS, is_embedded
 
+    if model in MODEL_SETS:  # a set of models shares one grid (ModelDrawEnv refuses another)
+        model = MODEL_SETS[model][0]
     if is_embedded(model):
         from circuit_gym.models.loading import embedded_dir
 
