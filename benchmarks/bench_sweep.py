@@ -24,8 +24,9 @@ import torch
 
 from circuit_gym.ablation import AblationEngine, Evaluation, default_ablation
 from circuit_gym.models import load_model
+from circuit_gym.models.cards import gated_tasks
 from circuit_gym.models.random_checkpoint import write_random_gpt2_checkpoint
-from circuit_gym.tasks import get_task, list_tasks
+from circuit_gym.tasks import get_task
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sweep.json"
 
@@ -73,7 +74,9 @@ def main() -> None:
     parser.add_argument("--gpt2", action="store_true", help="also the random GPT-2-shaped model (minutes)")
     args = parser.parse_args()
     model = load_model("toy")
-    rows = [bench(model, "embedded toy (12x12)", t, args.batch_size, args.repeats) for t in list_tasks()]
+    rows = [
+        bench(model, "embedded toy (12x12)", t, args.batch_size, args.repeats) for t in gated_tasks("toy")
+    ]
     if args.gpt2:
         with tempfile.TemporaryDirectory() as tmp:
             path = write_random_gpt2_checkpoint(tmp, n_embd=768, vocab_size=50257, n_positions=1024)
