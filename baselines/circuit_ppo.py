@@ -4,7 +4,9 @@ The network is the single-head PPO's :class:`~circuit_gym.baselines.ppo.HeadScor
 head from its own feature row and, through self-attention, every other head's: no head index,
 so it applies to tasks it never saw) plus one STOP logit from the pooled head embeddings.
 Illegal actions are masked with the environment's ``info["action_mask"]``, carried next to the
-observation by :class:`~circuit_gym.baselines.ppo.MaskInObservation`.
+observation by :class:`~circuit_gym.baselines.ppo_trainer.MaskInObservation`. The builder, the
+training loop (checkpoint selection, resume) and the policy adapter are the single-head PPO's
+(``baselines/ppo_trainer.py``); this module holds the network, the config and the recipe.
 
 Checkpoints are chosen on the *training* tasks only: after every epoch the deterministic
 policy builds circuits on train-split batches ``pool_size .. pool_size + selection_episodes - 1``
@@ -18,10 +20,9 @@ the parameters with the best CPR there relative to exact greedy search's on the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import gymnasium as gym
@@ -30,14 +31,25 @@ import torch
 from torch import nn
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
+from circuit_gym.baselines import ppo_trainer
 from circuit_gym.baselines.circuit_solvers import GreedySearch, play_episode
-from circuit_gym.baselines.ppo import HeadScorer, MaskInObservation, _as_tensor, _parse_bool
+from circuit_gym.baselines.ppo import HeadScorer
+from circuit_gym.baselines.ppo_trainer import (  # noqa: F401  (re-exported: the builder and checkpoint name)
+    CHECKPOINT,
+    MaskInObservation,
+    PolicyAdapter,
+    build_algorithm,
+    selection_indices,
+)
+from circuit_gym.baselines.state_scorer import StateScorer, state_columns
 from circuit_gym.circuits import cpr, faithfulness_curve
 from circuit_gym.envs.circuit_building import MEMBER_COLUMN, N_CIRCUIT_FEATURES, CircuitBuildingEnv
 from circuit_gym.envs.circuit_registration import circuit_env_id
-from circuit_gym.progress import progress_enabled, progress_iter
+from circuit_gym.envs.features import CIRCUIT_FEATURE_SETS
+from circuit_gym.progress import progress_iter
 
 REWARDS = ("gain", "area")
+NETWORKS = ("circuit_scorer", "state_scorer")
 
 
 class AreaReward(gym.Wrapper):
@@ -85,10 +97,16 @@ class CircuitPPOConfig:
     # is f of the final circuit); "area" = f(C_t) after every head added (AreaReward: the return
     # is the area under the episode's faithfulness curve, as CPR is, so early heads count more).
     reward: str = "gain"
+    features: str = "attention"  # the env's observation columns ("attention" or "causal")
+    # The policy network: "circuit_scorer" (CircuitScorer, the reference's) or "state_scorer"
+    # (baselines.state_scorer: the circuit state kept apart, two attention layers, a STOP logit).
+    network: str = "circuit_scorer"
 
     def __post_init__(self) -> None:
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
+        if self.network not in NETWORKS:
+            raise ValueError(f"network must be one of {NETWORKS}, got {self.network!r}")
 
 
 class CircuitScorer(nn.Module):
@@ -110,44 +128,6 @@ class CircuitScorer(nn.Module):
         return self.heads.state_value(obs)
 
 
-def build_algorithm(config: CircuitPPOConfig, action_space: gym.Space, net: CircuitScorer):
-    from tianshou.algorithm import PPO
-    from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
-    from tianshou.algorithm.optim import AdamOptimizerFactory
-    from tianshou.utils.net.common import AbstractDiscreteActor, ModuleWithVectorOutput
-    from tianshou.utils.net.discrete import dist_fn_categorical_from_logits
-
-    n_actions = int(action_space.n)
-
-    class Actor(AbstractDiscreteActor):
-        def __init__(self) -> None:
-            super().__init__(n_actions)
-            self.net = net
-
-        def get_preprocess_net(self) -> nn.Module:
-            return nn.Identity()
-
-        def forward(self, obs, state=None, info=None):
-            return self.net.logits(_as_tensor(obs.obs), _as_tensor(obs.mask)), state
-
-    class Critic(ModuleWithVectorOutput):
-        def __init__(self) -> None:
-            super().__init__(1)
-            self.net = net
-
-        def forward(self, obs, state=None, info=None):
-            return self.net.state_value(_as_tensor(obs.obs))
-
-    policy = ProbabilisticActorPolicy(
-        actor=Actor(), dist_fn=dist_fn_categorical_from_logits, action_space=action_space,
-        deterministic_eval=True, action_scaling=False,
-    )  # fmt: skip
-    return PPO(
-        policy=policy, critic=Critic(), optim=AdamOptimizerFactory(lr=config.lr), ent_coef=config.ent_coef,
-        gamma=config.gamma, max_grad_norm=0.5, return_scaling=config.return_scaling,
-    )  # fmt: skip
-
-
 class CircuitPPOSolver:
     """A trained :class:`CircuitScorer` as a circuit-track solver (deterministic: the best legal action)."""
 
@@ -155,77 +135,49 @@ class CircuitPPOSolver:
 
     def __init__(self, net: CircuitScorer) -> None:
         self.net = net
+        self.policy = CircuitPPOPolicy(net)
 
     @classmethod
     def load(cls, directory: str | Path) -> CircuitPPOSolver:
-        directory = Path(directory)
-        config = CircuitPPOConfig(**json.loads((directory / "config.json").read_text()))
-        state = torch.load(directory / "policy.pt", weights_only=True)
-        net = CircuitScorer(n_features=state["heads.embed.0.weight"].shape[1], hidden=config.hidden)
-        net.load_state_dict(state)
-        return cls(net.eval())
+        return cls(ppo_trainer.load_network(RECIPE, directory))
 
     def begin(self, env: CircuitBuildingEnv) -> int:
         return 0  # it reads the observation only
 
-    @torch.no_grad()
-    def _logits(self, obs: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
-        m = None if mask is None else _as_tensor(mask)[None]
-        return self.net.logits(_as_tensor(obs)[None], m)[0].numpy().astype(np.float64)
-
     def act(self, env, obs, info) -> int:
-        was = self.net.training
-        self.net.eval()
-        action = int(np.argmax(self._logits(obs, info["action_mask"])))
-        self.net.train(was)
-        return action
+        return self.policy.act(obs, info["action_mask"])
 
     def scores(self, env, obs, info) -> np.ndarray:
         """The head logits of the final state (heads outside the circuit order the rest of the ranking)."""
-        was = self.net.training
-        self.net.eval()
-        logits = self._logits(obs, None)[: env.n_total]
-        self.net.train(was)
+        logits = self.policy.logits(obs)[: env.n_total]
         return np.where(obs[:, MEMBER_COLUMN] > 0.5, -np.inf, logits)
 
 
-class CircuitPPOPolicy:
+class CircuitPPOPolicy(PolicyAdapter):
     """A trained :class:`CircuitScorer` behind the circuit-building policy protocol
-    (:class:`circuit_gym.policy.CircuitBuilder`): it sees the observation and the legal actions only."""
+    (:class:`circuit_gym.policy.CircuitBuilder`): it sees the observation and the legal actions
+    only; heads already in the circuit rank last."""
 
     def __init__(self, net: CircuitScorer) -> None:
-        self.solver = CircuitPPOSolver(net)
-
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        return int(np.argmax(self.solver._logits(observation, np.asarray(action_mask))))
-
-    def rank_heads(self, observation: np.ndarray) -> np.ndarray:
-        """Head logits; heads already in the circuit last (finite, as the protocol asks)."""
-        logits = self.solver._logits(observation, None)[: observation.shape[0]]
-        return np.where(observation[:, MEMBER_COLUMN] > 0.5, -1e6, np.maximum(logits, -1e5))
+        super().__init__(net, MEMBER_COLUMN)
 
 
 def load_policy(checkpoint: str) -> CircuitPPOPolicy:
     """Factory for ``circuit-gym leaderboard score --track circuit --policy
     circuit_gym.baselines.circuit_ppo:load_policy --checkpoint DIR``."""
-    return CircuitPPOPolicy(CircuitPPOSolver.load(checkpoint).net)
+    return CircuitPPOPolicy(ppo_trainer.load_network(RECIPE, checkpoint))
 
 
 def make_env(config: CircuitPPOConfig, pool_size: int | None = None, oracle_info: bool = False) -> gym.Env:
     """The configured environment; batch ``i`` is the same whatever ``pool_size``."""
     kwargs = dict(split=config.split, pool_size=pool_size or config.pool_size, budget=config.budget,
                   alpha=config.alpha, batch_size=config.batch_size_prompts, device=config.device,
-                  oracle_info=oracle_info)  # fmt: skip
+                  oracle_info=oracle_info, features=config.features)  # fmt: skip
     if config.model:
         kwargs["model"] = config.model
     if config.model_path:
         kwargs["model_path"] = config.model_path
     return gym.make(config.env_id, **kwargs)
-
-
-def selection_indices(config: CircuitPPOConfig) -> range:
-    """The held-back train-split batches checkpoints are chosen on (never trained on, never reported)."""
-    return range(config.pool_size, config.pool_size + config.selection_episodes)
 
 
 def episode_cpr(env: gym.Env, solver, task: str, index: int) -> float:
@@ -292,139 +244,47 @@ def warm_up(config: CircuitPPOConfig, progress: bool | None = None) -> float:
     return time.time() - start
 
 
-CHECKPOINT = "checkpoint.pt"
+def make_training_env(config: CircuitPPOConfig, seed: int) -> gym.Env:
+    base = make_env(config)
+    env = MaskInObservation(AreaReward(base) if config.reward == "area" else base)
+    env.reset(seed=seed)
+    return env
 
 
-def _load_checkpoint(config: CircuitPPOConfig, out: Path) -> dict | None:
-    """The run's last epoch checkpoint if ``out`` holds one of the same configuration, else None;
-    ValueError if ``out`` holds a run of another configuration (nothing is overwritten)."""
-    path = out / CHECKPOINT
-    if not path.exists():
-        return None
-    wanted = json.loads(json.dumps(asdict(config)))
-    # a field added since the run started has its default there
-    saved = {
-        **json.loads(json.dumps(asdict(CircuitPPOConfig()))),
-        **json.loads((out / "config.json").read_text()),
-    }
-    saved.pop("epochs"), wanted.pop("epochs")  # more epochs extend a run
-    if saved != wanted:
-        diff = sorted(k for k in saved.keys() | wanted.keys() if saved.get(k) != wanted.get(k))
-        raise ValueError(f"{out} holds a run with another configuration ({', '.join(diff)}): "
-                         "resume it with that configuration or train into another folder")  # fmt: skip
-    return torch.load(path, weights_only=False)  # our own file: the optimiser and RunningMeanStd states
+def selection(config: CircuitPPOConfig, out: Path, reference: dict | None) -> tuple:
+    """The checkpoint-selection score (:func:`selection_cpr`) against greedy search's CPR on the
+    held-back batches: a resumed run's ``reference``, else the cache beside ``out`` or computed."""
+    env = make_env(config, config.pool_size + config.selection_episodes)
+    if reference is None:
+        reference = cached_greedy_reference(config, env, out.parent / REFERENCE_CACHE)
+    return (lambda net: selection_cpr(net, env, selection_indices(config), reference)), reference
 
 
-def train(config: CircuitPPOConfig, out: Path, progress: bool = True) -> dict:
-    """Train PPO; writes ``policy.pt`` (best selection score, :func:`selection_cpr`), ``policy_last.pt``,
-    ``config.json``, ``curve.json`` (per epoch: env steps, test return, selection score = CPR
-    relative to greedy search, greedy at 1) and ``train_summary.json``.
+def make_net(config: CircuitPPOConfig, n_features: int) -> nn.Module:
+    if config.network == "state_scorer":
+        state = state_columns("circuit", config.features)
+        return StateScorer(n_features, state, hidden=config.hidden, stop=True)
+    return CircuitScorer(n_features=n_features, hidden=config.hidden)
 
-    Resumable: after every epoch's selection test ``checkpoint.pt`` holds the algorithm (network,
-    optimiser, return normalisation), the curve and the best score so far; calling ``train`` again
-    with the same configuration and ``out`` continues from the last finished epoch (new episodes
-    from there, so a resumed run is not bitwise the uninterrupted one). A finished run is left as is."""
-    from tianshou.data import Collector, CollectStats, VectorReplayBuffer
-    from tianshou.env import DummyVectorEnv
-    from tianshou.trainer import OnPolicyTrainerParams
 
-    out.mkdir(parents=True, exist_ok=True)
-    resumed = _load_checkpoint(config, out)
-    if resumed is not None and resumed["epochs_done"] >= config.epochs:
-        return json.loads((out / "train_summary.json").read_text())
-    (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
-    warm_seconds = warm_up(config, progress)
+RECIPE = ppo_trainer.Recipe(
+    config_type=CircuitPPOConfig, score_key="selection_score", make_env=make_training_env, make_net=make_net,
+    n_features=lambda config: len(CIRCUIT_FEATURE_SETS[config.features]), warm_up=warm_up, selection=selection,
+)  # fmt: skip
 
-    def env_fn(seed: int):
-        def make() -> gym.Env:
-            base = make_env(config)
-            env = MaskInObservation(AreaReward(base) if config.reward == "area" else base)
-            env.reset(seed=seed)
-            return env
 
-        return make
-
-    epochs_done = resumed["epochs_done"] if resumed else 0
-    # A resumed run's environments are seeded apart from the first run's (no repeated episodes).
-    seed = config.seed + 7919 * epochs_done
-    train_envs = DummyVectorEnv([env_fn(seed + i) for i in range(config.n_envs)])
-    test_envs = DummyVectorEnv([env_fn(seed + 1000 + i) for i in range(config.n_envs)])
-    train_envs.seed(seed)
-    test_envs.seed(seed + 1000)
-    probe = env_fn(0)()
-    selection_env = make_env(config, config.pool_size + config.selection_episodes)
-    reference = (
-        resumed["reference"]
-        if resumed
-        else cached_greedy_reference(config, selection_env, out.parent / REFERENCE_CACHE)
-    )
-    torch.manual_seed(config.seed)  # after the environments: what ran before cannot change the network
-    np.random.seed(config.seed)
-    net = CircuitScorer(n_features=probe.observation_space["obs"].shape[-1], hidden=config.hidden)
-    algorithm = build_algorithm(config, probe.action_space, net)
-    curve: list[dict] = []
-    state = {"offset": 0, "best": -np.inf, "epochs_done": epochs_done, "seconds": 0.0}
-    if resumed:
-        algorithm.load_state_dict(resumed["algorithm"])
-        if hasattr(algorithm, "ret_rms"):
-            algorithm.ret_rms = resumed["ret_rms"]
-        torch.set_rng_state(resumed["torch_rng"])
-        curve = resumed["curve"]
-        state.update(offset=resumed["env_steps"], best=resumed["best"], seconds=resumed["train_seconds"])
-
-    def on_test(stats: CollectStats) -> float:
-        env_steps = state["offset"] + collector.collect_step  # training steps so far (the trainer resets it)
-        if resumed and curve and env_steps == curve[-1]["env_steps"]:
-            return state["best"]  # the resumed parameters' test, already on the curve
-        mean = float(stats.returns_stat.mean) if stats.returns_stat is not None else float("nan")
-        selection = selection_cpr(net, selection_env, selection_indices(config), reference)
-        curve.append({"env_steps": env_steps, "test_return": mean, **selection})
-        if selection["selection_score"] > state["best"]:
-            state["best"] = selection["selection_score"]
-            torch.save(net.state_dict(), out / "policy.pt")
-        if len(curve) > 1:
-            state["epochs_done"] += 1
-        (out / "curve.json").write_text(json.dumps(curve, indent=1))
-        checkpoint = {"algorithm": algorithm.state_dict(), "ret_rms": getattr(algorithm, "ret_rms", None),
-                      "torch_rng": torch.get_rng_state(), "curve": curve, "env_steps": env_steps,
-                      "best": state["best"], "epochs_done": state["epochs_done"], "reference": reference,
-                      "train_seconds": state["seconds"] + time.time() - start}  # fmt: skip
-        torch.save(checkpoint, out / (CHECKPOINT + ".tmp"))
-        (out / (CHECKPOINT + ".tmp")).replace(out / CHECKPOINT)  # never a half-written checkpoint
-        return selection["selection_score"]
-
-    collector = Collector(algorithm, train_envs, VectorReplayBuffer(config.steps_per_collect, config.n_envs))
-    test_collector = Collector(algorithm, test_envs)
-    params = OnPolicyTrainerParams(
-        training_collector=collector, test_collector=test_collector, max_epochs=config.epochs - epochs_done,
-        epoch_num_steps=config.steps_per_epoch, collection_step_num_env_steps=config.steps_per_collect,
-        batch_size=config.minibatch, update_step_num_repetitions=config.repeat,
-        test_step_num_episodes=config.n_envs, show_progress=progress_enabled(progress), verbose=False,
-        compute_score_fn=on_test,
-    )  # fmt: skip
-    start = time.time()
-    algorithm.run_training(params)
-    summary = {
-        "warm_up_seconds": warm_seconds, "train_seconds": state["seconds"] + time.time() - start,
-        "best_selection_score": state["best"], "selection_batch_indices": list(selection_indices(config)),
-        "resumed_after_epochs": epochs_done or None,
-    }  # fmt: skip
-    torch.save(net.state_dict(), out / "policy_last.pt")
-    (out / "train_summary.json").write_text(json.dumps(summary, indent=1))
-    return summary
+def train(config: CircuitPPOConfig, out: Path, progress: bool | None = True) -> dict:
+    """Train PPO (``ppo_trainer.train``); writes ``policy.pt`` (best selection score,
+    :func:`selection_cpr`), ``policy_last.pt``, ``config.json``, ``curve.json`` (per epoch: env
+    steps, test return, selection score = CPR relative to greedy search, greedy at 1),
+    ``checkpoint.pt`` and ``train_summary.json``. Resumable: the same call again continues from
+    the last finished epoch; more ``epochs`` extend the run."""
+    return ppo_trainer.train(config, RECIPE, out, progress)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--out", type=Path, default=Path("runs/circuit_ppo"))
-    for name, value in asdict(CircuitPPOConfig()).items():
-        kind = _parse_bool if isinstance(value, bool) else type(value) if value is not None else str
-        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=value)
-    args = vars(parser.parse_args(argv))
-    out = args.pop("out")
-    print(train(CircuitPPOConfig(**args), out))
+    config, out = ppo_trainer.parse_config(CircuitPPOConfig, "runs/circuit_ppo", argv, __doc__)
+    print(train(config, out))
 
 
 if __name__ == "__main__":

@@ -9,15 +9,16 @@ the observation it belongs to (Tianshou stores a step's info with the *next* obs
     python -m circuit_gym.baselines.ppo --out runs/ppo --epochs 8            # train, log, checkpoint
     tensorboard --logdir runs/ppo                                  # learning curves
 
-``PPOPolicy.load(path)`` gives a :class:`~circuit_gym.policy.HeadRanker` for evaluation.
+``PPOPolicy.load(path)`` gives a :class:`~circuit_gym.policy.HeadRanker` for evaluation. The
+builder, the training loop (checkpoint selection, resume) and the policy adapter are shared with
+the circuit-building PPO (``baselines/ppo_trainer.py``); this module holds the single-head
+network, its config and its recipe.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import gymnasium as gym
@@ -26,29 +27,16 @@ import torch
 from torch import nn
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
+from circuit_gym.baselines import ppo_trainer
+from circuit_gym.baselines.ppo_trainer import MaskInObservation, PolicyAdapter, selection_indices
+from circuit_gym.baselines.state_scorer import StateScorer, state_columns
 from circuit_gym.benchmark import multi_env_id
-from circuit_gym.envs.features import ABLATED_COLUMN, N_FEATURES
-from circuit_gym.progress import progress_enabled, progress_iter
+from circuit_gym.envs.features import ABLATED_COLUMN, FEATURE_SETS, N_FEATURES
+from circuit_gym.progress import progress_iter
 
+NETWORKS = ("head_scorer", "state_scorer")
 
-class MaskInObservation(gym.Wrapper):
-    """Observation -> ``{"obs": observation, "mask": info["action_mask"]}`` at every reset
-    and step, so the mask always travels with the observation it belongs to."""
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        n = env.action_space.n
-        self.observation_space = gym.spaces.Dict(
-            {"obs": env.observation_space, "mask": gym.spaces.Box(0, 1, (n,), np.int8)}
-        )
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        return {"obs": obs, "mask": info["action_mask"]}, info
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return {"obs": obs, "mask": info["action_mask"]}, reward, terminated, truncated, info
+__all__ = ["HeadScorer", "MaskInObservation", "PPOConfig", "PPOPolicy", "RECIPE", "load_policy", "train"]
 
 
 @dataclass
@@ -83,6 +71,18 @@ class PPOConfig:
     hidden: int = 64
     return_scaling: bool = True  # critic targets on a unit scale (rewards are ~5-25)
     seed: int = 0
+    # The policy network: "head_scorer" (HeadScorer, the reference's) or "state_scorer"
+    # (baselines.state_scorer: the state columns kept apart, two attention layers).
+    network: str = "head_scorer"
+
+    def __post_init__(self) -> None:
+        if self.network not in NETWORKS:
+            raise ValueError(f"network must be one of {NETWORKS}, got {self.network!r}")
+
+    @property
+    def gamma(self) -> float:
+        """Discount: 0 for one-step episodes (a bandit), 0.99 otherwise."""
+        return 0.0 if self.episode_length == 1 else 0.99
 
 
 class HeadScorer(nn.Module):
@@ -121,49 +121,6 @@ class HeadScorer(nn.Module):
         return self.value(pooled)
 
 
-def _as_tensor(obs) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(obs), dtype=torch.float32)
-
-
-def build_algorithm(config: PPOConfig, action_space: gym.Space, net: HeadScorer):
-    from tianshou.algorithm import PPO
-    from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
-    from tianshou.algorithm.optim import AdamOptimizerFactory
-    from tianshou.utils.net.common import AbstractDiscreteActor, ModuleWithVectorOutput
-    from tianshou.utils.net.discrete import dist_fn_categorical_from_logits
-
-    n_heads = int(action_space.n)
-
-    class Actor(AbstractDiscreteActor):
-        def __init__(self) -> None:
-            super().__init__(n_heads)
-            self.net = net
-
-        def get_preprocess_net(self) -> nn.Module:
-            return nn.Identity()
-
-        def forward(self, obs, state=None, info=None):
-            return self.net.logits(_as_tensor(obs.obs), _as_tensor(obs.mask)), state
-
-    class Critic(ModuleWithVectorOutput):
-        def __init__(self) -> None:
-            super().__init__(1)
-            self.net = net
-
-        def forward(self, obs, state=None, info=None):
-            return self.net.state_value(_as_tensor(obs.obs))
-
-    policy = ProbabilisticActorPolicy(
-        actor=Actor(), dist_fn=dist_fn_categorical_from_logits, action_space=action_space,
-        deterministic_eval=True, action_scaling=False,
-    )  # fmt: skip
-    return PPO(
-        policy=policy, critic=Critic(), optim=AdamOptimizerFactory(lr=config.lr), ent_coef=config.ent_coef,
-        gamma=0.0 if config.episode_length == 1 else 0.99, max_grad_norm=0.5,
-        return_scaling=config.return_scaling,
-    )  # fmt: skip
-
-
 def make_env(config: PPOConfig, pool_size: int | None = None) -> gym.Env:
     """The configured environment (unwrapped by MaskInObservation); ``pool_size`` defaults to the
     training pool's. Batch ``i`` is the same batch whatever the pool size."""
@@ -179,18 +136,10 @@ def make_env(config: PPOConfig, pool_size: int | None = None) -> gym.Env:
     return gym.make(config.env_id, **kwargs)
 
 
-def make_env_fn(config: PPOConfig, seed: int):
-    def make() -> gym.Env:
-        env = MaskInObservation(make_env(config))
-        env.reset(seed=seed)
-        return env
-
-    return make
-
-
-def selection_indices(config: PPOConfig) -> range:
-    """The held-back train-split batches checkpoints are chosen on (never trained on, never reported)."""
-    return range(config.pool_size, config.pool_size + config.selection_episodes)
+def make_training_env(config: PPOConfig, seed: int) -> gym.Env:
+    env = MaskInObservation(make_env(config))
+    env.reset(seed=seed)
+    return env
 
 
 def warm_up(config: PPOConfig, progress: bool | None = None) -> float:
@@ -212,131 +161,53 @@ def selection_recovery(net: HeadScorer, env: gym.Env, indices: range) -> dict:
     best-of-5 on the held-back ``indices``: the checkpoint-selection score, oracle = 1."""
     from circuit_gym.evaluation import evaluate, summarize
 
-    was_training = net.training
-    policy = PPOPolicy(net)
+    policy = PPOPolicy(net)  # it scores in evaluation mode and restores the network's mode
     results = evaluate(env, lambda obs, _env: policy.rank_heads(obs), "ppo", env.unwrapped.tasks, indices)
-    net.train(was_training)
     rows = summarize(results)
     by_k = {k: float(np.mean([r["recovery"] for r in rows if r["k"] == k])) for k in (1, 5)}
     return {"selection_recovery": float(np.mean(list(by_k.values()))),
             "selection_k1": by_k[1], "selection_k5": by_k[5]}  # fmt: skip
 
 
-def train(config: PPOConfig, out: Path, progress: bool = True) -> dict:
-    """Train PPO; writes TensorBoard logs, ``policy.pt`` (best selection recovery, see
-    :attr:`PPOConfig.selection_episodes`), ``policy_last.pt``, ``config.json`` and ``curve.json``
-    to ``out``."""
-    from tianshou.data import Collector, CollectStats, VectorReplayBuffer
-    from tianshou.env import DummyVectorEnv
-    from tianshou.trainer import OnPolicyTrainerParams
-    from tianshou.utils import TensorboardLogger
-    from torch.utils.tensorboard import SummaryWriter
-
-    out.mkdir(parents=True, exist_ok=True)
-    warm_seconds = warm_up(config, progress)
-
-    train_envs = DummyVectorEnv([make_env_fn(config, config.seed + i) for i in range(config.n_envs)])
-    test_envs = DummyVectorEnv([make_env_fn(config, config.seed + 1000 + i) for i in range(config.n_envs)])
-    train_envs.seed(config.seed)
-    test_envs.seed(config.seed + 1000)
-    probe = make_env_fn(config, 0)()
-    selection_env = make_env(config, config.pool_size + config.selection_episodes)
-    # Seeded here, after the environments exist: what ran before in this process (a model
-    # loaded or not, pools cached or not) cannot change the network or the sampled actions.
-    torch.manual_seed(config.seed)
-    np.random.seed(config.seed)
-    net = HeadScorer(n_features=probe.observation_space["obs"].shape[-1], hidden=config.hidden)
-    algorithm = build_algorithm(config, probe.action_space, net)
-
-    curve: list[dict] = []
-    progress_state = {"env_step": 0}
-
-    def on_training_step(epoch: int, env_step: int) -> None:
-        progress_state["env_step"] = env_step
-
-    def save_best(_algorithm) -> None:
-        """Keep the parameters with the best selection recovery (held-back train-split batches)."""
-        torch.save(net.state_dict(), out / "policy.pt")
-
-    def on_test(stats: CollectStats) -> float:
-        """The trainer's score after each epoch's test step: selection recovery (the learning
-        curve records it beside the test envs' raw return)."""
-        mean = float(stats.returns_stat.mean) if stats.returns_stat is not None else float("nan")
-        selection = selection_recovery(net, selection_env, selection_indices(config))
-        curve.append({"env_steps": progress_state["env_step"], "test_return": mean, **selection})
-        return selection["selection_recovery"]
-
-    collector = Collector(algorithm, train_envs, VectorReplayBuffer(config.steps_per_collect, config.n_envs))
-    test_collector = Collector(algorithm, test_envs)
-    # The directory holds one run, like policy.pt: an earlier run's event files would show
-    # as a second, overlapping curve in TensorBoard.
-    for stale in (out / "tensorboard").glob("events.out.tfevents.*"):
-        stale.unlink()
-    writer = SummaryWriter(str(out / "tensorboard"))
-    params = OnPolicyTrainerParams(
-        training_collector=collector, test_collector=test_collector, max_epochs=config.epochs,
-        epoch_num_steps=config.steps_per_epoch, collection_step_num_env_steps=config.steps_per_collect,
-        batch_size=config.minibatch, update_step_num_repetitions=config.repeat, test_step_num_episodes=config.n_envs,
-        logger=TensorboardLogger(writer, training_interval=64, update_interval=64), show_progress=progress_enabled(progress),
-        verbose=False, training_fn=on_training_step, compute_score_fn=on_test, save_best_fn=save_best,
-    )  # fmt: skip
-    start = time.time()
-    result = algorithm.run_training(params)
-    train_seconds = time.time() - start
-    torch.save(net.state_dict(), out / "policy_last.pt")  # policy.pt holds the best selection recovery
-    (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
-    (out / "curve.json").write_text(json.dumps(curve, indent=1))
-    summary = {
-        "warm_up_seconds": warm_seconds,
-        "train_seconds": train_seconds,
-        "best_selection_recovery": result.best_score,
-        "selection_batch_indices": list(selection_indices(config)),
-    }
-    (out / "train_summary.json").write_text(json.dumps(summary, indent=1))
-    return summary
+def selection(config: PPOConfig, out: Path, reference: None) -> tuple:
+    """The checkpoint-selection score (:func:`selection_recovery` on the held-back batches); no reference."""
+    env = make_env(config, config.pool_size + config.selection_episodes)
+    return (lambda net: selection_recovery(net, env, selection_indices(config))), None
 
 
-class PPOPolicy:
-    """A trained PPO head scorer behind the policy protocol."""
+def make_net(config: PPOConfig, n_features: int) -> nn.Module:
+    if config.network == "state_scorer":
+        return StateScorer(n_features, state_columns("single_head", config.features), hidden=config.hidden)
+    return HeadScorer(n_features=n_features, hidden=config.hidden)
+
+
+RECIPE = ppo_trainer.Recipe(
+    config_type=PPOConfig, score_key="selection_recovery", make_env=make_training_env, make_net=make_net,
+    n_features=lambda config: len(FEATURE_SETS[config.features]), warm_up=warm_up, selection=selection, tensorboard=True,
+)  # fmt: skip
+
+
+def train(config: PPOConfig, out: Path, progress: bool | None = True) -> dict:
+    """Train PPO (``ppo_trainer.train``): TensorBoard logs, ``policy.pt`` (best selection recovery,
+    see :attr:`PPOConfig.selection_episodes`), ``policy_last.pt``, ``config.json``, ``curve.json``,
+    ``checkpoint.pt`` (resumable) and ``train_summary.json`` in ``out``."""
+    return ppo_trainer.train(config, RECIPE, out, progress)
+
+
+class PPOPolicy(PolicyAdapter):
+    """A trained PPO head scorer behind the policy protocol (its ``ablated`` column ranks last)."""
 
     def __init__(self, net: HeadScorer) -> None:
-        self.net = net.eval()
+        super().__init__(net, ABLATED_COLUMN)
 
     @classmethod
     def load(cls, directory: str | Path) -> PPOPolicy:
-        directory = Path(directory)
-        config = PPOConfig(**json.loads((directory / "config.json").read_text()))
-        state = torch.load(directory / "policy.pt", weights_only=True)
-        # the feature count is the first layer's input width (12, or 15 with features="prediction")
-        net = HeadScorer(n_features=state["embed.0.weight"].shape[1], hidden=config.hidden)
-        net.load_state_dict(state)
-        return cls(net)
-
-    @torch.no_grad()
-    def rank_heads(self, observation: np.ndarray) -> np.ndarray:
-        """The policy protocol passes the observation only: its ``ablated`` column masks."""
-        obs = _as_tensor(observation)[None]
-        logits = self.net.logits(obs, mask=(obs[..., ABLATED_COLUMN] < 0.5).to(torch.int8))[0]
-        return logits.clamp_min(-1e6).numpy().astype(np.float64)
-
-
-def _parse_bool(text: str) -> bool:
-    if text.lower() not in ("true", "false", "1", "0"):
-        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-    return text.lower() in ("true", "1")
+        return cls(ppo_trainer.load_network(RECIPE, directory))
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--out", type=Path, default=Path("runs/ppo"))
-    for name, value in asdict(PPOConfig()).items():
-        kind = _parse_bool if isinstance(value, bool) else type(value) if value is not None else str
-        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=value)
-    args = vars(parser.parse_args(argv))
-    out = args.pop("out")
-    print(train(PPOConfig(**args), out))
+    config, out = ppo_trainer.parse_config(PPOConfig, "runs/ppo", argv, __doc__)
+    print(train(config, out))
 
 
 def load_policy(checkpoint: str) -> PPOPolicy:
