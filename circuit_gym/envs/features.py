@@ -107,6 +107,9 @@ FEATURE_SETS = {"attention": FEATURE_NAMES, "prediction": FEATURE_NAMES + PREDIC
 CIRCUIT_FEATURE_NAMES = FEATURE_NAMES[:N_STATIC] + ("member", "faithfulness", "budget_used")
 CIRCUIT_CAUSAL_NAMES = ("margin_attribution", "margin_eap_ig", "position", "faithfulness_change",
                         "margin_faithfulness", "margin_faithfulness_change", "steps_left")  # fmt: skip
+# Columns that are the same in every row (the episode's state, not a head's).
+STATE_FEATURES = frozenset({"step_fraction", "faithfulness", "budget_used", "faithfulness_change",
+                            "margin_faithfulness", "margin_faithfulness_change", "steps_left"})  # fmt: skip
 CIRCUIT_FEATURE_SETS = {
     "attention": CIRCUIT_FEATURE_NAMES,
     "causal": CIRCUIT_FEATURE_NAMES + CIRCUIT_CAUSAL_NAMES,
