@@ -82,17 +82,19 @@ def _train_module():
 
 def test_layers_beyond_the_seed_stack_are_identities_until_phase_2():
     train = _train_module()
-    args = argparse.Namespace(n_layers=3, n_heads=2, d_model=16, n_ctx=16, seed=0, seed_layers=1)
+    args = argparse.Namespace(
+        n_layers=3, n_heads=2, d_model=16, n_ctx=16, seed=0, seed_layers=1, identity_layers=0
+    )
     model, _ = train.build_model(40, args)
     x = torch.randint(0, 40, (2, 16), generator=torch.Generator().manual_seed(1))
     # a phase-1 step through the first layer only: the skipped layers get no gradient
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
-    with train.only_first_layers(model, 1):
+    with train.only_layers(model, 0, 1):
         torch.nn.functional.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten()).backward()
     opt.step()
     assert len(model.layers) == 3
     assert all(p.grad is None for p in model.layers[1:].parameters())
-    with train.only_first_layers(model, 1):
+    with train.only_layers(model, 0, 1):
         shallow = model(x)
     torch.testing.assert_close(model(x), shallow, atol=0, rtol=0)  # growing changes nothing
     # and the full stack is a different function once a later layer's output is non-zero
@@ -103,7 +105,9 @@ def test_layers_beyond_the_seed_stack_are_identities_until_phase_2():
 
 def test_fast_training_attention_equals_the_models_own():
     train = _train_module()
-    args = argparse.Namespace(n_layers=3, n_heads=4, d_model=32, n_ctx=16, seed=0, seed_layers=0)
+    args = argparse.Namespace(
+        n_layers=3, n_heads=4, d_model=32, n_ctx=16, seed=0, seed_layers=0, identity_layers=0
+    )
     model, _ = train.build_model(50, args)
     x = torch.randint(0, 50, (3, 16), generator=torch.Generator().manual_seed(0))
     reference = model(x)
@@ -112,3 +116,35 @@ def test_fast_training_attention_equals_the_models_own():
     train.use_reference_attention(model)
     torch.testing.assert_close(fast, reference, atol=1e-5, rtol=1e-5)
     assert torch.equal(model(x), reference)
+
+
+def test_identity_layers_hold_the_first_layers_as_exact_identities_until_released():
+    """The zoo's placement knob: layers below --identity-layers are exact identities (skipping them
+    changes nothing), stay so while frozen however the optimiser runs, and train only after the
+    release, with a learning rate that ramps from zero."""
+    train = _train_module()
+    args = argparse.Namespace(n_layers=4, n_heads=2, d_model=16, n_ctx=16, seed=0, seed_layers=1,
+                              identity_layers=2, release_step=10)  # fmt: skip
+    model, _ = train.build_model(40, args)
+    assert train.seed_stack(args) == (2, 3)
+    x = torch.randint(0, 40, (2, 16), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        model.layers[3].attn.o.weight.normal_()  # a trained layer above the seed stack
+    with train.only_layers(model, 2, 4):
+        skipped = model(x)
+    torch.testing.assert_close(model(x), skipped, atol=0, rtol=0)
+    # frozen: a few optimiser steps with weight decay leave the held layers exactly zero
+    train.hold_identities(model, args, frozen=train.identity_frozen(args, 5))
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2, weight_decay=0.1)
+    for _ in range(3):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten()).backward()
+        opt.step()
+    assert all(float(b.attn.o.weight.abs().max()) == 0.0 for b in model.layers[:2])
+    assert all(p.grad is None for b in model.layers[:2] for p in b.parameters())
+    # released: the held layers get gradients again; their learning rate ramps from 0
+    assert not train.identity_frozen(args, 10)
+    train.hold_identities(model, args, frozen=False)
+    assert all(p.requires_grad for b in model.layers[:2] for p in b.parameters())
+    ramp = [train.release_ramp(args, s) for s in (0, 9, 10, 10 + train.RELEASE_RAMP // 2, 10_000)]
+    assert ramp[:2] == [0.0, 0.0] and 0 < ramp[2] < ramp[3] < 1 and ramp[4] == 1.0
