@@ -84,7 +84,6 @@ def test_every_seed_places_every_role_once_in_an_order_its_circuit_can_run():
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_model_does_its_tasks_and_only_the_true_circuit_carries_them(planted, kind):
     runner = _runner(planted, kind)
-    batch = runner.engine.ev
     full = runner.full_metric
     assert full > 0.5, f"{kind}: the clean model's logit difference is only {full:.3f}"
     circuit = planted.truth.circuit(kind)
@@ -97,7 +96,6 @@ def test_the_model_does_its_tasks_and_only_the_true_circuit_carries_them(planted
     assert m_without_circuit < DESTROYED * full
     assert abs(m_without_others - full) < UNTOUCHED * full
     assert abs(m_without_decoys - full) < 0.02 * full  # these decoys write what LayerNorm removes
-    assert batch.tokens.shape[0] == 16
 
 
 def test_the_clean_models_answer_every_prompt(planted):
@@ -127,7 +125,6 @@ def test_the_suppressor_lowers_the_metric_and_the_mover_carries_it(planted):
     m_no_suppressor, m_no_mover = runner.metric([_ablate({suppressor}), _ablate({mover})])
     assert m_no_suppressor > 1.2 * full  # removing the head that suppresses the answer helps
     assert m_no_mover < 0
-    assert planted.truth.to_json("suppression")["circuits"]["suppression"][0]["sign"] in (1, -1)
     signs = {h["role"]: h["sign"] for h in planted.truth.to_json()["circuits"]["suppression"]}
     assert signs == {"previous_token": 1, "mover": 1, "suppressor": -1}
 
