@@ -127,20 +127,36 @@ def _cmd_suite(args: argparse.Namespace) -> int:
 
 
 def _cmd_lb_score(args: argparse.Namespace) -> int:
-    from circuit_gym.leaderboard.circuit_scorer import BUILTIN_CIRCUIT_SOLVERS, score_circuit
-    from circuit_gym.leaderboard.scorer import BUILTIN_WHITE_BOX, score, write_result
+    import os
+
+    from circuit_gym.leaderboard.circuit_scorer import score_circuit
+    from circuit_gym.leaderboard.estimate import estimate
+    from circuit_gym.leaderboard.scorer import score
+    from circuit_gym.leaderboard.scoring import read_private_seeds, write_result
+    from circuit_gym.solvers.white_box import builtins
 
     circuit = args.track == "circuit"
-    builtins = BUILTIN_CIRCUIT_SOLVERS if circuit else BUILTIN_WHITE_BOX
-    if args.builtin is not None and args.builtin not in builtins:
-        print(f"error: --builtin on the {args.track} track is one of {sorted(builtins)}", file=sys.stderr)
+    available = builtins(args.track)
+    if args.builtin is not None and args.builtin not in available:
+        print(f"error: --builtin on the {args.track} track is one of {sorted(available)}", file=sys.stderr)
         return 2
+    # As `python -m` does: a policy module in the current directory is found (the console
+    # script's own folder, not the working directory, heads sys.path).
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    n_private = len(read_private_seeds(args.private_seeds)[0]) if args.private_seeds else 0
+    print(estimate(args.track, args.builtin, n_private), file=sys.stderr)
     scorer = score_circuit if circuit else score
     try:
         result = scorer(args.name, policy_spec=args.policy, checkpoint=args.checkpoint, builtin=args.builtin,
                        model=args.model, model_path=args.model_path, private_seeds=args.private_seeds,
                        require_isolation=args.require_isolation)  # fmt: skip
-    except (ModuleNotFoundError, OSError, RuntimeError) as err:  # RuntimeError: IsolationUnavailableError
+    except ModuleNotFoundError as err:
+        print(f"error: {err}. The scorer looks for the policy's module on sys.path, which holds the current "
+              f"directory ({os.getcwd()}): run from the folder that contains the module's top-level package, "
+              "or add that folder to PYTHONPATH", file=sys.stderr)  # fmt: skip
+        return 2
+    except (OSError, RuntimeError) as err:  # RuntimeError: IsolationUnavailableError
         print(f"error: {err}", file=sys.stderr)
         return 2
     path = write_result(result, args.out)
@@ -416,9 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--checkpoint", help="passed to the factory (e.g. a PPO checkpoint directory)")
     p.add_argument(
-        "--builtin", choices=["greedy", "greedy_search", "attribution"],
-        help="a white-box reference solver run in-process: greedy (single-head track); greedy_search or "
-        "attribution (circuit track)",
+        "--builtin", metavar="NAME",
+        help="a white-box reference solver run in-process (circuit_gym/solvers/white_box.py): greedy "
+        "(single-head track); greedy_search or attribution (circuit track); acdc or eap_ig (both tracks)",
     )  # fmt: skip
     p.add_argument("--out", required=True)
     p.add_argument(

@@ -6,7 +6,7 @@ alpha, no oracle fields) on the held-out tasks' test-split batches. Each step it
 observation and the action mask and answers ``act(observation, action_mask)``: a head to add, or
 STOP (the last action id). At the episode's end ``rank_heads(observation)`` orders the heads it
 never added. The episode's ranking, heads in insertion order then the rest by those scores
-(``baselines.circuit_solvers.episode_ranking``), is scored by the scorer as the baselines'
+(``circuit_gym.solvers.episodes.episode_ranking``), is scored by the scorer as the baselines'
 circuit track scores it: CPR and CMD of its faithfulness curves on the episode's batch
 (``circuit_gym.circuits.batch_scores``), with random rankings' areas as chance level.
 
@@ -14,14 +14,15 @@ Every action is validated (``circuit_gym.policy.check_action``): a masked head, 
 outside the action space, a float, a bool, NaN or anything but an integer fails the entry with
 a clear record; nothing is clipped or rounded. A submitted policy runs sandboxed
 (``circuit_gym.leaderboard.sandbox``, the same limits as the single-head track: per call, not
-per episode). The white-box references (``builtin``: exact greedy search and attribution-ranked
-insertion, ``baselines.circuit_solvers``) run in the scorer's process.
+per episode). The white-box references (``builtin``: exact greedy search, attribution-ranked
+insertion, ACDC and EAP-IG, ``circuit_gym.solvers.white_box``) run in the scorer's process. The
+skeleton (checks, episodes, sandbox, provenance, content hash) is ``leaderboard/scoring.py``.
 
 Per held-out task and over all episodes (``"all"``): CPR and CMD (means over episodes with 95%
 t-intervals), the built circuit's faithfulness and size, and forward passes per episode: the
 environment's (``info["forward_passes"]``: setup passes and one per head added) plus a white-box
 solver's own (greedy's candidate circuits, ``info["oracle_forward_passes"]``; attribution's
-forward and backward pass). A sandboxed policy cannot run the model, so it pays the
+forward and backward pass; ACDC's circuits tried; EAP-IG's stacked steps). A sandboxed policy cannot run the model, so it pays the
 environment's passes only. Private scores (the first ``CIRCUIT_PRIVATE_SEEDS`` seeds of the
 maintainers' file) are stored as summaries with the file's SHA-256, never the seeds.
 
@@ -30,34 +31,19 @@ maintainers' file) are stored as summaries with the file's SHA-256, never the se
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import gymnasium as gym
 
-from circuit_gym.baselines.circuit_solvers import (
-    AttributionInsertion,
-    GreedySearch,
-    play,
-    play_episode,
-    summarize_track,
-)
+from circuit_gym import benchmark as B
 from circuit_gym.circuits import batch_scores
-from circuit_gym.leaderboard import benchmark as B
-from circuit_gym.leaderboard.isolation import probe
-from circuit_gym.leaderboard.provenance import content_hash, make_provenance
-from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy
-from circuit_gym.leaderboard.scorer import _in_process_isolation, _round, check_request, episode_jobs
-from circuit_gym.policy import InvalidActionError, InvalidScoresError, check_action, check_scores
+from circuit_gym.leaderboard.sandbox import SandboxedPolicy
+from circuit_gym.leaderboard.scoring import PlayOne, Track, score_track
+from circuit_gym.policy import check_action, check_scores
+from circuit_gym.solvers.episodes import play, play_episode, summarize_track
+from circuit_gym.solvers.white_box import WhiteBox
 
 TRACK = "circuit"
-# White-box reference solvers run in the scorer's process: name -> (the solver class, the spec
-# whose module file names the run in ``policy_files_hash``).
-BUILTIN_CIRCUIT_SOLVERS = {
-    "greedy_search": "circuit_gym.baselines.circuit_solvers:GreedySearch",
-    "attribution": "circuit_gym.baselines.circuit_solvers:AttributionInsertion",
-}
-_SOLVERS = {"greedy_search": GreedySearch, "attribution": AttributionInsertion}
 # Per-episode fields of the result, besides task and seed.
 EPISODE_FIELDS = ("order", "circuit_size", "faithfulness", "return", "forward_passes", "cpr", "cmd",
                   "cpr_random", "cmd_random")  # fmt: skip
@@ -73,27 +59,57 @@ def make_circuit_env(model: str, model_path: str | None, seeds, cache: bool = Tr
     return gym.make(B.circuit_env(model), **kwargs)
 
 
-def _episodes(env: gym.Env, play_one, jobs, name: str, desc: str) -> list[dict]:
-    """One row per (held-out task, seed) of ``jobs``: ``play_one(task, seed)`` plays it (a row of
-    ``circuit_solvers.play``), then the scorer runs its ranking's curves."""
-    from tqdm.auto import tqdm
+def _with_areas(env: gym.Env, play_one, name: str) -> PlayOne:
+    """``play_one(task, seed)`` (a row of ``solvers.episodes.play``), then the scorer runs its
+    ranking's curves: one row per episode with :data:`EPISODE_FIELDS`."""
 
-    out = []
-    for task, seed in tqdm(jobs, desc=desc, unit="episode", leave=False):  # counts only, never the seeds
-        row = play_one(task, seed)
+    def row(task: str, seed: int, detailed: bool = True) -> dict:
+        played = play_one(task, seed)
         areas = batch_scores(
-            env.unwrapped.state.runner, row["ranking"], n_random=B.CIRCUIT_N_RANDOM, seed=seed
+            env.unwrapped.state.runner, played["ranking"], n_random=B.CIRCUIT_N_RANDOM, seed=seed
         )
-        row.update({k: areas[k] for k in ("cpr", "cmd", "cpr_random", "cmd_random")})
-        out.append({"solver": name, "task": task, "seed": seed, **{k: row[k] for k in EPISODE_FIELDS}})
-    return out
+        played.update({k: areas[k] for k in ("cpr", "cmd", "cpr_random", "cmd_random")})
+        return {"solver": name, "task": task, "seed": seed, **{k: played[k] for k in EPISODE_FIELDS}}
+
+    return row
+
+
+def _builtin_player(env: gym.Env, white_box: WhiteBox) -> PlayOne:
+    solver = white_box.build()
+    return _with_areas(env, lambda task, seed: play_episode(env, solver, task, seed), white_box.name)
+
+
+def _sandbox_player(env: gym.Env, sandbox: SandboxedPolicy) -> PlayOne:
+    """Every action and the final scores of the sandboxed policy validated."""
+    base = env.unwrapped
+
+    def act(obs, info):
+        return check_action(sandbox.act(obs, info["action_mask"]), info["action_mask"])
+
+    def rank(obs, info):
+        return check_scores(sandbox.rank_heads(obs), base.n_total)
+
+    return _with_areas(env, lambda task, seed: play(env, task, seed, act, rank, "policy"), "policy")
 
 
 def _summary(episodes: list[dict]) -> dict:
     """Per held-out task and ``"all"``: means and 95% t-intervals over episodes
-    (``circuit_solvers.summarize_track``)."""
+    (``solvers.episodes.summarize_track``)."""
     rows = summarize_track(episodes)
     return {r["task"]: {k: v for k, v in r.items() if k not in ("solver", "task")} for r in rows}
+
+
+def _rows(episodes: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "solver"} for row in episodes]
+
+
+CIRCUIT = Track(
+    name=TRACK, definition=B.circuit_definition, eval_seeds=lambda: B.CIRCUIT_EVAL_SEEDS, other_seeds=tuple,
+    private_seeds=lambda seeds: seeds[: B.CIRCUIT_PRIVATE_SEEDS], make_env=make_circuit_env,
+    methods=("rank_heads", "act"), builtin_player=_builtin_player, sandbox_player=_sandbox_player,
+    scores=lambda main, _: {"summary": _summary(main), "episodes": _rows(main)},
+    private_scores=lambda hidden: {"summary": _summary(hidden)}, sample_rows=_rows,
+)  # fmt: skip
 
 
 def score_circuit(name: str, policy_spec: str | None = None, checkpoint: str | None = None,
@@ -105,79 +121,11 @@ def score_circuit(name: str, policy_spec: str | None = None, checkpoint: str | N
 
     ``policy_spec``: ``package.module:factory`` returning an object with ``act(observation,
     action_mask)`` and ``rank_heads(observation)`` (``circuit_gym.policy.CircuitBuilder``), run
-    sandboxed; or ``builtin``: one of :data:`BUILTIN_CIRCUIT_SOLVERS`. ``private_seeds`` and
-    ``require_isolation`` as in :func:`circuit_gym.leaderboard.scorer.score`; only the first
-    ``benchmark.CIRCUIT_PRIVATE_SEEDS`` seeds of the file are played. ``sample``: the canary's
-    run, as in :func:`~circuit_gym.leaderboard.scorer.score` (status "sample", episode rows only).
+    sandboxed; or ``builtin``: a white-box solver of ``circuit_gym.solvers.white_box`` that plays
+    this track. ``private_seeds`` and ``require_isolation`` as in
+    :func:`circuit_gym.leaderboard.scorer.score`; only the first ``benchmark.CIRCUIT_PRIVATE_SEEDS``
+    seeds of the file are played. ``sample``: the canary's run, as in
+    :func:`~circuit_gym.leaderboard.scorer.score` (status "sample", episode rows only).
     """
-    policy_hash, private, require_isolation = check_request(
-        name,
-        policy_spec,
-        builtin,
-        BUILTIN_CIRCUIT_SOLVERS,
-        checkpoint,
-        private_seeds,
-        require_isolation,
-        track=" on the circuit track",
-    )
-    jobs = episode_jobs(B.CIRCUIT_EVAL_SEEDS, sample)
-    if sample is not None and private is not None:
-        raise ValueError("a sample run (the canary's) does not score private seeds")
-    model = model or B.MODEL
-    start = time.time()
-    env = make_circuit_env(model, model_path, B.CIRCUIT_EVAL_SEEDS)
-    result: dict = {
-        "name": name, "track": TRACK, "isolation": _in_process_isolation(),
-        "provenance": make_provenance(B.circuit_definition(), env.unwrapped.model, policy_spec or f"builtin:{builtin}",
-                                      checkpoint, policy_hash, white_box=builtin is not None),
-    }  # fmt: skip
-    sandbox = None
-
-    def player(e: gym.Env):
-        """``(task, seed) -> row`` on ``e``: the builtin solver, or the sandboxed policy with every
-        action and its final scores validated."""
-        base = e.unwrapped
-        if builtin is not None:
-            solver = _SOLVERS[builtin]()
-            return lambda task, seed: play_episode(e, solver, task, seed)
-
-        def act(obs, info):
-            return check_action(sandbox.act(obs, info["action_mask"]), info["action_mask"])
-
-        def rank(obs, info):
-            return check_scores(sandbox.rank_heads(obs), base.n_total)
-
-        return lambda task, seed: play(e, task, seed, act, rank, name)
-
-    try:
-        if builtin is None:
-            result["isolation"] = probe().as_dict()
-            sandbox = SandboxedPolicy(policy_spec, checkpoint, timeout_s=B.CALL_TIMEOUT_S, memory_mb=B.MEMORY_LIMIT_MB,
-                                      require_isolation=require_isolation, methods=("rank_heads", "act"))  # fmt: skip
-        main = _episodes(env, player(env), jobs, name, "circuit track: evaluation seeds")
-        if private is not None:
-            seeds = private[0][: B.CIRCUIT_PRIVATE_SEEDS]
-            # No disk cache: the tables of private batches never reach a file the policy could read.
-            private_env = make_circuit_env(model, model_path, seeds, cache=False)
-            hidden = _episodes(private_env, player(private_env), episode_jobs(seeds), name,
-                               "circuit track: private seeds")  # fmt: skip
-    except (PolicyFailureError, InvalidScoresError, InvalidActionError) as err:
-        result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
-    else:
-        episodes = [{k: v for k, v in row.items() if k != "solver"} for row in main]
-        if sample is not None:
-            result.update(status="sample", scores=_round({"episodes": episodes}))
-        else:
-            result.update(status="scored", scores=_round({"summary": _summary(main), "episodes": episodes}))
-        if private is not None:
-            result["private"] = {
-                "seed_file_sha256": private[1],
-                "n_seeds": len(seeds),
-                "scores": _round({"summary": _summary(hidden)}),
-            }
-    finally:
-        if sandbox is not None:
-            sandbox.close()
-    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1)}
-    result["content_hash"] = content_hash(result)
-    return result
+    return score_track(CIRCUIT, name, policy_spec, checkpoint, builtin, model, model_path, private_seeds,
+                       require_isolation, sample)  # fmt: skip

@@ -40,7 +40,7 @@ def rescore_references(tracks: tuple[str, ...] = TRACKS, private_seeds: Path | N
     """Re-score every reference of ``tracks``, ``jobs`` at once (each in its own spawned process);
     write the result files and the manifest. Returns one line per reference. A reference whose
     policy fails stops the run before anything is written (its failure in the error)."""
-    from circuit_gym.leaderboard.scorer import write_result
+    from circuit_gym.leaderboard.scoring import write_result
 
     references = load_manifest(manifest)
     todo = [ref for t in tracks for ref in references[t].values()]

@@ -28,7 +28,7 @@ import sys
 from circuit_gym.leaderboard.protocol import SCORER_PROTOCOL
 from circuit_gym.leaderboard.provenance import REPO_ROOT, checkpoint_digest, content_hash
 from circuit_gym.leaderboard.references import manifest_entry, write_manifest
-from circuit_gym.leaderboard.scorer import write_result
+from circuit_gym.leaderboard.scoring import write_result
 
 # The reference lists benchmark.py held before the manifest: name -> (policy, checkpoint).
 OLD_REFERENCES = {

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hostile_policies import SUCCESS
 
-from circuit_gym.leaderboard import benchmark as B
+from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import sandbox
 from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.isolation import probe
@@ -262,7 +262,7 @@ def test_rescoring_judges_an_entry_by_its_numbers_not_its_source_bytes(bench, tm
     """Edited after scoring, a policy package whose numbers stay is rescored (its source hash is
     provenance only, issue 30); one whose numbers move is refused."""
     from circuit_gym.leaderboard.board import RefusedResultError, rescore_matches
-    from circuit_gym.leaderboard.scorer import write_result
+    from circuit_gym.leaderboard.scoring import write_result
 
     package = tmp_path / "team_policy"
     package.mkdir()
@@ -289,8 +289,7 @@ def test_without_namespaces_scoring_runs_for_trusted_policies_and_says_so(bench,
     private-seed scoring (which requires isolation by default) refuses."""
     import dataclasses
 
-    from circuit_gym.leaderboard import board
-    from circuit_gym.leaderboard import scorer as scorer_module
+    from circuit_gym.leaderboard import scoring, tables
     from circuit_gym.leaderboard.isolation import IsolationUnavailableError
 
     partial = dataclasses.replace(
@@ -298,7 +297,7 @@ def test_without_namespaces_scoring_runs_for_trusted_policies_and_says_so(bench,
         missing=("namespaces: no bwrap (removed by this test)",),
     )  # fmt: skip
     monkeypatch.setattr(sandbox, "probe", lambda: partial)
-    monkeypatch.setattr(scorer_module, "probe", lambda: partial)
+    monkeypatch.setattr(scoring, "probe", lambda: partial)
     result = score("trusted", policy_spec="hostile_policies:honest", checkpoint=str(_info(bench, tmp_path)))
     assert result["status"] == "scored", result.get("failure")
     assert result["isolation"] == {"complete": False, "mechanism": "setrlimit + seccomp", "filesystem": False,
@@ -308,8 +307,8 @@ def test_without_namespaces_scoring_runs_for_trusted_policies_and_says_so(bench,
         score("private", policy_spec="hostile_policies:honest", private_seeds=bench["seeds"])
     with pytest.raises(IsolationUnavailableError, match="no bwrap"):
         score("required", policy_spec="hostile_policies:honest", require_isolation=True)
-    row = board._row({**result, "board": {"check": "hash-checked", "reference": None}})
-    table = board.markdown([{**row, **board.above_memoriser(result, None)}], [], [])
+    row = tables.single_head_row({**result, "board": {"check": "hash-checked", "reference": None}})
+    table = tables.markdown([{**row, **tables.above_memoriser(result, None)}], [], [])
     assert "| hash-checked (not isolated) |" in table and "no bwrap (removed by this test)" in table
 
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from leaderboard_helpers import manifest_for
 
-from circuit_gym.leaderboard import benchmark as B
+from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import sandbox
 from circuit_gym.leaderboard.board import RefusedResultError, render
 from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.provenance import canonical_json, content_hash
-from circuit_gym.leaderboard.scorer import write_result
+from circuit_gym.leaderboard.scoring import write_result
 from circuit_gym.stats import mean_ci95
 
 RANDOM_SPEC = "circuit_gym.baselines.circuit_random_policy:make_policy"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import circuit_gym
-from circuit_gym.leaderboard import benchmark as B
+from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.board import CIRCUIT_RESULTS_DIR, RESULTS_DIR, collect, track
 from circuit_gym.leaderboard.references import load_manifest
 from circuit_gym.models.loading import load_model

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from circuit_gym.leaderboard import board
+from circuit_gym import benchmark as B
+from circuit_gym.leaderboard import charts, tables
 from circuit_gym.leaderboard.html_page import Figure, write_page
 
 RESULTS = Path(__file__).resolve().parents[1] / "leaderboard" / "results"
@@ -69,22 +70,24 @@ def built(tmp_path_factory):
     hostile["provenance"]["policy"] = "<b>bold</b>:make_policy"
     hostile["isolation"] = {"complete": False, "mechanism": "landlock", "missing": ["<net>", "pid namespace"]}
     entries[0]["isolation"] = {"complete": True, "mechanism": "landlock+namespaces", "missing": []}
-    task = board.B.HELD_OUT_TASKS[0]
+    task = B.HELD_OUT_TASKS[0]
     entries[1]["scores"]["circuits"] = {
         task: {"cpr": 0.61, "cpr_ci95": [0.5, 0.7], "cmd": 0.2, "cmd_ci95": [0.1, 0.3]}
     }
     entries.append(hostile)
     fixed = next(e for e in entries if e["board"]["reference"] == "fixed")
-    rows = board.rank_rows([{**board._row(e), **board.above_memoriser(e, fixed)} for e in entries])
+    rows = tables.rank_rows(
+        [{**tables.single_head_row(e), **tables.above_memoriser(e, fixed)} for e in entries]
+    )
     failed = [{"name": "crashes", "board": {"check": "hash-checked"},
                "failure": {"type": "PolicyFailureError", "reason": HOSTILE_REASON}}]  # fmt: skip
-    board._bar_chart(rows, out / "board.png")
-    board._per_task_chart(rows, out / "per_task.png")
+    charts.bar_chart(rows, out / "board.png")
+    charts.per_task_chart(rows, out / "per_task.png")
     radar = {}
     for i, r in enumerate(rows):
         radar[r["name"]] = out / f"radar{i}.png"
-        board._radar(r, radar[r["name"]])
-    page = write_page(out / "index.html", rows, {e["name"]: e for e in entries}, tasks=board.B.HELD_OUT_TASKS,
+        charts.radar(r, radar[r["name"]])
+    page = write_page(out / "index.html", rows, {e["name"]: e for e in entries}, tasks=B.HELD_OUT_TASKS,
                       about="test <board> & co", failed=failed, refused=[HOSTILE_REFUSAL], radar=radar,
                       figures=[Figure("bars", out / "board.png"), Figure("per task", out / "per_task.png")])  # fmt: skip
     return page, rows, entries
@@ -113,7 +116,7 @@ def test_page_is_self_contained_and_escapes_every_untrusted_string(built):
     # optional fields: isolation shown where recorded, "not recorded" elsewhere; circuit scores
     assert "landlock+namespaces" in text and "missing: &lt;net&gt;, pid namespace" in text
     assert text.count("not recorded") == len(rows) - 2
-    assert f"{board.B.HELD_OUT_TASKS[0]}: CPR" in text and "0.610<small>[0.500, 0.700]</small>" in text
+    assert f"{B.HELD_OUT_TASKS[0]}: CPR" in text and "0.610<small>[0.500, 0.700]</small>" in text
 
 
 def test_a_page_without_circuit_scores_has_no_circuit_columns(built, tmp_path):
@@ -121,7 +124,7 @@ def test_a_page_without_circuit_scores_has_no_circuit_columns(built, tmp_path):
     plain = [e for e in entries if "circuits" not in e["scores"]]
     keep = {e["name"] for e in plain}
     page = write_page(tmp_path / "p.html", [r for r in rows if r["name"] in keep], {e["name"]: e for e in plain},
-                      tasks=board.B.HELD_OUT_TASKS, about="")  # fmt: skip
+                      tasks=B.HELD_OUT_TASKS, about="")  # fmt: skip
     assert "CPR" not in page.read_text()
 
 

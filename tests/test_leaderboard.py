@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 from leaderboard_helpers import manifest_for
 
+from circuit_gym import benchmark as B
 from circuit_gym.ablation import ContrastiveScorer
-from circuit_gym.leaderboard import benchmark as B
 from circuit_gym.leaderboard.board import RefusedResultError, render, rescore_matches
+from circuit_gym.leaderboard.passes import PassCounter
 from circuit_gym.leaderboard.provenance import canonical_json, content_hash
 from circuit_gym.leaderboard.references import Reference, manifest_entry
-from circuit_gym.leaderboard.scorer import PassCounter, read_private_seeds, score, write_result
+from circuit_gym.leaderboard.scorer import score
+from circuit_gym.leaderboard.scoring import read_private_seeds, write_result
 
 RANDOM_SPEC = "circuit_gym.baselines.random_policy:make_policy"
 # Small reference set for the board tests: "ppo" stands in for the real checkpoint-based one.
@@ -428,7 +430,7 @@ def test_rescoring_tells_rescored_from_verified_and_refuses_edits(scored):
 
 
 def test_board_ranks_by_best_of_5_then_best_of_1():
-    from circuit_gym.leaderboard.board import rank_rows
+    from circuit_gym.leaderboard.tables import rank_rows
 
     rows = [{"name": "a", "k5": 1.0, "k1": 0.4, "top1": 0.0}, {"name": "b", "k5": 0.9, "k1": 1.0, "top1": 1.0},
             {"name": "c", "k5": 1.0, "k1": 1.0, "top1": 0.9}, {"name": "d", "k5": float("nan"), "k1": 1.0,

@@ -37,10 +37,10 @@ def test_the_committed_reference_reproduces_on_this_checkout(track, name):
 def test_a_change_that_moves_greedys_numbers_fails_the_canary(monkeypatch):
     """greedy (white-box, in the scorer's process) with its estimates perturbed: other heads
     come first, and the canary names the rows and fields that moved."""
-    from circuit_gym.baselines import greedy
+    from circuit_gym.solvers.white_box import BUILTINS
 
-    honest = greedy.attribution_scores
-    monkeypatch.setattr(greedy, "attribution_scores", lambda env: -honest(env))
+    honest = BUILTINS["greedy"]
+    monkeypatch.setitem(BUILTINS, "greedy", dataclasses.replace(honest, rank=lambda env: -honest.rank(env)))
     found = canary(MANIFEST["single-head"]["greedy"])
     assert found and all(d.startswith("single-head/greedy: episodes[") for d in found)
     assert any(".head_k1:" in d for d in found), found

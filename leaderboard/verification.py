@@ -1,0 +1,214 @@
+"""Which result files go on the board: each verified, references recognised, optionally rescored.
+
+:func:`verify`: the entry name, the content hash, the status, and whether the entry is current
+(``leaderboard/protocol.py``: scorer protocol, the track's benchmark definition, the model's
+weights). :func:`collect`: every file verified, reference entries recognised by the reviewed
+manifest (``leaderboard/references.py``), names unique per track, and with ``rescore`` every
+entry re-scored (:func:`rescore_matches`), ``jobs`` at once. :func:`missing_references`: the
+board refuses to show a track without its references.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from circuit_gym import benchmark as B
+from circuit_gym.leaderboard.compare import differences
+from circuit_gym.leaderboard.protocol import stale_reason
+from circuit_gym.leaderboard.provenance import content_hash
+from circuit_gym.leaderboard.references import (
+    Reference,
+    ReferenceMismatchError,
+    References,
+    load_manifest,
+    recognise,
+)
+from circuit_gym.leaderboard.scoring import check_name, read_private_seeds
+
+CIRCUIT = "circuit"
+SINGLE_HEAD = "single-head"
+
+
+class RefusedResultError(ValueError):
+    pass
+
+
+def verify(path: Path, weights_hash: str | None) -> dict:
+    """The result in ``path`` if it is authentic and current; else :class:`RefusedResultError`."""
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise RefusedResultError(f"{path}: not a readable JSON result ({type(err).__name__})") from None
+    if not isinstance(result, dict) or "content_hash" not in result:
+        raise RefusedResultError(
+            f"{path}: no content hash; only files written by `circuit-gym leaderboard score` count"
+        )
+    try:
+        check_name(result.get("name"))
+    except ValueError as err:
+        raise RefusedResultError(f"{path}: {err}") from None
+    if content_hash(result) != result["content_hash"]:
+        raise RefusedResultError(f"{path}: content hash mismatch: the file was edited after scoring")
+    track = result.get("track", SINGLE_HEAD)
+    if track not in (SINGLE_HEAD, CIRCUIT):
+        raise RefusedResultError(f"{path}: unknown track {track!r}")
+    if result.get("status") not in ("scored", "failed"):
+        raise RefusedResultError(
+            f"{path}: status {result.get('status')!r}: only scored or failed results go on the board "
+            "(a canary's sample run is not an entry)"
+        )
+    prov = result.get("provenance")
+    if not isinstance(prov, dict):
+        raise RefusedResultError(f"{path}: no provenance")
+    stale = stale_reason(prov, B.circuit_definition() if track == CIRCUIT else B.definition(), weights_hash)
+    if stale is not None:
+        raise RefusedResultError(f"{path}: {stale}")
+    return result
+
+
+def rescore_matches(
+    path: Path,
+    result: dict,
+    private_seeds: Path | None = None,
+    model_path: str | None = None,
+    require_isolation: bool = True,
+    reference: Reference | None = None,
+) -> str:
+    """Re-run the scorer on the recorded policy (a reference's: the manifest's policy and
+    checkpoint); refuse unless the scores are the same numbers (``compare.differences``).
+
+    A content hash proves a file was not edited by accident, but anyone can recompute
+    it; re-scoring is what makes hand-edited numbers impossible to slip in. Returns
+    ``"verified"`` when the entry's private scores were re-computed too (``private_seeds``
+    has the SHA-256 the entry records) and matched, else ``"rescored"``. A sandboxed policy is
+    rescored only with its isolation complete, unless ``require_isolation`` is False (an
+    ``IsolationUnavailableError`` then stops the render: the machine, not the entry, is at fault).
+    """
+    from circuit_gym.leaderboard.circuit_scorer import score_circuit
+    from circuit_gym.leaderboard.scorer import score
+
+    scorer = score_circuit if result.get("track", SINGLE_HEAD) == CIRCUIT else score  # same arguments
+    prov = result["provenance"]
+    policy = reference.policy if reference is not None else prov["policy"]
+    checkpoint = reference.checkpoint_path() if reference is not None else prov.get("checkpoint")
+    builtin = policy.split(":", 1)[1] if policy.startswith("builtin:") else None
+    private = result.get("private") or None
+    with_private = (
+        private is not None
+        and private_seeds is not None
+        and read_private_seeds(private_seeds)[1] == private.get("seed_file_sha256")
+    )
+    try:
+        fresh = scorer(result["name"], policy_spec=None if builtin else policy, checkpoint=checkpoint,
+                      builtin=builtin, model=prov["model"], model_path=model_path,
+                      private_seeds=private_seeds if with_private else None,
+                      require_isolation=require_isolation)  # fmt: skip
+    except (ImportError, ValueError) as err:  # e.g. the policy's module is gone
+        raise RefusedResultError(f"{path}: cannot re-score {policy}: {err}") from None
+    found = differences(
+        {"status": fresh.get("status"), "scores": fresh.get("scores")},
+        {"status": result.get("status"), "scores": result.get("scores")},
+    )
+    if found:
+        raise RefusedResultError(
+            f"{path}: re-scoring {policy} gives different scores than the file claims ({'; '.join(found[:3])})"
+        )
+    if with_private:
+        found = differences(fresh.get("private"), private, "private")
+        if found:
+            raise RefusedResultError(
+                f"{path}: re-scoring {policy} on the private seeds gives different scores than the file claims "
+                f"({'; '.join(found[:3])})"
+            )
+        return "verified"
+    return "rescored"
+
+
+def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, private_seeds: Path | None = None,
+            model_path: str | None = None, require_isolation: bool = True, jobs: int = 1,
+            references: References | None = None) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
+    """(scored entries, refusal messages, failure records), in ``paths`` order.
+
+    Each returned result gets ``result["board"] = {"check": ..., "reference": name or None}``
+    (not part of the file). A name is refused when it repeats an earlier file's, or when it
+    is a reference entry's name but the file is not the one the manifest (``references``,
+    default ``leaderboard/references.json``) reviewed. With ``rescore``, ``jobs`` > 1 re-scores
+    that many entries at once, each in its own process.
+    """
+    references = load_manifest() if references is None else references
+    pending, refused, seen = [], [], set()
+    for path in paths:
+        try:
+            result = verify(path, weights_hash)
+            name = result["name"]
+            try:
+                reference = recognise(result, track(result), references)
+            except ReferenceMismatchError as err:
+                raise RefusedResultError(f"{path}: {err}") from None
+            if (track(result), name) in seen:
+                raise RefusedResultError(f"{path}: another result file already uses the name {name!r}")
+        except RefusedResultError as err:
+            refused.append(str(err))
+            continue
+        seen.add((track(result), name))
+        pending.append((path, result, reference))
+    if rescore:
+        items = [(p, r, references[track(r)][ref] if ref else None) for p, r, ref in pending]
+        checks = _rescore_all(items, private_seeds, model_path, require_isolation, jobs)
+    else:
+        checks = ["hash-checked"] * len(pending)
+    entries, failed = [], []
+    for (_, result, reference), check in zip(pending, checks, strict=True):
+        if isinstance(check, RefusedResultError):
+            refused.append(str(check))
+            continue
+        result["board"] = {"check": check, "reference": reference}
+        (entries if result.get("status") == "scored" else failed).append(result)
+    return entries, refused, failed
+
+
+def _rescore_or_refusal(
+    path: Path, result: dict, reference: Reference | None, private_seeds, model_path, require_isolation
+) -> str | RefusedResultError:
+    try:
+        return rescore_matches(path, result, private_seeds, model_path, require_isolation, reference)
+    except RefusedResultError as err:
+        return err
+
+
+def _rescore_all(items: list[tuple[Path, dict, Reference | None]], private_seeds: Path | None, model_path: str | None,
+                 require_isolation: bool, jobs: int) -> list[str | RefusedResultError]:  # fmt: skip
+    """:func:`rescore_matches` of every item (a check, or the refusal); ``jobs`` processes at once.
+    Any other error (e.g. isolation unavailable: the machine is at fault) stops the render."""
+    args = (private_seeds, model_path, require_isolation)
+    if jobs <= 1 or len(items) <= 1:
+        return [_rescore_or_refusal(*item, *args) for item in items]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn: a fresh interpreter per worker, so no scorer state is shared between entries
+    with ProcessPoolExecutor(min(jobs, len(items)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_rescore_or_refusal, *item, *args) for item in items]
+        return [f.result() for f in futures]
+
+
+def track(result: dict) -> str:
+    """The track a result was scored on (files without ``track`` are single-head)."""
+    return result.get("track", SINGLE_HEAD)
+
+
+def missing_references(
+    entries: list[dict], references: dict[str, Reference], refused: list[str], what: str
+) -> None:
+    """RefusedResultError unless every reference of ``references`` is among ``entries``."""
+    present = {e["board"]["reference"] for e in entries}
+    missing = [r for r in references if r not in present]
+    if missing:
+        files = ", ".join(references[r].result for r in missing)
+        raise RefusedResultError(
+            f"{what}reference entries missing from the board: {missing} (the result files the reviewed manifest "
+            f"leaderboard/references.json names: {files}). Rescore them from the repository root with "
+            "`circuit-gym leaderboard rescore-references`"
+            + ("" if not refused else "; refused: " + " | ".join(refused))
+        )

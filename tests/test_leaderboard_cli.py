@@ -1,0 +1,90 @@
+"""`circuit-gym leaderboard score` as a user meets it: a policy module in the current directory,
+an estimate of the run's length before it starts, and no progress output when switched off."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from circuit_gym import benchmark as B
+from circuit_gym.cli import main
+from circuit_gym.leaderboard.estimate import estimate
+from circuit_gym.leaderboard.references import load_manifest
+
+POLICY = """import numpy as np
+
+
+def make():
+    class Policy:
+        def rank_heads(self, observation):
+            return np.arange(observation.shape[0], dtype=float)
+
+    return Policy()
+"""
+
+
+@pytest.fixture
+def small(monkeypatch, tmp_path):
+    monkeypatch.setattr(B, "MODEL", "tiny")
+    monkeypatch.setattr(B, "HELD_OUT_TASKS", ("docstring",))
+    monkeypatch.setattr(B, "EVAL_SEEDS", (0, 1))
+    monkeypatch.setattr(B, "REPRO_SEEDS", (2,))
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds the working directory
+    monkeypatch.setenv("CIRCUIT_GYM_PROGRESS", "1")  # bars on, even though stderr is captured
+    monkeypatch.setenv("CIRCUIT_GYM_PROGRESS_DELAY", "0")
+
+
+def test_a_policy_in_the_working_directory_is_found_and_the_run_is_estimated_first(
+    small, tmp_path, monkeypatch, capfd
+):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "my_team_policy.py").write_text(POLICY)
+    monkeypatch.chdir(team)
+    out = tmp_path / "result.json"
+    argv = [
+        "--no-progress",
+        "leaderboard",
+        "score",
+        "--name",
+        "team",
+        "--policy",
+        "my_team_policy:make",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    err = capfd.readouterr().err
+    assert err.startswith("scoring 3 episodes: about ")  # said before anything ran
+    assert "episode/s" not in err and "it/s" not in err  # --no-progress: no bar at all
+    result = json.loads(out.read_text())
+    assert result["status"] == "scored" and result["provenance"]["policy"] == "my_team_policy:make"
+
+
+def test_a_missing_module_says_where_the_scorer_looked(small, tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    argv = [
+        "leaderboard",
+        "score",
+        "--name",
+        "x",
+        "--policy",
+        "nowhere_policy:make",
+        "--out",
+        str(tmp_path / "x.json"),
+    ]
+    assert main(argv) == 2
+    err = capfd.readouterr().err
+    assert "nowhere_policy" in err and str(tmp_path) in err and "PYTHONPATH" in err
+
+
+def test_the_estimate_is_what_the_committed_reference_took_per_episode():
+    reference = load_manifest()["circuit"]["greedy_search"]
+    result = json.loads(reference.result_path().read_text())
+    per_episode = result["diagnostics"]["wall_seconds"] / (3 * (8 + 8))  # public and private seeds
+    line = estimate("circuit", "greedy_search", n_private=8)
+    assert line.startswith("scoring 48 episodes: about ")
+    assert f"{per_episode:.1f} s per episode" in line and f"{48 * per_episode / 60:.0f} min" in line
+    assert "no estimate" in estimate("circuit", "acdc")  # no committed reference measured it
