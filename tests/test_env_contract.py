@@ -131,6 +131,7 @@ def test_a_bool_is_not_a_count_or_a_weight(cls, kwargs, name):
 
 # ------------------------------------------------------------------ spec and masks
 def test_every_spec_has_max_episode_steps_equal_to_the_number_of_heads_of_its_model():
+    from circuit_gym.embedded import MODEL_SETS
     from circuit_gym.models import load_model
 
     heads = {}
@@ -138,10 +139,12 @@ def test_every_spec_has_max_episode_steps_equal_to_the_number_of_heads_of_its_mo
         if not env_id.startswith("CircuitDiscovery-"):
             continue
         model = spec.kwargs["model"]
-        if model not in heads:  # the embedded models loaded; GPT-2 small has 12 x 12
-            heads[model] = 144 if model == "gpt2" else load_model(model).circuit_gym_info.n_heads_total
+        if model not in heads:  # loaded (a model set: its first member); GPT-2 small has 12 x 12
+            name = MODEL_SETS.get(model, (model,))[0]
+            heads[model] = 144 if model == "gpt2" else load_model(name).circuit_gym_info.n_heads_total
         assert spec.max_episode_steps == heads[model], env_id
-    assert heads == {"tiny": 16, "toy_d": 144, "toy": 144, "gpt2": 144}
+    assert {m: heads[m] for m in ("tiny", "toy_d", "toy", "gpt2")} == {"tiny": 16, "toy_d": 144, "toy": 144,
+                                                                     "gpt2": 144}  # fmt: skip
 
 
 def test_the_longest_episode_is_not_cut_short_by_the_time_limit():
