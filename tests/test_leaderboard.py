@@ -439,7 +439,7 @@ def test_board_ranks_by_best_of_5_then_best_of_1():
 
 
 def test_rescoring_in_parallel_keeps_each_entrys_own_outcome_in_order(tmp_path):
-    from circuit_gym.leaderboard.board import _rescore_all
+    from circuit_gym.leaderboard.verification import _rescore_all
 
     def result(name: str, module: str) -> dict:
         return {
