@@ -246,7 +246,9 @@ def _stage_of(frames: list[str]) -> str:
     names = [(_FRAME.match(f) or {"fn": f, "file": ""}) for f in frames]
     for i, m in enumerate(names[:-1]):
         if m["fn"] == "run" and m["file"].endswith("run_all.py"):
-            return STAGES.get(names[i + 1]["fn"].split(".")[-1], OTHER)
+            # the stage's function, past this script's own timing wrapper
+            callee = next((n for n in names[i + 1 :] if not n["file"].endswith("profile_main_job.py")), m)
+            return STAGES.get(callee["fn"].split(".")[-1], OTHER)
     if any(m["fn"] == "_process_worker" for m in names):
         return WORKERS
     return OTHER

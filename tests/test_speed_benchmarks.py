@@ -47,7 +47,7 @@ def test_samples_are_split_by_the_stage_run_all_was_in(tmp_path):
     raw.write_text(
         "\n".join([
             f"{job};main (cli.py:10);run (circuit_gym/baselines/run_all.py:85);train (ppo.py:3);step (env.py:9) 30",
-            f"{job};main (cli.py:10);run (circuit_gym/baselines/run_all.py:99);score_runs (track.py:5);attend (fast_blocks.py:80) 10",
+            f"{job};main (cli.py:10);run (circuit_gym/baselines/run_all.py:99);wrapper (benchmarks/profile_main_job.py:7);score_runs (track.py:5);attend (fast_blocks.py:80) 10",
             f'{job};process 2:"spawn";_process_worker (concurrent/futures/process.py:261);sweep (engine.py:1) 20',
             f"{job};main (cli.py:10);load_model (loading.py:4) 5",
             "not a sample line",
