@@ -16,7 +16,7 @@ from __future__ import annotations
 
 # The public model zoo (``circuit_gym.models.zoo_recipe``: one recipe, drawn seeds and placements),
 # shipped under models/zoo/.
-ZOO = ("zoo1", "zoo2")
+ZOO = ("zoo1", "zoo2", "zoo3", "zoo4")
 # Embedded model -> its directory under circuit_gym/models/.
 EMBEDDED_PATHS: dict[str, str] = {
     "toy": "toy",
