@@ -3,7 +3,15 @@ TransformerLens calls its hook points and what the literature writes."""
 
 import pytest
 
-from circuit_gym.heads import head_id, head_name, hook_layer, parse_head_name, pattern_hook, resid_pre_hook, z_hook
+from circuit_gym.heads import (
+    head_id,
+    head_name,
+    hook_layer,
+    parse_head_name,
+    pattern_hook,
+    resid_pre_hook,
+    z_hook,
+)
 
 
 def test_hook_names_are_transformer_lens_names():
