@@ -249,9 +249,12 @@ def test_memoised_and_uncached_environments_agree():
         env = tiny_env(budget=4, cache=cache)
         env.reset(seed=5)
         rewards.append([env.step(a)[1:] for a in (2, 8, 2, 16)])
+    # The memo serves values computed in stacked batches of candidates, the uncached env computes
+    # each circuit alone: matmuls of other batch sizes may round differently in the last bits on
+    # some CPUs (3e-8 measured on this machine's), so agreement is to 1e-6, far below any reward.
     for a, b in zip(*rewards, strict=True):
-        assert a[0] == pytest.approx(b[0], abs=1e-9) and a[1] == b[1]
-        np.testing.assert_allclose(a[3]["per_head_gain"], b[3]["per_head_gain"], atol=1e-9)
+        assert a[0] == pytest.approx(b[0], abs=1e-6) and a[1] == b[1]
+        np.testing.assert_allclose(a[3]["per_head_gain"], b[3]["per_head_gain"], atol=1e-6)
 
 
 # ------------------------------------------------------------------ rendering

@@ -65,17 +65,21 @@ def test_a_zoo_member_performs_its_gated_tasks(name):
         task = get_task(task_name)
         if task.accuracy is not beats_distractors:
             continue  # a task-specific accuracy (greater-than's probability mass): the card reports it
-        batch = task.make_batch(model.tokenizer, "test", 16, np.random.default_rng([777, 1]))
-        with torch.no_grad():
-            logits = model(batch.tokens)
-        pos = batch.positions
-        answer = logits[:, pos].gather(-1, batch.answers[..., None])[..., 0]
-        if batch.distractors.shape[-1] == 0:  # induction-style: the answer is the top token
-            correct = (logits[:, pos].argmax(-1) == batch.answers).float().mean(-1)
-        else:
-            distract = logits[:, pos].gather(-1, batch.distractors).amax(-1)
-            correct = (answer > distract).float().mean(-1)
-        assert float(correct.mean()) >= 0.8, (name, task_name, float(correct.mean()))
+        scores = []
+        for seed in range(8):  # 8 batches of 16: a batch is one template, and templates differ
+            batch = task.make_batch(model.tokenizer, "test", 16, np.random.default_rng([777, seed]))
+            with torch.no_grad():
+                logits = model(batch.tokens)
+            pos = batch.positions
+            answer = logits[:, pos].gather(-1, batch.answers[..., None])[..., 0]
+            if batch.distractors.shape[-1] == 0:  # induction-style: the answer is the top token
+                correct = (logits[:, pos].argmax(-1) == batch.answers).float().mean(-1)
+            else:
+                distract = logits[:, pos].gather(-1, batch.distractors).amax(-1)
+                correct = (answer > distract).float().mean(-1)
+            scores.append(float(correct.mean()))
+        # the gate asks 0.9 on the card's batches; chance is 0.5 or below
+        assert np.mean(scores) >= 0.8, (name, task_name, scores)
 
 
 def test_zoo_members_share_one_tokenizer():
