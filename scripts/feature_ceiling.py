@@ -36,35 +36,29 @@ from circuit_gym.envs.features import FEATURE_SETS  # noqa: E402
 from circuit_gym.evaluation import recovery_summary  # noqa: E402
 from circuit_gym.progress import progress_iter  # noqa: E402
 
-STATIC_COLUMNS = 10  # the per-episode feature columns (ablated and step fraction are the env's state)
+STATE_COLUMNS = ("ablated", "step_fraction")  # the env's episode state, the same for every head
 
 
-def column_tables(env, tasks, episodes, features: str) -> dict:
-    """Per (task, episode): the observation's static columns and the single-head reward table."""
+def column_tables(env, tasks, episodes, columns: list[int]) -> dict:
+    """Per (task, episode): the observation's ``columns`` and the single-head reward table."""
     out = {}
     for task, index in progress_iter([(t, i) for t in tasks for i in episodes], "episodes", unit="episode"):
         obs, _ = env.reset(options={"task": task, "batch_index": int(index)})
-        columns = [c for c in range(obs.shape[1]) if c < STATIC_COLUMNS or c >= STATIC_COLUMNS + 2]
-        out[(task, int(index))] = (
-            np.asarray(obs)[:, columns],
-            env.unwrapped.episode.table.reward.copy(),
-            columns,
-        )
+        out[(task, int(index))] = (np.asarray(obs)[:, columns], env.unwrapped.episode.table.reward.copy())
     return out
 
 
 def score_rules(tables: dict, names: list[str], ks=(1, 5)) -> dict:
-    """Pooled recovery of every (column, sign) rule at each k, over the given episodes."""
-    any_entry = next(iter(tables.values()))
-    n_cols = any_entry[0].shape[1]
+    """Pooled recovery of every (column, sign) rule at each k, over the given episodes; ``names[j]``
+    names column ``j`` of the tables."""
     rows = {}
-    for j in range(n_cols):
+    for j, name in enumerate(names):
         for sign in (1, -1):
-            rule = f"{'+' if sign > 0 else '-'}{names[any_entry[2][j]]}"
+            rule = f"{'+' if sign > 0 else '-'}{name}"
             rows[rule] = {}
             for k in ks:
                 rewards, oracles, hits = [], [], []
-                for obs, reward, _ in tables.values():
+                for obs, reward in tables.values():
                     top = np.argsort(-sign * obs[:, j], kind="stable")[:k]
                     best = top[int(np.argmax(reward[top]))]
                     rewards.append(float(reward[best]))
@@ -82,15 +76,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--features", default="attention", choices=sorted(FEATURE_SETS))
     p.add_argument("--out", type=Path, default=None, help="folder for feature_ceiling_<model>.json / .md")
     args = p.parse_args(argv)
-    names = list(FEATURE_SETS[args.features])
+    columns = [c for c, name in enumerate(FEATURE_SETS[args.features]) if name not in STATE_COLUMNS]
+    names = [FEATURE_SETS[args.features][c] for c in columns]
     kwargs = dict(model=args.model, pool_size=max(max(B.EVAL_SEEDS) + 1, args.train_episodes),
                   batch_size=B.PROMPTS_PER_EPISODE, ablation=B.ABLATION, lam=B.LAM, features=args.features)  # fmt: skip
     train_env = gym.make(B.multi_env_id(args.model), split="eval", **kwargs)
     test_env = gym.make(B.multi_env_id(args.model), split=B.SPLIT, **kwargs)
-    train = score_rules(
-        column_tables(train_env, B.TRAIN_TASKS, range(args.train_episodes), args.features), names
-    )
-    held = score_rules(column_tables(test_env, B.HELD_OUT_TASKS, B.EVAL_SEEDS, args.features), names)
+    train = score_rules(column_tables(train_env, B.TRAIN_TASKS, range(args.train_episodes), columns), names)
+    held = score_rules(column_tables(test_env, B.HELD_OUT_TASKS, B.EVAL_SEEDS, columns), names)
     fair = max(train, key=lambda r: train[r]["best_of_1"]["recovery"])
     ceiling = max(held, key=lambda r: held[r]["best_of_1"]["recovery"])
     report = {
