@@ -11,7 +11,7 @@ board. The reference entries are listed in the reviewed manifest
 
 from __future__ import annotations
 
-from circuit_gym.embedded import is_embedded
+from circuit_gym.embedded import ZOO_HELD_OUT, ZOO_TRAIN, is_embedded
 from circuit_gym.envs.circuit_registration import VERSION as _CIRCUIT_ENV_IDS_VERSION
 from circuit_gym.envs.circuit_registration import circuit_env_id
 
@@ -100,4 +100,65 @@ def circuit_definition() -> dict:
         "private_seeds_used": CIRCUIT_PRIVATE_SEEDS, "ablation": ABLATION,
         "prompts_per_episode": PROMPTS_PER_EPISODE, "circuit_env_version": CIRCUIT_ENV_VERSION,
         "start": CIRCUIT_START, "budget": CIRCUIT_BUDGET, "alpha": CIRCUIT_ALPHA, "n_random": CIRCUIT_N_RANDOM,
+    }  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Benchmark v6, the transfer tracks (issue 35): models are held out, not only tasks. v5 (above)
+# stays as it was, on `toy`. Every solver is scored in four quadrants, seen / unseen task x seen /
+# unseen model, on the public zoo (circuit_gym.embedded.ZOO: one public recipe), and the board
+# ranks on the held-out tasks of a *private* model trained by the same recipe with a secret seed
+# (scripts/train_zoo.py --private-seed-file), whose weights are never committed: a policy that
+# memorised the public models' head ids gains nothing there.
+TRANSFER_BENCHMARK_VERSION = "circuit-gym-transfer-v6"
+TRANSFER_CIRCUIT_BENCHMARK_VERSION = "circuit-gym-transfer-circuit-v6"
+# The model split rule (circuit_gym.embedded): zoo members with an odd index train, those with an
+# even index are held out; fixed on the names before any agent was trained or scored on the zoo.
+TRAIN_MODELS = ZOO_TRAIN  # zoo1, zoo3
+HELD_OUT_MODELS = ZOO_HELD_OUT  # zoo2, zoo4
+# The task split rule: the training tasks stay v5's; held out are v5's held-out tasks that the
+# zoo performs (brackets, successor: induction fails every member's inclusion gate) and the two
+# tasks added for this version before the zoo was trained (capital: factual recall, minimum:
+# selection by comparison). Four mechanisms (code, sequences, knowledge, comparison), so that no
+# one hand-picked copy feature solves them all (v5's three held-out tasks were all copy-like).
+TRANSFER_TRAIN_TASKS = TRAIN_TASKS
+TRANSFER_HELD_OUT_TASKS = ("brackets", "capital", "minimum", "successor")
+# Test-split batches per (model, task) cell: 8 x 9 tasks x 4 public models = 288 episodes.
+TRANSFER_SEEDS = tuple(range(8))
+# The private model: the held-out tasks on the first 16 seeds of the maintainers' seed file.
+TRANSFER_PRIVATE_SEEDS = 16
+# Pinned, not looked up by model name: the private model is loaded from a directory, and the
+# name-keyed defaults (circuit_gym.ablation.default_ablation, tasks.reference.default_reference)
+# would give it another ablation and reference text than the zoo's.
+TRANSFER_ABLATION = "resample"
+TRANSFER_REFERENCE = "stdlib+taskstyle"
+# The circuit track's cells are smaller: exact greedy search costs ~2,000 passes per episode.
+TRANSFER_CIRCUIT_SEEDS = tuple(range(4))
+TRANSFER_CIRCUIT_PRIVATE_SEEDS = 8
+QUADRANTS = ("seen_task_seen_model", "unseen_task_seen_model", "seen_task_unseen_model",
+             "unseen_task_unseen_model")  # fmt: skip
+
+
+def quadrant(task: str, model: str) -> str:
+    """The quadrant of an episode of ``task`` on the public zoo member ``model``."""
+    if task not in TRANSFER_TRAIN_TASKS + TRANSFER_HELD_OUT_TASKS:
+        raise ValueError(f"task {task!r} is in no split of {TRANSFER_BENCHMARK_VERSION}")
+    if model not in TRAIN_MODELS + HELD_OUT_MODELS:
+        raise ValueError(f"model {model!r} is in no split of {TRANSFER_BENCHMARK_VERSION}")
+    return f"{'seen' if task in TRANSFER_TRAIN_TASKS else 'unseen'}_task_{'seen' if model in TRAIN_MODELS else 'unseen'}_model"
+
+
+def transfer_definition(track: str = "single-head") -> dict:
+    """A transfer track's definition, recorded in (and checked against) its result files."""
+    circuit = track == "circuit"
+    return {
+        "benchmark_version": TRANSFER_CIRCUIT_BENCHMARK_VERSION if circuit else TRANSFER_BENCHMARK_VERSION,
+        "track": f"transfer-{track}", "train_models": list(TRAIN_MODELS), "held_out_models": list(HELD_OUT_MODELS),
+        "tasks": list(TRANSFER_HELD_OUT_TASKS), "train_tasks": list(TRANSFER_TRAIN_TASKS), "split": SPLIT,
+        "seeds": list(TRANSFER_CIRCUIT_SEEDS if circuit else TRANSFER_SEEDS),
+        "private_seeds_used": TRANSFER_CIRCUIT_PRIVATE_SEEDS if circuit else TRANSFER_PRIVATE_SEEDS,
+        "ks": list(KS), "ablation": TRANSFER_ABLATION, "reference": TRANSFER_REFERENCE, "lam": LAM,
+        "prompts_per_episode": PROMPTS_PER_EPISODE,
+        **({"start": CIRCUIT_START, "budget": CIRCUIT_BUDGET, "alpha": CIRCUIT_ALPHA, "n_random": CIRCUIT_N_RANDOM}
+           if circuit else {}),
     }  # fmt: skip

@@ -85,3 +85,26 @@ def test_a_zoo_member_performs_its_gated_tasks(name):
 def test_zoo_members_share_one_tokenizer():
     files = {name: (embedded_dir(name) / "tokenizer.json").read_bytes() for name in ZOO}
     assert len(set(files.values())) == 1
+
+
+def test_zoo_multi_samples_the_v6_training_tasks_and_the_split_rule_holds():
+    import gymnasium as gym
+
+    import circuit_gym
+    from circuit_gym import benchmark as B
+
+    rows = {r["id"]: r for r in circuit_gym.list_envs(True, "zoo")}
+    assert tuple(rows["CircuitDiscovery-Zoo-Multi-v0"]["tasks"]) == B.TRANSFER_TRAIN_TASKS
+    assert gym.spec("CircuitDiscovery-Zoo-Multi-v0").kwargs["inner"] == "single-head"
+    # the split rule: disjoint halves of the zoo by index parity, both non-empty; disjoint task splits
+    assert set(B.TRAIN_MODELS) | set(B.HELD_OUT_MODELS) == set(ZOO)
+    assert B.TRAIN_MODELS and B.HELD_OUT_MODELS and not set(B.TRAIN_MODELS) & set(B.HELD_OUT_MODELS)
+    assert all(int(m.removeprefix("zoo")) % 2 == 1 for m in MODEL_SETS["zoo-train"])
+    assert not set(B.TRANSFER_TRAIN_TASKS) & set(B.TRANSFER_HELD_OUT_TASKS)
+    # every task of both splits is gated on every public member (never served where it fails)
+    for model in ZOO:
+        assert set(B.TRANSFER_TRAIN_TASKS + B.TRANSFER_HELD_OUT_TASKS) <= set(gated_tasks(model))
+    assert B.quadrant("capital", "zoo2") == "unseen_task_unseen_model"
+    assert B.quadrant("ioi", "zoo1") == "seen_task_seen_model"
+    with pytest.raises(ValueError, match="no split"):
+        B.quadrant("induction", "zoo1")
