@@ -157,8 +157,8 @@ def transfer_definition(track: str = "single-head") -> dict:
         "tasks": list(TRANSFER_HELD_OUT_TASKS), "train_tasks": list(TRANSFER_TRAIN_TASKS), "split": SPLIT,
         "seeds": list(TRANSFER_CIRCUIT_SEEDS if circuit else TRANSFER_SEEDS),
         "private_seeds_used": TRANSFER_CIRCUIT_PRIVATE_SEEDS if circuit else TRANSFER_PRIVATE_SEEDS,
-        "ks": list(KS), "ablation": TRANSFER_ABLATION, "reference": TRANSFER_REFERENCE, "lam": LAM,
-        "prompts_per_episode": PROMPTS_PER_EPISODE,
+        "ks": list(KS), "ablation": TRANSFER_ABLATION, "prompts_per_episode": PROMPTS_PER_EPISODE,
+        # the circuit track's reward is faithfulness: no general damage, so no reference text or lambda
         **({"start": CIRCUIT_START, "budget": CIRCUIT_BUDGET, "alpha": CIRCUIT_ALPHA, "n_random": CIRCUIT_N_RANDOM}
-           if circuit else {}),
+           if circuit else {"reference": TRANSFER_REFERENCE, "lam": LAM}),
     }  # fmt: skip
