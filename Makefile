@@ -5,12 +5,17 @@
 # Variables (make VAR=value ... or the environment):
 #   PYTHON           the interpreter for .venv; default: the first of python3, python3.14 ...
 #                    python3.11, python on PATH that is at least PYTHON_MIN
+#                    (another one: make install PYTHON=/path/to/python3.12)
 #   TORCH_INDEX_URL  where torch comes from; default PyTorch's CPU index. Empty
 #                    (TORCH_INDEX_URL=) installs whatever the configured pip indexes give
 #                    (CI does this: its machines' pip configuration supplies a CPU build);
 #                    e.g. https://download.pytorch.org/whl/cu126 for a CUDA build.
-# The package's requires-python (pyproject.toml; tests/test_makefile.py keeps the two equal)
+# The package's requires-python (pyproject.toml; tests/test_makefile.py keeps the two equal).
+# Not 3.10: the package's own code runs there (vermin 1.9.2 finds nothing newer), but every
+# Tianshou 2.x release, the PPO baselines' library, requires Python >= 3.11 (on 3.10 pip finds
+# only tianshou <= 0.5.1); the test checks the installed Tianshou's requirement.
 PYTHON_MIN := 3.11
+PYTHON_WHY := Tianshou 2.x, the PPO baselines' library, requires it
 PYTHON_CANDIDATES := python3 python3.14 python3.13 python3.12 python3.11 python
 comma := ,
 # $(call python_ok,NAME): NAME if it runs and is at least PYTHON_MIN, else nothing
@@ -19,6 +24,9 @@ python_ok = $(if $(1),$(shell command -v $(1) >/dev/null 2>&1 && \
 	&& echo $(1)))
 ifndef PYTHON
 PYTHON := $(firstword $(foreach p,$(PYTHON_CANDIDATES),$(call python_ok,$(p))))
+PYTHON_ERROR := found no Python >= $(PYTHON_MIN) on PATH (looked for $(PYTHON_CANDIDATES))
+else
+PYTHON_ERROR := PYTHON=$(PYTHON) is not a Python >= $(PYTHON_MIN) that runs
 endif
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -29,8 +37,8 @@ TORCH_INSTALL := $(TORCH_PIN)$(if $(strip $(TORCH_INDEX_URL)), --index-url $(str
 .PHONY: install demo test test-fast lint clean
 
 $(BIN)/.installed: pyproject.toml
-	@test -n "$(call python_ok,$(PYTHON))" || { echo "need Python >= $(PYTHON_MIN) (PYTHON='$(PYTHON)'; \
-	looked for $(PYTHON_CANDIDATES) on PATH): make PYTHON=/path/to/python3.X ..."; exit 1; }
+	@test -n "$(call python_ok,$(PYTHON))" || { echo "$(PYTHON_ERROR). circuit_gym needs Python >= \
+	$(PYTHON_MIN) ($(PYTHON_WHY)). Install one, then: make install PYTHON=/path/to/python3.X" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_INSTALL)
