@@ -40,7 +40,7 @@ PREFIX = "CircuitDiscovery"
 SUPERSEDED_ENTRY_POINT = "circuit_gym.envs.registration:make_superseded"
 # Head grids of models that are not shipped in the package (the embedded ones are read from
 # their config.json): what max_episode_steps needs, without loading the model.
-KNOWN_GRIDS: dict[str, tuple[int, int]] = {"gpt2": (12, 12)}
+KNOWN_GRIDS: dict[str, tuple[int, int]] = {"gpt2": (12, 12), "planted": (12, 12)}
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,17 @@ ZOO_SINGLE_HEAD = Family(
 )
 ZOO_CIRCUIT = Family("zoo-circuit", "circuit building over the model zoo", "circuit_gym.envs.model_draw:ZooEnv",
                      "-Circuit")  # fmt: skip
-FAMILIES: dict[str, Family] = {f.name: f for f in (SINGLE_HEAD, CIRCUIT, ZOO_SINGLE_HEAD, ZOO_CIRCUIT)}
+# The same two kinds on planted models: a model generated from a seed drawn at each reset, whose
+# circuit is known exactly (PlantedEnv's ``inner`` names the kind; docs/planted.md).
+PLANTED_SINGLE_HEAD = Family(
+    "planted", "single-head ablation on generated planted models", "circuit_gym.envs.planted:PlantedEnv"
+)
+PLANTED_CIRCUIT = Family("planted-circuit", "circuit building on generated planted models",
+                         "circuit_gym.envs.planted:PlantedEnv", "-Circuit")  # fmt: skip
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (SINGLE_HEAD, CIRCUIT, ZOO_SINGLE_HEAD, ZOO_CIRCUIT, PLANTED_SINGLE_HEAD, PLANTED_CIRCUIT)
+}
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,11 @@ ZOO_TASK_SETS_V0 = {
     # Multi samples the training tasks of leaderboard benchmark v6 (written out, as above).
     "Multi": ("agreement", "docstring", "greater_than", "ioi", "pronoun"),
 }  # fmt: skip
+# Planted v0: a fresh planted model per reset ("planted" is the generated family, not one model);
+# one ID per circuit kind (circuit_gym.tasks.planted.KINDS).
+MODELS_PLANTED_V0 = {"Planted": "planted"}
+PLANTED_TASK_SETS_V0 = {"Induction": ("planted_induction",), "MultiHop": ("planted_multihop",),
+                        "Redundant": ("planted_redundant",), "Suppression": ("planted_suppression",)}  # fmt: skip
 
 REGISTRY: tuple[Line, ...] = (
     Line(SINGLE_HEAD, 0, MODELS_V0, TASK_SETS_V0, "first release", superseded_by=1),
@@ -157,6 +172,13 @@ REGISTRY: tuple[Line, ...] = (
     Line(ZOO_CIRCUIT, 0, MODELS_ZOO_V0, ZOO_TASK_SETS_V0,
          "first release: the circuit-building environment over the public model zoo, a member drawn at each reset",
          kwargs={"inner": "circuit"}),
+    Line(PLANTED_SINGLE_HEAD, 0, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V0,
+         "first release: the single-head environment on a planted model generated from a seed drawn at each "
+         "reset (options['model_seed'] picks one); the ground truth in info only at the episode's end",
+         kwargs={"inner": "single-head"}),
+    Line(PLANTED_CIRCUIT, 0, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V0,
+         "first release: the circuit-building environment on a planted model generated from a seed drawn at "
+         "each reset; the ground truth in info only at the episode's end", kwargs={"inner": "circuit"}),
 )  # fmt: skip
 
 
