@@ -27,7 +27,8 @@ def test_list_envs_covers_every_family_and_every_registered_id():
     circuit = [r for r in current if r["family"] == "circuit"]
     single = [r for r in current if r["family"] == "single-head"]
     zoo = [r for r in current if r["family"] in ("zoo", "zoo-circuit")]
-    assert len(circuit) == len(single) == 20 and len(zoo) == 18 and len(current) == 58
+    planted = [r for r in current if r["family"] in ("planted", "planted-circuit")]
+    assert len(circuit) == len(single) == len(zoo) == 20 and len(planted) == 8 and len(current) == 68
     assert all(r["id"].endswith("-Circuit-v0") for r in circuit)
     assert env_ids() == [r["id"] for r in current] and circuit_gym.list_envs() == current
     assert env_ids(family="circuit") == [r["id"] for r in circuit]
@@ -109,8 +110,9 @@ def test_circuit_gym_list_prints_one_line_per_current_id(capsys):
     for line, row in zip(rows, current, strict=True):
         assert line.split(None, 2)[1:] == [row["model"], ", ".join(row["tasks"])]
     assert footer.startswith(
-        "58 current IDs (20 single-head ablation, 20 circuit building, 9 single-head ablation over the model zoo, "
-        "9 circuit building over the model zoo)"
+        "68 current IDs (20 single-head ablation, 20 circuit building, 10 single-head ablation over the model zoo, "
+        "10 circuit building over the model zoo, 4 single-head ablation on generated planted models, "
+        "4 circuit building on generated planted models)"
     )
 
 
@@ -130,12 +132,12 @@ def test_doctor_counts_every_registered_id(capsys):
     assert main(["doctor", "--json"]) == 0
     ids = json.loads(capsys.readouterr().out)["environment_ids"]
     assert ids["all"] == len(REGISTERED)  # counted independently, from gymnasium's registry
-    assert ids["current"] == 58 == sum(f["current"] for f in ids["by_family"].values())
+    assert ids["current"] == 68 == sum(f["current"] for f in ids["by_family"].values())
     assert ids["by_family"]["circuit"] == {
         "current": 20,
-        "all": sum(i.endswith("-Circuit-v0") and "-Zoo-" not in i for i in REGISTERED),
+        "all": sum(i.endswith("-Circuit-v0") and not ("-Zoo-" in i or "-Planted-" in i) for i in REGISTERED),
     }
     assert main(["doctor"]) == 0
-    assert "registered environment IDs: 58 current (20 single-head ablation, 20 circuit building, 9 " in (
+    assert "registered environment IDs: 68 current (20 single-head ablation, 20 circuit building, 10 " in (
         capsys.readouterr().out
     )
