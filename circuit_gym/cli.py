@@ -135,8 +135,9 @@ def _cmd_lb_score(args: argparse.Namespace) -> int:
     from circuit_gym.leaderboard.scoring import read_private_seeds, write_result
     from circuit_gym.solvers.white_box import builtins
 
-    circuit = args.track == "circuit"
-    available = builtins(args.track)
+    circuit = args.track.endswith("circuit")
+    transfer = args.track.startswith("transfer-")
+    available = builtins(args.track.removeprefix("transfer-"))
     if args.builtin is not None and args.builtin not in available:
         print(f"error: --builtin on the {args.track} track is one of {sorted(available)}", file=sys.stderr)
         return 2
@@ -146,11 +147,23 @@ def _cmd_lb_score(args: argparse.Namespace) -> int:
         sys.path.insert(0, os.getcwd())
     n_private = len(read_private_seeds(args.private_seeds)[0]) if args.private_seeds else 0
     print(estimate(args.track, args.builtin, n_private), file=sys.stderr)
+    if args.private_model and not transfer:
+        print("error: --private-model belongs to the transfer tracks (--track transfer-single-head or "
+              "transfer-circuit)", file=sys.stderr)  # fmt: skip
+        return 2
     scorer = score_circuit if circuit else score
     try:
-        result = scorer(args.name, policy_spec=args.policy, checkpoint=args.checkpoint, builtin=args.builtin,
-                       model=args.model, model_path=args.model_path, private_seeds=args.private_seeds,
-                       require_isolation=args.require_isolation)  # fmt: skip
+        if transfer:
+            from circuit_gym.leaderboard.transfer_scorer import score_transfer
+
+            result = score_transfer(args.name, args.track.removeprefix("transfer-"), policy_spec=args.policy,
+                                    checkpoint=args.checkpoint, builtin=args.builtin,
+                                    private_model=args.private_model, private_seeds=args.private_seeds,
+                                    require_isolation=args.require_isolation)  # fmt: skip
+        else:
+            result = scorer(args.name, policy_spec=args.policy, checkpoint=args.checkpoint, builtin=args.builtin,
+                            model=args.model, model_path=args.model_path, private_seeds=args.private_seeds,
+                            require_isolation=args.require_isolation)  # fmt: skip
     except ModuleNotFoundError as err:
         print(f"error: {err}. The scorer looks for the policy's module on sys.path, which holds the current "
               f"directory ({os.getcwd()}): run from the folder that contains the module's top-level package, "
@@ -164,6 +177,8 @@ def _cmd_lb_score(args: argparse.Namespace) -> int:
         print(f"policy failed: {result['failure']['type']}: {result['failure']['reason']}", file=sys.stderr)
         print(f"failure record written to {path}", file=sys.stderr)
         return 1
+    if transfer:
+        return _print_transfer_result(args.name, result, path)
     if circuit:
         return _print_circuit_result(args.name, result, path)
     k5 = result["scores"]["overall"]["k5"]
@@ -206,6 +221,15 @@ def _print_circuit_result(name: str, result: dict, path) -> int:
     return 0
 
 
+def _print_transfer_result(name: str, result: dict, path) -> int:
+    from circuit_gym.leaderboard.transfer_scorer import headline
+
+    for line in headline(result):
+        print(f"{name}: {line}")
+    print(f"result written to {path}")
+    return 0
+
+
 def _cmd_lb_render(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -214,7 +238,8 @@ def _cmd_lb_render(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.results] if args.results else None
     summary = render(paths, Path(args.out) if args.out else None, model=args.model, model_path=args.model_path,
                      rescore=args.rescore, private_seeds=Path(args.private_seeds) if args.private_seeds else None,
-                     require_isolation=args.require_isolation, jobs=args.jobs)  # fmt: skip
+                     require_isolation=args.require_isolation, jobs=args.jobs,
+                     private_model=Path(args.private_model) if args.private_model else None)  # fmt: skip
     for message in summary["refused"]:
         print(f"refused: {message}", file=sys.stderr)
     checks = ", ".join(f"{r['name']}: {r['check']}" for r in summary["rows"])
@@ -242,11 +267,13 @@ def _cmd_lb_canary(args: argparse.Namespace) -> int:
 def _cmd_lb_rescore_references(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from circuit_gym.leaderboard.references import TRACKS
     from circuit_gym.leaderboard.rescore import rescore_references
 
-    tracks = (args.track,) if args.track else ("single-head", "circuit")
+    tracks = (args.track,) if args.track else TRACKS
     lines = rescore_references(tracks, Path(args.private_seeds) if args.private_seeds else None, args.jobs,
-                               args.require_isolation)  # fmt: skip
+                               args.require_isolation, private_model=Path(args.private_model) if args.private_model else None,
+                               names=tuple(args.names) if args.names else None)  # fmt: skip
     print("\n".join(lines))
     print("wrote leaderboard/references.json; review its diff, then run `circuit-gym leaderboard render`")
     return 0
@@ -420,10 +447,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_args(p)
     p.add_argument("--name", required=True)
     p.add_argument(
-        "--track", choices=["single-head", "circuit"], default="single-head",
+        "--track", choices=["single-head", "circuit", "transfer-single-head", "transfer-circuit"],
+        default="single-head",
         help="single-head (default): rank_heads(observation) on the held-out episodes; circuit: a "
         "circuit-building policy (act(observation, action_mask) and rank_heads) plays the circuit-building "
-        "environment, scored by CPR / CMD (leaderboard/circuit_scorer.py)",
+        "environment, scored by CPR / CMD (leaderboard/circuit_scorer.py); transfer-*: benchmark v6, the "
+        "same on every public zoo model in four quadrants (seen / unseen task x model), "
+        "leaderboard/transfer_scorer.py",
+    )  # fmt: skip
+    p.add_argument(
+        "--private-model", metavar="DIR",
+        help="maintainers only, transfer tracks: the private evaluation model's directory (never committed); "
+        "needs --private-seeds; the result keeps its weights hash",
     )  # fmt: skip
     p.add_argument(
         "--policy",
@@ -457,6 +492,11 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--out", help="output directory (default: leaderboard/)")
     p.add_argument(
+        "--private-model", metavar="DIR",
+        help="with --rescore and --private-seeds: the private evaluation model, to verify the transfer tracks' "
+        "private scores (refused when the entry was scored on other weights)",
+    )  # fmt: skip
+    p.add_argument(
         "--rescore", action="store_true", help="re-run the scorer on every entry and refuse mismatches"
     )
     p.add_argument(
@@ -482,7 +522,13 @@ def build_parser() -> argparse.ArgumentParser:
         "rescore-references",
         help="score every reference of leaderboard/references.json again; write its result files and the manifest",
     )
-    p.add_argument("--track", choices=["single-head", "circuit"], help="one track only (default: both)")
+    p.add_argument("--track", choices=["single-head", "circuit", "transfer-single-head", "transfer-circuit"],
+                   help="one track only (default: all)")  # fmt: skip
+    p.add_argument("--names", nargs="*", help="only these references (default: every one of the tracks)")
+    p.add_argument(
+        "--private-model", metavar="DIR",
+        help="the transfer tracks' private evaluation model (with --private-seeds; never committed)",
+    )  # fmt: skip
     p.add_argument("--jobs", type=int, default=1, help="references scored at once (one process each)")
     p.add_argument(
         "--private-seeds", metavar="FILE",

@@ -47,9 +47,16 @@ from circuit_gym.leaderboard.tables import (
     rank_rows,
     single_head_row,
 )
+from circuit_gym.leaderboard.transfer_tables import (
+    rank_transfer_rows,
+    transfer_about,
+    transfer_markdown,
+    transfer_row,
+)
 from circuit_gym.leaderboard.verification import (  # noqa: F401 - RefusedResultError, rescore_matches: the board's API
     CIRCUIT,
     SINGLE_HEAD,
+    TRANSFER_TRACKS,
     RefusedResultError,
     collect,
     missing_references,
@@ -59,12 +66,15 @@ from circuit_gym.leaderboard.verification import (  # noqa: F401 - RefusedResult
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 CIRCUIT_RESULTS_DIR = RESULTS_DIR / "circuit"  # the circuit track's committed results
+# The transfer tracks' (benchmark v6) committed results: single head, and circuit building.
+TRANSFER_RESULTS_DIRS = (RESULTS_DIR / "transfer", RESULTS_DIR / "transfer" / "circuit")
 MARK_BEGIN, MARK_END = "<!-- board:begin -->", "<!-- board:end -->"
 
 
 def render(result_paths: list[Path] | None = None, out: Path | None = None, model: str | None = None,
            model_path: str | None = None, rescore: bool = False, private_seeds: Path | None = None,
-           require_isolation: bool = True, jobs: int = 1, references: References | None = None) -> dict:  # fmt: skip
+           require_isolation: bool = True, jobs: int = 1, references: References | None = None,
+           private_model: Path | None = None) -> dict:  # fmt: skip
     """Verify results and write the Markdown table, HTML page, bar chart and radar charts.
     ``jobs`` (with ``rescore``): entries re-scored at once, each in its own process.
     ``references``: the reference manifest (default ``leaderboard/references.json``).
@@ -72,9 +82,15 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     ``private_seeds`` (with ``rescore``): the maintainers' private seed file, to re-compute the
     private scores of the entries scored on it (the same SHA-256) and call them verified.
     ``require_isolation`` (with ``rescore``): refuse to run a submission without complete isolation.
+    ``private_model`` (with ``rescore`` and ``private_seeds``): the transfer tracks' private model,
+    to verify their private scores (an entry scored on other weights is refused).
     """
     out = out or Path(__file__).resolve().parent
-    paths = sorted(result_paths or [*RESULTS_DIR.glob("*.json"), *CIRCUIT_RESULTS_DIR.glob("*.json")])
+    paths = sorted(
+        result_paths
+        or [*RESULTS_DIR.glob("*.json"), *CIRCUIT_RESULTS_DIR.glob("*.json"),
+            *(p for d in TRANSFER_RESULTS_DIRS for p in d.glob("*.json"))]
+    )  # fmt: skip
     if private_seeds is not None and not rescore:
         raise ValueError(
             "private_seeds only makes sense with rescore=True (the private scores are re-computed)"
@@ -82,8 +98,15 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     weights = circuit_gym.load_model(model or B.MODEL, path=model_path).circuit_gym_info.weights_hash
     references = load_manifest() if references is None else references
     entries, refused, failed = collect(
-        paths, weights, rescore, private_seeds, model_path, require_isolation, jobs, references
+        paths, weights, rescore, private_seeds, model_path, require_isolation, jobs, references, private_model
     )
+    transfer = []  # (track, about, ranked rows) of each transfer track with entries
+    for t in TRANSFER_TRACKS:
+        t_entries = [e for e in entries if track(e) == t]
+        if t_entries:
+            missing_references(t_entries, references[t], refused, f"{t} track: ")
+            transfer.append((t, transfer_about(t), rank_transfer_rows([transfer_row(e) for e in t_entries])))
+    entries = [e for e in entries if track(e) not in TRANSFER_TRACKS]
     circuit_entries = [e for e in entries if track(e) == CIRCUIT]
     entries = [e for e in entries if track(e) != CIRCUIT]
     # The single-head references are required unless the board holds circuit entries only.
@@ -113,7 +136,10 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
         text += f"\n{MARK_BEGIN}\n{MARK_END}\n"
     head, rest = text.split(MARK_BEGIN, 1)
     tail = rest.split(MARK_END, 1)[1]
-    body = f"{table}\n\n![board](board.png)\n![per task](per_task.png)\n" if single else ""
+    body = "".join(f"{transfer_markdown(rows_t, t)}\n\n" for t, _, rows_t in transfer)
+    if transfer:
+        body += "### Benchmark v5 (the held-out tasks on `toy`)\n\n"
+    body += f"{table}\n\n![board](board.png)\n![per task](per_task.png)\n" if single else ""
     if crows:
         body += f"\n{circuit_markdown(crows)}\n"
     if not single:  # the single-head table, which lists them, is not there
@@ -126,5 +152,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
              "Check: hash-checked, rescored (render --rescore matched) or verified (rescored with private scores).")  # fmt: skip
     write_page(out / "index.html", rows, {e["name"]: e for e in entries}, tasks=B.HELD_OUT_TASKS, about=about,
                failed=failed, refused=refused, radar={r["name"]: radar_dir / f"{check_name(r['name'])}.png" for r in rows},
-               figures=figures, circuit_rows=crows, circuit_about=circuit_about() if crows else "")  # fmt: skip
-    return {"rows": rows, "circuit_rows": crows, "refused": refused, "failed": [f["name"] for f in failed]}
+               figures=figures, circuit_rows=crows, circuit_about=circuit_about() if crows else "",
+               transfer=transfer)  # fmt: skip
+    return {"rows": rows, "circuit_rows": crows, "refused": refused, "failed": [f["name"] for f in failed],
+            "transfer_rows": {t: rows_t for t, _, rows_t in transfer}}  # fmt: skip

@@ -16,8 +16,19 @@ from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.references import load_manifest
 
 
+def _transfer_episodes(definition: dict, n_private: int) -> int:
+    """Episodes of a transfer track's run: every task on every public model, then the held-out
+    tasks on the private model at ``n_private`` seeds (at most the track's number)."""
+    models = len(definition["train_models"]) + len(definition["held_out_models"])
+    tasks = len(definition["tasks"]) + len(definition["train_tasks"])
+    private = min(n_private, definition["private_seeds_used"])
+    return models * tasks * len(definition["seeds"]) + len(definition["tasks"]) * private
+
+
 def episodes(track: str, n_private: int = 0) -> int:
     """Episodes a scoring run of ``track`` plays with ``n_private`` private seeds."""
+    if track.startswith("transfer-"):
+        return _transfer_episodes(B.transfer_definition(track.removeprefix("transfer-")), n_private)
     tasks = len(B.HELD_OUT_TASKS)
     if track == "circuit":
         return tasks * (len(B.CIRCUIT_EVAL_SEEDS) + min(n_private, B.CIRCUIT_PRIVATE_SEEDS))
@@ -32,7 +43,10 @@ def seconds_per_episode(track: str, builtin: str | None) -> tuple[float, str] | 
         return None
     result = json.loads(reference.result_path().read_text())
     prov, n_private = result["provenance"], (result.get("private") or {}).get("n_seeds", 0)
-    played = len(prov["tasks"]) * (len(prov["seeds"]) + len(prov.get("repro_seeds", ())) + n_private)
+    if track.startswith("transfer-"):
+        played = _transfer_episodes(prov, n_private)
+    else:
+        played = len(prov["tasks"]) * (len(prov["seeds"]) + len(prov.get("repro_seeds", ())) + n_private)
     return result["diagnostics"]["wall_seconds"] / played, f"{track}/{reference.name}"
 
 

@@ -239,6 +239,36 @@ def circuit_table(rows: Sequence[Mapping]) -> str:
             f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
 
 
+def transfer_table(rows: Sequence[Mapping], track: str) -> str:
+    """A transfer track's sortable table (rows as ``transfer_tables.transfer_row`` makes them,
+    ranked): the private model's column, then the four public quadrants."""
+    from circuit_gym.benchmark import QUADRANTS
+    from circuit_gym.leaderboard.transfer_tables import SHORT
+
+    circuit = track == "transfer-circuit"
+    groups = ("private", *QUADRANTS)
+    head = ["rank", "entry", "check"]
+    for g in groups:
+        label = "private model" if g == "private" else SHORT[g]
+        head += [f"{label}: CPR"] if circuit else [f"{label}: best-of-1", f"{label}: best-of-5"]
+    if circuit:
+        head.append("forward passes / episode")
+    ths = "".join(
+        f'<th scope="col"{" class=text" if h in ("entry", "check") else ""}>{escape(h)}</th>' for h in head
+    )
+    body = []
+    for rank, r in enumerate(rows, 1):
+        cells = [_cell(str(rank), rank), _entry_cell(r), _check_cell(str(r["check"]))]
+        for g in groups:
+            for key in (g,) if circuit else (f"{g}_k1", f"{g}_k5"):
+                cells.append(_cell(_number(r.get(key), ci=r.get(f"{key}_ci")), r.get(key)))
+        if circuit:
+            cells.append(_cell(f"{r['passes']:.4g}" if _finite(r.get("passes")) else "-", r.get("passes")))
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<div class="scroll"><table class="sortable" id="{escape(track)}"><thead><tr>{ths}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
+
+
 def _failures(failed: Sequence[Mapping], refused: Sequence[str]) -> str:
     out = ""
     if failed:
@@ -259,10 +289,12 @@ def _failures(failed: Sequence[Mapping], refused: Sequence[str]) -> str:
 def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequence[str], about: str,
          title: str = "circuit_gym leaderboard", failed: Sequence[Mapping] = (), refused: Sequence[str] = (),
          figures: Sequence[Figure] = (), radar: Mapping[str, Path] | None = None,
-         circuit_rows: Sequence[Mapping] = (), circuit_about: str = "") -> str:  # fmt: skip
+         circuit_rows: Sequence[Mapping] = (), circuit_about: str = "",
+         transfer: Sequence[tuple[str, str, Sequence[Mapping]]] = ()) -> str:  # fmt: skip
     """The whole page as a string (``about``: plain text, escaped here). ``circuit_rows``: the
     circuit track's entries, in their own table after the single-head one (which is left out
-    when there are circuit entries only)."""
+    when there are circuit entries only). ``transfer``: (track, about, ranked rows) of each
+    transfer track (benchmark v6), each in its own table first: the board ranks on them."""
     script_hash = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'; "
            "base-uri 'none'; form-action 'none'")  # fmt: skip
@@ -270,6 +302,11 @@ def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequ
         f'<h2>Circuit track</h2><p class="about">{escape(circuit_about)}</p>{circuit_table(circuit_rows)}'
         if circuit_rows
         else ""
+    )
+    transfer_html = "".join(
+        f"<h2>{escape('Transfer track, ' + ('circuit building' if t == 'transfer-circuit' else 'single head'))}</h2>"
+        f'<p class="about">{escape(about_t)}</p>{transfer_table(rows_t, t)}'
+        for t, about_t, rows_t in transfer
     )
     figs = "".join(
         f'<figure><img src="{data_uri(f.path)}" alt="{escape(f.caption)}"><figcaption>{escape(f.caption)}'
@@ -284,6 +321,7 @@ def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequ
         f'<h1>{escape(title)}</h1><p class="about">{escape(about)}</p>'
         '<p class="about">Click a column header to sort by it (again to reverse). Intervals are 95% '
         "paired-bootstrap intervals; '-' means no value.</p>"
+        f"{transfer_html}"
         f"{table(rows, results, tasks, radar) if rows or not circuit_rows else ''}{figs}{circuit}"
         f"{_failures(failed, refused)}"
         f"<script>{SCRIPT}</script></body></html>\n"

@@ -30,7 +30,7 @@ from pathlib import Path
 from circuit_gym.leaderboard.provenance import REPO_ROOT, canonical_json, checkpoint_digest
 
 MANIFEST = Path(__file__).resolve().parent / "references.json"
-TRACKS = ("single-head", "circuit")
+TRACKS = ("single-head", "circuit", "transfer-single-head", "transfer-circuit")
 _FIELDS = ("policy", "checkpoint", "checkpoint_digest", "result", "scores_digest")
 _ABOUT = (
     "Reviewed list of the board's reference entries (leaderboard/references.py). Written by "

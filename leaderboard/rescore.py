@@ -25,27 +25,39 @@ from circuit_gym.leaderboard.references import (
 )
 
 
-def _score(reference: Reference, private_seeds: Path | None, require_isolation: bool | None) -> dict:
+def _score(reference: Reference, private_seeds: Path | None, require_isolation: bool | None,
+           private_model: Path | None = None) -> dict:  # fmt: skip
     from circuit_gym.leaderboard.circuit_scorer import score_circuit
     from circuit_gym.leaderboard.scorer import score
+    from circuit_gym.leaderboard.transfer_scorer import score_transfer
 
+    kwargs = dict(policy_spec=reference.policy_spec, builtin=reference.builtin, checkpoint=reference.checkpoint_path(),
+                  private_seeds=private_seeds, require_isolation=require_isolation)  # fmt: skip
+    if reference.track.startswith("transfer-"):
+        if (private_model is None) != (private_seeds is None):
+            raise ValueError(
+                "the transfer tracks' references are rescored with both the private model and seeds, or neither"
+            )
+        return score_transfer(reference.name, reference.track.removeprefix("transfer-"), private_model=private_model,
+                              **kwargs)  # fmt: skip
     scorer = score_circuit if reference.track == "circuit" else score
-    return scorer(reference.name, policy_spec=reference.policy_spec, builtin=reference.builtin,
-                  checkpoint=reference.checkpoint_path(), private_seeds=private_seeds,
-                  require_isolation=require_isolation)  # fmt: skip
+    return scorer(reference.name, **kwargs)
 
 
 def rescore_references(tracks: tuple[str, ...] = TRACKS, private_seeds: Path | None = None, jobs: int = 1,
-                       require_isolation: bool | None = None, manifest: Path = MANIFEST) -> list[str]:  # fmt: skip
+                       require_isolation: bool | None = None, manifest: Path = MANIFEST,
+                       private_model: Path | None = None, names: tuple[str, ...] | None = None) -> list[str]:  # fmt: skip
     """Re-score every reference of ``tracks``, ``jobs`` at once (each in its own spawned process);
     write the result files and the manifest. Returns one line per reference. A reference whose
     policy fails stops the run before anything is written (its failure in the error)."""
     from circuit_gym.leaderboard.scoring import write_result
 
     references = load_manifest(manifest)
-    todo = [ref for t in tracks for ref in references[t].values()]
+    todo = [ref for t in tracks for ref in references[t].values() if names is None or ref.name in names]
+    if not todo:
+        raise ValueError(f"no reference of tracks {list(tracks)} is named {list(names or ())}")
     if jobs <= 1 or len(todo) <= 1:
-        results = [_score(ref, private_seeds, require_isolation) for ref in todo]
+        results = [_score(ref, private_seeds, require_isolation, private_model) for ref in todo]
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -53,7 +65,9 @@ def rescore_references(tracks: tuple[str, ...] = TRACKS, private_seeds: Path | N
         with ProcessPoolExecutor(
             min(jobs, len(todo)), mp_context=multiprocessing.get_context("spawn")
         ) as pool:
-            futures = [pool.submit(_score, ref, private_seeds, require_isolation) for ref in todo]
+            futures = [
+                pool.submit(_score, ref, private_seeds, require_isolation, private_model) for ref in todo
+            ]
             results = [f.result() for f in futures]
     failed = [f"{r.track}/{r.name}: {res['failure']}" for r, res in zip(todo, results, strict=True)
               if res["status"] != "scored"]  # fmt: skip

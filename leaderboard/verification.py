@@ -28,6 +28,39 @@ from circuit_gym.leaderboard.scoring import check_name, read_private_seeds
 
 CIRCUIT = "circuit"
 SINGLE_HEAD = "single-head"
+# Benchmark v6's tracks (``leaderboard/transfer_scorer.py``): the zoo's public models, four
+# quadrants, and the maintainers' private model.
+TRANSFER_SINGLE_HEAD = "transfer-single-head"
+TRANSFER_CIRCUIT = "transfer-circuit"
+TRACKS = (SINGLE_HEAD, CIRCUIT, TRANSFER_SINGLE_HEAD, TRANSFER_CIRCUIT)
+TRANSFER_TRACKS = (TRANSFER_SINGLE_HEAD, TRANSFER_CIRCUIT)
+
+
+def definition_of(track_name: str) -> dict:
+    """The benchmark definition a result of ``track_name`` must have been scored under."""
+    if track_name in TRANSFER_TRACKS:
+        return B.transfer_definition(track_name.removeprefix("transfer-"))
+    return B.circuit_definition() if track_name == CIRCUIT else B.definition()
+
+
+def public_weights() -> dict[str, str]:
+    """The weights hashes of the public zoo members the transfer tracks score (as shipped)."""
+    from circuit_gym.envs.pool import shared_model
+    from circuit_gym.leaderboard.transfer_scorer import public_models
+
+    return {m: shared_model(m).circuit_gym_info.weights_hash for m in public_models()}
+
+
+def check_private_weights(path: Path, result: dict, private_weights_hash: str) -> None:
+    """RefusedResultError unless ``result``'s private scores were scored on the private model
+    whose weights hash is ``private_weights_hash`` (a result scored on one private model never
+    verifies against another)."""
+    recorded = (result.get("private") or {}).get("weights_hash")
+    if recorded != private_weights_hash:
+        raise RefusedResultError(
+            f"{path}: its private scores were scored on another private model (weights {str(recorded)[:12]}, "
+            f"the model given: {private_weights_hash[:12]}); verify it with the model it was scored on"
+        )
 
 
 class RefusedResultError(ValueError):
@@ -51,7 +84,7 @@ def verify(path: Path, weights_hash: str | None) -> dict:
     if content_hash(result) != result["content_hash"]:
         raise RefusedResultError(f"{path}: content hash mismatch: the file was edited after scoring")
     track = result.get("track", SINGLE_HEAD)
-    if track not in (SINGLE_HEAD, CIRCUIT):
+    if track not in TRACKS:
         raise RefusedResultError(f"{path}: unknown track {track!r}")
     if result.get("status") not in ("scored", "failed"):
         raise RefusedResultError(
@@ -61,10 +94,22 @@ def verify(path: Path, weights_hash: str | None) -> dict:
     prov = result.get("provenance")
     if not isinstance(prov, dict):
         raise RefusedResultError(f"{path}: no provenance")
-    stale = stale_reason(prov, B.circuit_definition() if track == CIRCUIT else B.definition(), weights_hash)
+    transfer = track in TRANSFER_TRACKS
+    stale = stale_reason(prov, definition_of(track), None if transfer else weights_hash)
+    if stale is None and transfer:
+        stale = _transfer_stale(result, prov)
     if stale is not None:
         raise RefusedResultError(f"{path}: {stale}")
     return result
+
+
+def _transfer_stale(result: dict, prov: dict) -> str | None:
+    """Why a transfer result is not a whole, current scoring of the public zoo, or None."""
+    if "partial" in result:
+        return f"scored on some public models only ({result['partial']}): not an entry"
+    if prov.get("weights_hashes") != public_weights():
+        return "scored on other weights of the public zoo than this checkout ships; rescore it"
+    return None
 
 
 def rescore_matches(
@@ -74,6 +119,7 @@ def rescore_matches(
     model_path: str | None = None,
     require_isolation: bool = True,
     reference: Reference | None = None,
+    private_model: Path | None = None,
 ) -> str:
     """Re-run the scorer on the recorded policy (a reference's: the manifest's policy and
     checkpoint); refuse unless the scores are the same numbers (``compare.differences``).
@@ -85,25 +131,40 @@ def rescore_matches(
     rescored only with its isolation complete, unless ``require_isolation`` is False (an
     ``IsolationUnavailableError`` then stops the render: the machine, not the entry, is at fault).
     """
-    from circuit_gym.leaderboard.circuit_scorer import score_circuit
-    from circuit_gym.leaderboard.scorer import score
-
-    scorer = score_circuit if result.get("track", SINGLE_HEAD) == CIRCUIT else score  # same arguments
     prov = result["provenance"]
     policy = reference.policy if reference is not None else prov["policy"]
     checkpoint = reference.checkpoint_path() if reference is not None else prov.get("checkpoint")
     builtin = policy.split(":", 1)[1] if policy.startswith("builtin:") else None
     private = result.get("private") or None
+    transfer = track(result) in TRANSFER_TRACKS
     with_private = (
         private is not None
         and private_seeds is not None
         and read_private_seeds(private_seeds)[1] == private.get("seed_file_sha256")
+        and (private_model is not None or not transfer)
     )
+    if with_private and transfer:
+        from circuit_gym.envs.pool import shared_model
+        from circuit_gym.leaderboard.transfer_scorer import PRIVATE, check_private_model
+
+        check_private_model(private_model)
+        check_private_weights(
+            path, result, shared_model(PRIVATE, str(private_model)).circuit_gym_info.weights_hash
+        )
+    kwargs = dict(policy_spec=None if builtin else policy, checkpoint=checkpoint, builtin=builtin,
+                  private_seeds=private_seeds if with_private else None, require_isolation=require_isolation)  # fmt: skip
     try:
-        fresh = scorer(result["name"], policy_spec=None if builtin else policy, checkpoint=checkpoint,
-                      builtin=builtin, model=prov["model"], model_path=model_path,
-                      private_seeds=private_seeds if with_private else None,
-                      require_isolation=require_isolation)  # fmt: skip
+        if transfer:
+            from circuit_gym.leaderboard.transfer_scorer import score_transfer
+
+            fresh = score_transfer(result["name"], track(result).removeprefix("transfer-"),
+                                   private_model=private_model if with_private else None, **kwargs)  # fmt: skip
+        else:
+            from circuit_gym.leaderboard.circuit_scorer import score_circuit
+            from circuit_gym.leaderboard.scorer import score
+
+            scorer = score_circuit if track(result) == CIRCUIT else score  # same arguments
+            fresh = scorer(result["name"], model=prov["model"], model_path=model_path, **kwargs)
     except (ImportError, ValueError) as err:  # e.g. the policy's module is gone
         raise RefusedResultError(f"{path}: cannot re-score {policy}: {err}") from None
     found = differences(
@@ -127,7 +188,8 @@ def rescore_matches(
 
 def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, private_seeds: Path | None = None,
             model_path: str | None = None, require_isolation: bool = True, jobs: int = 1,
-            references: References | None = None) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
+            references: References | None = None,
+            private_model: Path | None = None) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
     """(scored entries, refusal messages, failure records), in ``paths`` order.
 
     Each returned result gets ``result["board"] = {"check": ..., "reference": name or None}``
@@ -155,7 +217,7 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
         pending.append((path, result, reference))
     if rescore:
         items = [(p, r, references[track(r)][ref] if ref else None) for p, r, ref in pending]
-        checks = _rescore_all(items, private_seeds, model_path, require_isolation, jobs)
+        checks = _rescore_all(items, private_seeds, model_path, require_isolation, jobs, private_model)
     else:
         checks = ["hash-checked"] * len(pending)
     entries, failed = [], []
@@ -169,19 +231,27 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
 
 
 def _rescore_or_refusal(
-    path: Path, result: dict, reference: Reference | None, private_seeds, model_path, require_isolation
+    path: Path,
+    result: dict,
+    reference: Reference | None,
+    private_seeds,
+    model_path,
+    require_isolation,
+    private_model=None,
 ) -> str | RefusedResultError:
     try:
-        return rescore_matches(path, result, private_seeds, model_path, require_isolation, reference)
+        return rescore_matches(
+            path, result, private_seeds, model_path, require_isolation, reference, private_model
+        )
     except RefusedResultError as err:
         return err
 
 
 def _rescore_all(items: list[tuple[Path, dict, Reference | None]], private_seeds: Path | None, model_path: str | None,
-                 require_isolation: bool, jobs: int) -> list[str | RefusedResultError]:  # fmt: skip
+                 require_isolation: bool, jobs: int, private_model: Path | None = None) -> list[str | RefusedResultError]:  # fmt: skip
     """:func:`rescore_matches` of every item (a check, or the refusal); ``jobs`` processes at once.
     Any other error (e.g. isolation unavailable: the machine is at fault) stops the render."""
-    args = (private_seeds, model_path, require_isolation)
+    args = (private_seeds, model_path, require_isolation, private_model)
     if jobs <= 1 or len(items) <= 1:
         return [_rescore_or_refusal(*item, *args) for item in items]
     import multiprocessing

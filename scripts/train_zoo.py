@@ -97,8 +97,13 @@ def main(argv: list[str] | None = None) -> None:
             log.write(f"# {' '.join(cmd)}\n")
             log.flush()
             running[m.name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-            print(f"{m.name}: training (seed {m.seed}, identity layers {m.identity_layers}); log {work / 'train.log'}",
-                  flush=True)  # fmt: skip
+            # The private model's draw is as secret as its seed: a terminal or CI log must not show it.
+            draw = (
+                "draw kept private"
+                if args.private_seed_file
+                else f"seed {m.seed}, identity layers {m.identity_layers}"
+            )
+            print(f"{m.name}: training ({draw}); log {work / 'train.log'}", flush=True)
         time.sleep(5)
         for name, proc in list(running.items()):
             if proc.poll() is not None:

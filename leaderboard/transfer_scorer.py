@@ -1,0 +1,291 @@
+"""Score a policy on benchmark v6's transfer tracks: held-out *models* as well as held-out tasks.
+
+``benchmark.transfer_definition(track)`` says what is scored. Every policy plays, on the test
+split, every task of both splits on every public zoo member (training models and held-out
+models), and its episodes are summarised in four quadrants (``benchmark.QUADRANTS``: seen /
+unseen task x seen / unseen model). With the maintainers' private model (``private_model``: a
+directory trained by the public recipe with a secret seed, never committed) and private seed
+file, it also plays the held-out tasks on that model at the file's first seeds; the result keeps
+only summaries, the private model's weights hash and the seed file's SHA-256, so verifying it
+needs the same weights (``leaderboard/verification.py``) and nobody else can reproduce it.
+
+The per-episode play is each track's own (``leaderboard/scorer.py``'s single-head player, with
+oracle recovery, and ``leaderboard/circuit_scorer.py``'s circuit-building player, with CPR and
+CMD); the checks, sandbox, provenance and content hash are the skeleton's
+(``leaderboard/scoring.py``). What is new here is only the cells: (model, tasks, seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import gymnasium as gym
+
+from circuit_gym import benchmark as B
+from circuit_gym.envs import HideOracleInfo
+from circuit_gym.leaderboard import circuit_scorer, scorer
+from circuit_gym.leaderboard.provenance import content_hash, make_provenance
+from circuit_gym.leaderboard.sandbox import SandboxedPolicy
+from circuit_gym.leaderboard.scoring import (
+    POLICY_FAILURES,
+    PlayOne,
+    _in_process_isolation,
+    _round,
+    check_request,
+    play_episodes,
+)
+from circuit_gym.solvers.white_box import builtin as builtin_solver
+
+TRACKS = ("single-head", "circuit")
+PRIVATE = "private"  # the private model's name in results (its weights are named by their hash)
+# The private model must have the zoo's head grid and the zoo tokenizer's tasks.
+PRIVATE_MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+def public_models() -> tuple[str, ...]:
+    return B.TRAIN_MODELS + B.HELD_OUT_MODELS
+
+
+def all_tasks() -> tuple[str, ...]:
+    return B.TRANSFER_TRAIN_TASKS + B.TRANSFER_HELD_OUT_TASKS
+
+
+def seeds_of(track: str) -> tuple[int, ...]:
+    return B.TRANSFER_CIRCUIT_SEEDS if track == "circuit" else B.TRANSFER_SEEDS
+
+
+def n_private_seeds(track: str) -> int:
+    return B.TRANSFER_CIRCUIT_PRIVATE_SEEDS if track == "circuit" else B.TRANSFER_PRIVATE_SEEDS
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Episodes of ``tasks`` x ``seeds`` on one model (``path``: its directory, None for a shipped
+    one); ``cache``: whether its tables may reach the disk cache (never for the private model)."""
+
+    model: str
+    path: str | None
+    tasks: tuple[str, ...]
+    seeds: tuple[int, ...]
+    cache: bool
+
+    def jobs(self) -> list[tuple[str, int]]:
+        return [(task, seed) for task in self.tasks for seed in self.seeds]
+
+
+def check_private_model(path: str | Path) -> Path:
+    """``path`` if it holds a model of the zoo's shape whose card says it performs every held-out
+    task, else a clear error, before any scoring."""
+    from circuit_gym.models.loading import embedded_dir
+
+    directory = Path(path)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"private model directory {directory} does not exist")
+    missing = [f for f in PRIVATE_MODEL_FILES if not (directory / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"private model directory {directory} lacks {', '.join(missing)}")
+    config = json.loads((directory / "config.json").read_text())
+    zoo = json.loads((embedded_dir(B.TRAIN_MODELS[0]) / "config.json").read_text())
+    shape_keys = ("n_layers", "n_heads", "d_model", "d_head", "d_vocab")
+    got, want = ({k: c.get(k) for k in shape_keys} for c in (config, zoo))
+    if got != want:
+        raise ValueError(f"private model {directory} has another shape than the zoo's: {got} != {want}")
+    # The inclusion gate is per model: a held-out task the private model does not perform is
+    # never scored on it, so its card (scripts/model_card.py --path DIR) must say it performs all.
+    card_path = directory / "card_metrics.json"
+    if not card_path.is_file():
+        raise FileNotFoundError(
+            f"private model {directory} has no card_metrics.json: measure its inclusion gate first "
+            f"(python scripts/model_card.py --model {B.TRAIN_MODELS[0]} --path {directory})"
+        )
+    included = set(json.loads(card_path.read_text())["suite"]["included"])
+    failing = [t for t in B.TRANSFER_HELD_OUT_TASKS if t not in included]
+    if failing:
+        raise ValueError(
+            f"private model {directory} fails its inclusion gate on held-out tasks {failing}: it cannot rank "
+            "a benchmark on them; draw and train another (docs/private_model.md)"
+        )
+    return directory
+
+
+def check_card_weights(directory: Path, weights_hash: str) -> None:
+    """ValueError unless the private model's card was measured on the weights being scored."""
+    card = json.loads((directory / "card_metrics.json").read_text())
+    if card.get("weights_hash") != weights_hash:
+        raise ValueError(
+            f"private model {directory}: its card_metrics.json was measured on other weights "
+            f"({card.get('weights_hash')}, these: {weights_hash}); measure it again"
+        )
+
+
+def _single_head_env(cell: Cell) -> gym.Env:
+    kwargs = dict(model=cell.model, tasks=cell.tasks, split=B.SPLIT, pool_size=max(cell.seeds) + 1,
+                  batch_size=B.PROMPTS_PER_EPISODE, ablation=B.TRANSFER_ABLATION, reference=B.TRANSFER_REFERENCE,
+                  lam=B.LAM, cache=cell.cache)  # fmt: skip
+    if cell.path:
+        kwargs["model_path"] = cell.path
+    return HideOracleInfo(gym.make(B.multi_env_id(B.TRAIN_MODELS[0]), **kwargs))
+
+
+def _circuit_env(cell: Cell) -> gym.Env:
+    kwargs = dict(model=cell.model, tasks=cell.tasks, split=B.SPLIT, pool_size=max(cell.seeds) + 1,
+                  batch_size=B.PROMPTS_PER_EPISODE, ablation=B.TRANSFER_ABLATION, start=B.CIRCUIT_START,
+                  budget=B.CIRCUIT_BUDGET, alpha=B.CIRCUIT_ALPHA, oracle_info=False, cache=cell.cache)  # fmt: skip
+    if cell.path:
+        kwargs["model_path"] = cell.path
+    return gym.make(B.circuit_env(B.TRAIN_MODELS[0]), **kwargs)
+
+
+# Per track: the environment of a cell, the players (builtin, sandboxed), the policy's methods.
+_ENV = {"single-head": _single_head_env, "circuit": _circuit_env}
+_TRACK = {"single-head": scorer.SINGLE_HEAD, "circuit": circuit_scorer.CIRCUIT}
+
+
+def summary(track: str, rows: list[dict]) -> dict:
+    """One group of episodes: best-of-k recovery (and the proposed circuits' CPR / CMD) on the
+    single-head track; CPR, CMD, faithfulness, size and passes on the circuit track."""
+    if not rows:
+        return {}
+    if track == "circuit":
+        return circuit_scorer._summary(rows)["all"]
+    from circuit_gym.circuits.preferences import areas_summary
+
+    return {**scorer._summary(rows), "circuits": areas_summary(rows)}
+
+
+def transfer_scores(track: str, rows: list[dict]) -> dict:
+    """A result's ``scores``: per quadrant, per (model, task), and the rows."""
+    quadrants = {
+        q: summary(track, [r for r in rows if B.quadrant(r["task"], r["model"]) == q]) for q in B.QUADRANTS
+    }
+    per_cell = {
+        m: {t: summary(track, [r for r in rows if r["model"] == m and r["task"] == t]) for t in all_tasks()}
+        for m in public_models()
+    }
+    return {"quadrants": quadrants, "per_model_task": per_cell, "episodes": rows}
+
+
+def cells(track: str, private_model: Path | None, private_seeds: tuple[int, ...] | None) -> list[Cell]:
+    """The public cells (every public model, every task, the track's seeds), then the private one."""
+    out = [Cell(m, None, all_tasks(), seeds_of(track), True) for m in public_models()]
+    if private_model is not None:
+        out.append(Cell(PRIVATE, str(private_model), B.TRANSFER_HELD_OUT_TASKS,
+                        tuple(private_seeds[: n_private_seeds(track)]), False))  # fmt: skip
+    return out
+
+
+def score_transfer(name: str, track: str = "single-head", policy_spec: str | None = None,
+                   checkpoint: str | None = None, builtin: str | None = None,
+                   private_model: str | Path | None = None, private_seeds: str | Path | None = None,
+                   require_isolation: bool | None = None, models: tuple[str, ...] | None = None) -> dict:  # fmt: skip
+    """Score one policy (sandboxed) or builtin on a transfer track; the result dict (``track``
+    ``"transfer-single-head"`` or ``"transfer-circuit"``, ``status`` "scored" or "failed").
+
+    ``private_model`` needs ``private_seeds`` (the private model is played at the seed file's
+    first seeds, without disk cache). ``models``: only these public models (a quick look; such a
+    result is marked ``partial`` and the board refuses it).
+    """
+    if track not in TRACKS:
+        raise ValueError(f"track must be one of {TRACKS}, got {track!r}")
+    if (private_model is None) != (private_seeds is None):
+        raise ValueError(
+            "give both private_model and private_seeds (the private model is scored on private seeds), or neither"
+        )
+    spec_track = _TRACK[track]
+    private_dir = check_private_model(private_model) if private_model is not None else None
+    policy_hash, private, require_isolation = check_request(
+        track, name, policy_spec, builtin, checkpoint, private_seeds, require_isolation
+    )
+    plan = cells(track, private_dir, private[0] if private else None)
+    if models is not None:
+        unknown = sorted(set(models) - set(public_models()))
+        if unknown:
+            raise ValueError(f"models must be public zoo members {list(public_models())}, got {unknown}")
+        plan = [c for c in plan if c.model in models or c.model == PRIVATE]
+    start = time.time()
+    envs = {c.model: _ENV[track](c) for c in plan}
+    if private_dir is not None:
+        check_card_weights(private_dir, envs[PRIVATE].unwrapped.model.circuit_gym_info.weights_hash)
+    definition = B.transfer_definition(track)
+    result: dict = {"name": name, "track": definition["track"]}
+    first = envs[plan[0].model].unwrapped
+    result["provenance"] = {
+        **make_provenance(definition, first.model, policy_spec or f"builtin:{builtin}", checkpoint, policy_hash,
+                          white_box=builtin is not None),
+        "model": "zoo", "weights_hash": None,
+        "weights_hashes": {c.model: envs[c.model].unwrapped.model.circuit_gym_info.weights_hash
+                           for c in plan if c.model != PRIVATE},
+    }  # fmt: skip
+    if models is not None:
+        result["partial"] = sorted(models)
+    result["isolation"] = _in_process_isolation()
+    sandbox = None
+    try:
+        if builtin is not None:
+            solver = builtin_solver(builtin, track)
+            solver.reset()
+
+            def player(env: gym.Env) -> PlayOne:
+                return spec_track.builtin_player(env, solver)
+
+        else:
+            from circuit_gym.leaderboard.isolation import probe
+
+            result["isolation"] = probe().as_dict()
+            sandbox = SandboxedPolicy(policy_spec, checkpoint, timeout_s=spec_track.per_call_limit_s(),
+                                      memory_mb=B.MEMORY_LIMIT_MB, require_isolation=require_isolation,
+                                      methods=spec_track.methods)  # fmt: skip
+
+            def player(env: gym.Env) -> PlayOne:
+                return spec_track.sandbox_player(env, sandbox)
+
+        rows: dict[str, list[dict]] = {}
+        for cell in plan:
+            play_one = player(envs[cell.model])
+            played = play_episodes(play_one, cell.jobs(), f"{definition['track']}: {cell.model}")
+            rows[cell.model] = [{"model": cell.model, **row} for row in played]
+    except POLICY_FAILURES as err:
+        result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
+    else:
+        public = [r for c in plan if c.model != PRIVATE for r in rows[c.model]]
+        result.update(status="scored", scores=_round(transfer_scores(track, public)))
+        if private_dir is not None:
+            hidden = rows[PRIVATE]
+            result["private"] = {
+                "weights_hash": envs[PRIVATE].unwrapped.model.circuit_gym_info.weights_hash,
+                "seed_file_sha256": private[1], "n_seeds": len(plan[-1].seeds),
+                "scores": _round({"overall": summary(track, hidden),
+                                  "per_task": {t: summary(track, [r for r in hidden if r["task"] == t])
+                                               for t in B.TRANSFER_HELD_OUT_TASKS}}),
+            }  # fmt: skip
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+        for env in envs.values():
+            env.close()
+    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1)}
+    result["content_hash"] = content_hash(result)
+    return result
+
+
+def _line(track: str, s: dict) -> str:
+    if not s:
+        return "no episodes"
+    if track == "transfer-circuit":
+        return f"CPR {s['cpr']:.3f}, CMD {s['cmd']:.3f} ({s['episodes']} episodes)"
+    return (f"best-of-1 {s['k1']['recovery']:.3f} {s['k1']['recovery_ci95']}, best-of-5 {s['k5']['recovery']:.3f} "
+            f"({s['k1']['episodes']} episodes)")  # fmt: skip
+
+
+def headline(result: dict) -> list[str]:
+    """One line per quadrant (and the private model's), for the terminal."""
+    if result["status"] != "scored":
+        return [f"failed: {result['failure']['type']}: {result['failure']['reason']}"]
+    track = result["track"]
+    lines = [f"{q}: {_line(track, s)}" for q, s in result["scores"]["quadrants"].items()]
+    if "private" in result:
+        lines.append(f"private model, held-out tasks: {_line(track, result['private']['scores']['overall'])}")
+    return lines

@@ -1,0 +1,167 @@
+"""Benchmark v6's transfer scorer: the private model's checks come before any scoring, a result
+scored on one private model never verifies against another's weights, forged or partial files
+are refused, and the quadrant summaries agree with a recomputation from the episode rows."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from circuit_gym import benchmark as B
+from circuit_gym.leaderboard import verification as V
+from circuit_gym.leaderboard.provenance import content_hash
+from circuit_gym.leaderboard.scoring import write_result
+from circuit_gym.leaderboard.transfer_scorer import score_transfer
+from circuit_gym.models.loading import embedded_dir
+
+RANDOM = "circuit_gym.baselines.random_policy:make_policy"
+
+
+@pytest.fixture
+def one_seed(monkeypatch):
+    """One batch per (model, task) and one private seed: the whole plan, small."""
+    monkeypatch.setattr(B, "TRANSFER_SEEDS", (0,))
+    monkeypatch.setattr(B, "TRANSFER_PRIVATE_SEEDS", 1)
+
+
+@pytest.fixture
+def seed_file(tmp_path):
+    path = tmp_path / "private_seeds.json"
+    path.write_text(json.dumps([5, 11]))
+    return path
+
+
+def _stand_in(tmp_path, member: str, name: str):
+    """A private-model directory: a copy of a public member (what matters here is whose weights)."""
+    out = tmp_path / name
+    shutil.copytree(embedded_dir(member), out)
+    return out
+
+
+def _no_env(*args, **kwargs):
+    raise AssertionError("an environment was built before the request was checked")
+
+
+def test_missing_private_model_or_seeds_is_an_error_before_any_scoring(tmp_path, seed_file, monkeypatch):
+    monkeypatch.setattr(gym, "make", _no_env)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        score_transfer("x", policy_spec=RANDOM, private_model=tmp_path / "nope", private_seeds=seed_file)
+    with pytest.raises(ValueError, match="both private_model and private_seeds"):
+        score_transfer("x", policy_spec=RANDOM, private_model=_stand_in(tmp_path, "zoo2", "p"))
+    with pytest.raises(ValueError, match="track must be one of"):
+        score_transfer("x", track="multi", policy_spec=RANDOM)
+
+
+def test_private_model_of_another_shape_is_an_error_before_any_scoring(tmp_path, seed_file, monkeypatch):
+    monkeypatch.setattr(gym, "make", _no_env)
+    # the 4 x 4 embedded model's real weights and config, with a tokenizer beside them
+    tiny = tmp_path / "tiny"
+    shutil.copytree(embedded_dir("tiny"), tiny)
+    with pytest.raises(ValueError, match="another shape than the zoo's"):
+        score_transfer("x", policy_spec=RANDOM, private_model=tiny, private_seeds=seed_file)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="lacks config.json"):
+        score_transfer("x", policy_spec=RANDOM, private_model=empty, private_seeds=seed_file)
+
+
+def test_private_model_that_fails_a_held_out_task_or_whose_card_is_of_other_weights(
+    tmp_path, seed_file, monkeypatch
+):
+    gated_out = _stand_in(tmp_path, "zoo2", "gated_out")
+    card = json.loads((gated_out / "card_metrics.json").read_text())
+    card["suite"]["included"] = [t for t in card["suite"]["included"] if t != "capital"]
+    (gated_out / "card_metrics.json").write_text(json.dumps(card))
+    with monkeypatch.context() as mp:
+        mp.setattr(gym, "make", _no_env)
+        with pytest.raises(ValueError, match=r"fails its inclusion gate on held-out tasks \['capital'\]"):
+            score_transfer("x", policy_spec=RANDOM, private_model=gated_out, private_seeds=seed_file)
+    # zoo2's weights with zoo4's card: refused once the weights are loaded, before any episode
+    mixed = _stand_in(tmp_path, "zoo2", "mixed")
+    shutil.copy(embedded_dir("zoo4") / "card_metrics.json", mixed / "card_metrics.json")
+    with pytest.raises(ValueError, match="measured on other weights"):
+        score_transfer(
+            "x", policy_spec=RANDOM, private_model=mixed, private_seeds=seed_file, require_isolation=False
+        )
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    """One scoring run shared by the tests below (scoring costs a minute or two)."""
+    tmp_path = tmp_path_factory.mktemp("transfer")
+    seeds = tmp_path / "private_seeds.json"
+    seeds.write_text(json.dumps([5, 11]))
+    private = _stand_in(tmp_path, "zoo2", "private_a")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(B, "TRANSFER_SEEDS", (0,))
+        mp.setattr(B, "TRANSFER_PRIVATE_SEEDS", 1)
+        result = score_transfer("random", policy_spec=RANDOM, private_model=private, private_seeds=seeds,
+                                require_isolation=False)  # fmt: skip
+    path = write_result(result, tmp_path / "random.json")
+    return result, path, seeds
+
+
+@pytest.mark.slow
+def test_quadrants_agree_with_a_recomputation_from_the_rows(scored):
+    result, _, _ = scored
+    assert result["status"] == "scored"
+    rows = result["scores"]["episodes"]
+    # every public (model, task) cell once per seed; the private model's episodes are not kept
+    assert {(r["model"], r["task"]) for r in rows} == {
+        (m, t)
+        for m in B.TRAIN_MODELS + B.HELD_OUT_MODELS
+        for t in B.TRANSFER_TRAIN_TASKS + B.TRANSFER_HELD_OUT_TASKS
+    }
+    assert "private" not in {r["model"] for r in rows}
+    for q, summary in result["scores"]["quadrants"].items():
+        seen_task, seen_model = q.startswith("seen_task"), q.endswith("_seen_model")
+        group = [r for r in rows if (r["task"] in B.TRANSFER_TRAIN_TASKS) == seen_task
+                 and (r["model"] in B.TRAIN_MODELS) == seen_model]  # fmt: skip
+        positive = [r for r in group if r["oracle_reward"] > 0]
+        expected = sum(r["reward_k1"] for r in positive) / sum(r["oracle_reward"] for r in positive)
+        assert summary["k1"]["episodes"] == len(group)
+        assert summary["k1"]["recovery"] == pytest.approx(expected, abs=1e-8)
+    private = result["private"]
+    assert private["n_seeds"] == 1 and private["scores"]["overall"]["k1"]["episodes"] == len(
+        B.TRANSFER_HELD_OUT_TASKS
+    )
+    assert set(private) == {"weights_hash", "seed_file_sha256", "n_seeds", "scores"}  # never the seeds
+    assert np.isfinite(private["scores"]["overall"]["k5"]["recovery"])
+
+
+@pytest.mark.slow
+def test_a_result_scored_on_one_private_model_does_not_verify_against_another(scored, tmp_path, one_seed):
+    result, path, seed_file = scored
+    other = _stand_in(tmp_path, "zoo4", "private_b")
+    with pytest.raises(V.RefusedResultError, match="another private model"):
+        V.rescore_matches(path, result, seed_file, require_isolation=False, private_model=other)
+    # the same weights (another copy) re-score to the same numbers, private ones included
+    same = _stand_in(tmp_path, "zoo2", "private_c")
+    assert (
+        V.rescore_matches(path, result, seed_file, require_isolation=False, private_model=same) == "verified"
+    )
+
+
+@pytest.mark.slow
+def test_forged_or_partial_transfer_results_are_refused(scored, tmp_path, one_seed, monkeypatch):
+    result, path, _ = scored
+    assert V.verify(path, None)["name"] == "random"
+    # an attacker recomputes the content hash after claiming other public weights
+    forged = json.loads(path.read_text())
+    forged["provenance"]["weights_hashes"]["zoo2"] = "0" * 16
+    forged["content_hash"] = content_hash(forged)
+    bad = write_result(forged, tmp_path / "forged.json")
+    with pytest.raises(V.RefusedResultError, match="other weights of the public zoo"):
+        V.verify(bad, None)
+    partial = score_transfer("part", policy_spec=RANDOM, models=("zoo1",), require_isolation=False)
+    assert {r["model"] for r in partial["scores"]["episodes"]} == {"zoo1"}
+    with pytest.raises(V.RefusedResultError, match="some public models only"):
+        V.verify(write_result(partial, tmp_path / "part.json"), None)
+    # scored under another benchmark definition (a seed added): stale
+    monkeypatch.setattr(B, "TRANSFER_SEEDS", (0, 1))
+    with pytest.raises(V.RefusedResultError, match="different benchmark"):
+        V.verify(path, None)
