@@ -5,11 +5,24 @@ A number in a page is written between markers that name where it comes from:
     PPO reaches <!--n seeds:per_seed.0.ppo.held_out_k5.recovery:.3f-->0.986<!--/n--> ...
 
 ``SOURCE:PATH[:FORMAT]``: SOURCE is an alias from ``SOURCES`` (or a ``.json`` path relative to
-the repository); PATH walks the JSON: keys and list indices separated by dots,
-``key[field=value,...]`` picks the one list element with those fields, ``|len`` / ``|mean`` /
-``|min`` / ``|max`` at the end reduce a list; FORMAT is a Python format spec (default ``.3f``), or
-``[SPEC]`` for an interval ``[low, high]``. Whole tables sit between ``<!--table NAME-->`` and
-``<!--/table-->`` and come from the functions in ``TABLES``.
+the repository; with a ``*`` in it, the list of every matching file's JSON), or one of ``COMPUTED``: ``weights/NAME`` (an embedded model's safetensors file:
+``parameters``, ``megabytes``), ``py/MODULE`` (a module's constants, e.g.
+``py/circuit_gym.benchmark:EVAL_SEEDS|len:d``), ``registry`` (``tasks``, ``families``), ``prose``
+(the English reference text: ``gpt2_tokens``, ``rows_of_48``). PATH walks
+the value: keys and list indices separated by dots, ``key[field=value,...]`` picks the one list
+element with those fields, ``*`` maps the rest of the path over a list's or dict's elements,
+``|len`` / ``|mean`` / ``|min`` / ``|max`` / ``|join`` at the end reduce a list (``|millions``
+divides by 10^6);
+FORMAT is a Python format spec (default ``.3f``; a spec ending in ``s`` for a string, e.g.
+``.8s`` for a hash's first 8 characters), or ``[SPEC]`` for an interval ``[low, high]``. Whole
+tables sit between ``<!--table NAME-->`` and ``<!--/table-->`` and come from the functions in
+``TABLES``.
+
+A number that no shipped file holds (a one-off timing, a run that does not ship) is a
+historical measurement: its passage sits between ``<!--measured-->`` and ``<!--/measured-->``
+and says when (a date, YYYY-MM-DD) and how (a command in backticks) it was measured;
+tests/test_docs_numbers.py checks both, and that no result number outside these two kinds of
+marker is typed in on the pages it lists.
 
     python scripts/gen_docs_numbers.py            # rewrite the pages
     python scripts/gen_docs_numbers.py --check    # list stale numbers, exit 1 if any (a test runs this)
@@ -18,12 +31,16 @@ the repository); PATH walks the JSON: keys and list indices separated by dots,
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import math
 import re
 import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", "CONTRIBUTING.md", "docs/*.md")
@@ -41,9 +58,13 @@ SOURCES = {
 # A marker right after a backtick is an example in inline code (CONTRIBUTING.md shows the syntax).
 INLINE = re.compile(r"(?<!`)<!--n (?P<spec>[^>]*?)-->(?P<text>.*?)<!--/n-->")
 BLOCK = re.compile(r"(?P<open><!--table (?P<name>[\w-]+)-->\n)(?P<text>.*?)(?P<close><!--/table-->)", re.S)
-REDUCERS: dict[str, Callable[[list], float]] = {
+REDUCERS: dict[str, Callable[[Any], Any]] = {
     "len": len, "mean": lambda v: sum(v) / len(v), "min": min, "max": max,
+    "millions": lambda v: v / 1e6,  # 1,603,872 parameters -> 1.6 (the page writes "1.6M")
+    "join": lambda v: ", ".join(map(str, v)),  # a list of names, with a format ending in s
 }  # fmt: skip
+# A historical measurement's passage (see the module docstring); the tests read its text.
+MEASURED = re.compile(r"<!--measured-->(?P<text>.*?)<!--/measured-->", re.S)
 
 
 class SpecError(ValueError):
@@ -79,20 +100,104 @@ def _select(items: list, condition: str, where: str):
     return found[0]
 
 
+@cache
+def weights(name: str) -> dict:
+    """An embedded model's weight file: its parameter count and size, read from the file's header."""
+    from safetensors import safe_open
+
+    path = ROOT / "circuit_gym" / "models" / name / "model.safetensors"
+    if not path.is_file():
+        raise SpecError(f"no weight file {path.relative_to(ROOT)}")
+    with safe_open(str(path), "np") as tensors:
+        count = 0
+        for key in tensors.keys():  # noqa: SIM118 (safe_open is not a mapping)
+            shape = tensors.get_slice(key).get_shape()
+            count += math.prod(shape)
+    return {"parameters": count, "megabytes": path.stat().st_size / 1e6}
+
+
+def module_constants(name: str) -> dict:
+    """A module's upper-case names (its constants), e.g. the benchmark's definition."""
+    try:
+        module: ModuleType = importlib.import_module(name)
+    except ImportError as err:
+        raise SpecError(f"py/{name}: {err}") from None
+    return {key: value for key, value in vars(module).items() if key.isupper()}
+
+
+@cache
+def registry(_: str = "") -> dict:
+    """What the package registers: task names and their families."""
+    from circuit_gym.tasks import get_task, list_tasks
+
+    tasks = list_tasks()
+    return {"tasks": tasks, "families": sorted({get_task(t).family for t in tasks})}
+
+
+@cache
+def prose(_: str = "") -> dict:
+    """The shipped English reference text (``prose``) under GPT-2's vendored tokenizer, joined and
+    cut as ``reference_batch`` cuts it (rows of 48: BOS and 47 tokens)."""
+    from circuit_gym.models.random_checkpoint import gpt2_tokenizer
+    from circuit_gym.tasks.reference import _texts
+
+    tokens = len(gpt2_tokenizer().encode("\n\n".join(_texts("prose")), add_special_tokens=False))
+    return {"gpt2_tokens": tokens, "rows_of_48": tokens // 47}
+
+
+# Sources computed from what ships (code, weights) rather than read from a result file.
+COMPUTED: dict[str, tuple[bool, Callable[[str], object]]] = {  # alias -> (takes /NAME, function)
+    "weights": (True, weights),
+    "py": (True, module_constants),
+    "registry": (False, registry),
+    "prose": (False, prose),
+}
+
+
+def source_value(source: str):
+    """What ``source`` names: a result file's JSON, or a computed source's value."""
+    alias, _, rest = source.partition("/")
+    if alias in COMPUTED:
+        named, compute = COMPUTED[alias]
+        if named != bool(rest):
+            raise SpecError(
+                f"source {source!r}: write {alias}/NAME" if named else f"source {source!r}: write {alias}"
+            )
+        return compute(rest)
+    if "*" in source and source.endswith(".json"):  # every matching file, in path order: a list
+        files = sorted(ROOT.glob(source))
+        if not files:
+            raise SpecError(f"no result file matches {source}")
+        return [load(f) for f in files]
+    return load(source_path(source))
+
+
+def _step(value, segment: str, where: str):
+    """One PATH segment: a key or index, then an optional ``[field=value,...]`` selection."""
+    key, _, condition = segment.partition("[")
+    try:
+        value = value[int(key)] if isinstance(value, list | tuple) else value[key]
+    except (KeyError, IndexError, ValueError, TypeError):
+        raise SpecError(f"{where}: no such key or index") from None
+    return _select(value, condition.rstrip("]"), where) if condition else value
+
+
 def lookup(source: str, path: str):
-    """The value at ``path`` (see the module docstring) in ``source``'s JSON."""
+    """The value at ``path`` (see the module docstring) in ``source``. A ``*`` segment takes every
+    element of a list or dict, and the segments after it apply to each (``tasks.*.accuracy|min``)."""
     path, _, reducer = path.partition("|")
-    value = load(source_path(source))
+    value, mapped = source_value(source), False
     where = source
     for segment in path.split("."):
         where += "." + segment
-        key, _, condition = segment.partition("[")
-        try:
-            value = value[int(key)] if isinstance(value, list) else value[key]
-        except (KeyError, IndexError, ValueError, TypeError):
-            raise SpecError(f"{where}: no such key or index") from None
-        if condition:
-            value = _select(value, condition.rstrip("]"), where)
+        if segment == "*":
+            if mapped or not isinstance(value, list | tuple | dict):
+                raise SpecError(f"{where}: '*' wants one list or dict")
+            value, mapped = list(value.values() if isinstance(value, dict) else value), True
+        elif mapped:
+            value = [_step(v, segment, where) for v in value]
+        else:
+            value = _step(value, segment, where)
     if reducer:
         if reducer not in REDUCERS:
             raise SpecError(f"{where}: unknown reducer {reducer!r} ({', '.join(REDUCERS)})")
@@ -104,6 +209,10 @@ def fmt(value, spec: str = ".3f") -> str:
     if spec.startswith("[") and spec.endswith("]"):
         low, high = value
         return f"[{fmt(low, spec[1:-1])}, {fmt(high, spec[1:-1])}]"
+    if spec.endswith("s"):  # a string on purpose (a version, a hash); a number is not one
+        if not isinstance(value, str):
+            raise SpecError(f"not a string: {value!r} (format {spec!r})")
+        return format(value, spec)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecError(f"not a number: {value!r}")
     return format(value, spec)
@@ -169,28 +278,54 @@ def circuit_scores() -> str:
     return "\n".join(lines)
 
 
-def circuit_track() -> str:
-    """The circuit-building track over the held-out tasks: references, PPO's seeds, random."""
+def _circuit_track_table(detail: bool) -> str:
+    """The circuit-building track over the held-out tasks: references, PPO's seeds, random; with
+    ``detail``, also the built circuit's faithfulness and size, and every seed's CPR."""
     rows = [r for r in load(source_path("track"))["rows"] if r["task"] == "all"]
     by = {r["solver"]: r for r in rows}
     ppo = [r for r in rows if r["solver"] == "ppo" or r["solver"].startswith("ppo_seed")]
+    extra = ["f of the built circuit", "heads"] if detail else []
+    lines = [_row(["solver", "CPR (3 held-out tasks)", "CMD", *extra, "forward passes / episode"]),
+             _row(["---"] * (4 + len(extra)))]  # fmt: skip
 
-    def mean(key: str) -> float:
-        return sum(r[key] for r in ppo) / len(ppo)
+    def row(name: str, cpr: str, values: list[dict]) -> str:
+        def mean(key: str) -> float:
+            return sum(r[key] for r in values) / len(values)
 
-    cprs = [r["cpr"] for r in ppo]
-    lines = [_row(["solver", "CPR (3 held-out tasks)", "CMD", "forward passes / episode"]), _row(["---"] * 4)]
+        more = [fmt(mean("faithfulness")), fmt(mean("circuit_size"), ".3g")] if detail else []
+        return _row([name, cpr, fmt(mean("cmd")), *more, fmt(mean("forward_passes"), ",.0f")])
+
     for solver, name in (("greedy_search", "exact greedy search (upper reference)"),
                          ("attribution", "attribution insertion")):  # fmt: skip
-        r = by[solver]
-        lines.append(_row([name, _ci(r, "cpr", "cpr_ci95"), fmt(r["cmd"]), fmt(r["forward_passes"], ",.0f")]))
-    lines.append(_row([f"PPO, mean of seeds 0-{len(ppo) - 1}",
-                       f"{fmt(mean('cpr'))} ({fmt(min(cprs))}-{fmt(max(cprs))})",
-                       fmt(mean("cmd")), fmt(mean("forward_passes"), ",.0f")]))  # fmt: skip
-    r = by["random"]
-    lines.append(
-        _row(["random insertion", _ci(r, "cpr", "cpr_ci95"), fmt(r["cmd"]), fmt(r["forward_passes"], ",.0f")])
-    )
+        lines.append(row(name, _ci(by[solver], "cpr", "cpr_ci95"), [by[solver]]))
+    cprs = [r["cpr"] for r in ppo]
+    spread = ("seeds " + ", ".join(fmt(c) for c in cprs)) if detail else f"{fmt(min(cprs))}-{fmt(max(cprs))}"
+    lines.append(row(f"PPO, mean of seeds 0-{len(ppo) - 1}", f"{fmt(sum(cprs) / len(cprs))} ({spread})", ppo))
+    lines.append(row("random insertion", _ci(by["random"], "cpr", "cpr_ci95"), [by["random"]]))
+    return "\n".join(lines)
+
+
+def circuit_track() -> str:
+    """The circuit-building track (README's short table)."""
+    return _circuit_track_table(detail=False)
+
+
+def circuit_track_detail() -> str:
+    """The circuit-building track with the built circuits and every seed (docs/circuit_envs.md)."""
+    return _circuit_track_table(detail=True)
+
+
+def circuit_track_tasks() -> str:
+    """Per held-out task: CPR of the references and the range over PPO's seeds."""
+    rows = load(source_path("track"))["rows"]
+    tasks = [t for t in dict.fromkeys(r["task"] for r in rows) if t != "all"]
+    lines = [_row(["task", "exact greedy search", "attribution insertion", "PPO (seeds, min-max)", "random"]),
+             _row(["---"] * 5)]  # fmt: skip
+    for task in tasks:
+        by = {r["solver"]: r["cpr"] for r in rows if r["task"] == task}
+        ppo = [c for solver, c in by.items() if solver == "ppo" or solver.startswith("ppo_seed")]
+        lines.append(_row([task, fmt(by["greedy_search"]), fmt(by["attribution"]),
+                           f"{fmt(min(ppo))}-{fmt(max(ppo))}", fmt(by["random"])]))  # fmt: skip
     return "\n".join(lines)
 
 
@@ -276,12 +411,30 @@ def sweep_speed() -> str:
     return "\n".join(lines)
 
 
+def gpt2_cost() -> str:
+    """The GPT-2-shape cost per configuration: first step, general sweep's speed-up, next batch."""
+    bench = load(source_path("bench/gpt2"))
+    lines = [
+        _row(["configuration", "first step", "general sweep (speed-up)", "next batch"]),
+        _row(["---"] * 4),
+    ]
+    for name, r in bench["results"].items():
+        speedup = bench["speedup_vs_baseline"][name]["general_sweep"]
+        lines.append(
+            _row([name, f"{r['first_step']:,.0f} s", f"{speedup:.2f}x", f"{r['next_batch']:,.0f} s"])
+        )
+    return "\n".join(lines)
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "gpt2-cost": gpt2_cost,
     "sweep-speed": sweep_speed,
     "env-ids": env_ids,
     "pooled-recovery": pooled_recovery,
     "circuit-scores": circuit_scores,
     "circuit-track": circuit_track,
+    "circuit-track-detail": circuit_track_detail,
+    "circuit-track-tasks": circuit_track_tasks,
     "per-task-recovery": per_task_recovery,
 }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,15 @@ gen = _load_generator()
 def test_every_marked_number_matches_its_file(page):
     _, changes = gen.fill(page.read_text(), str(page.relative_to(ROOT)))
     assert not changes, REGENERATE + "\n" + "\n".join(changes)
+
+
+@pytest.mark.parametrize("page", gen.pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_marker_hides_in_inline_code(page):
+    """A marker inside `...` is shown as text and never filled; only CONTRIBUTING's syntax example
+    may be there."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    hidden = [m.group(0) for m in re.finditer(r"`[^`\n]*<!--n [^`\n]*`", text)]
+    assert [h for h in hidden if "SOURCE:PATH[:FORMAT]" not in h] == []
 
 
 def test_a_changed_number_is_caught():
@@ -64,6 +74,15 @@ def test_a_changed_table_is_caught():
         ("<!--n board/no_such_entry:scores-->1<!--/n-->", "no result file"),
         ("<!--n seeds:ppo_held_out_k1.values|median-->1<!--/n-->", "unknown reducer"),
         ("<!--table no-such-table-->\n<!--/table-->", "unknown table"),
+        ("<!--n py/no_such_module_here:X-->1<!--/n-->", "No module named"),
+        ("<!--n py:X-->1<!--/n-->", "write py/NAME"),
+        ("<!--n registry/tasks:tasks|len:d-->1<!--/n-->", "write registry"),
+        ("<!--n weights/no_such_model:parameters-->1<!--/n-->", "no weight file"),
+        ("<!--n card/toy:weights_hash-->1<!--/n-->", "not a number"),
+        ("<!--n card/toy:suite.episodes:s-->1<!--/n-->", "not a string"),
+        ("<!--n card/toy:suite.episodes.*|len:d-->1<!--/n-->", "'*' wants one list or dict"),
+        ("<!--n card/toy:suite.tasks.*.*.accuracy|len:d-->1<!--/n-->", "'*' wants one list or dict"),
+        ("<!--n docs/results/nothing*/x.json:a-->1<!--/n-->", "no result file matches"),
     ],
 )
 def test_a_bad_marker_is_a_clear_error(marker, error):
@@ -82,21 +101,63 @@ def test_headline_numbers_are_marked():
 
 
 def _unmarked(text: str) -> str:
-    """The text a reader sees that no marker or generated table produced (code blocks dropped)."""
+    """The text a reader sees that no marker, generated table or dated historical measurement
+    produced (code blocks dropped)."""
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     text = gen.BLOCK.sub("", text)
+    text = gen.MEASURED.sub("", text)
     return gen.INLINE.sub("", text)
 
 
 # Results on these pages: three-decimal values, intervals and thousands (times, passes).
 RESULT_NUMBER = re.compile(r"\b\d\.\d{3}\b|\[-?\d+\.\d+, -?\d+\.\d+\]|\b\d{1,3},\d{3}\b")
+# Measurements with a unit (seconds, minutes, sizes, nats, percentages) and speed-ups (x1.02, 3.6x).
+MEASUREMENT = re.compile(
+    r"\b\d[\d,]*(?:\.\d+)? ?(?:s|min|ms|MB|GB|nats|%)(?![\w/-])|\bx\d+\.\d+|\b\d+(?:\.\d+)?x\b"
+)
+# Pages whose every result comes from a shipped file (issue 33): the README's results, the full
+# results, and the pages on circuit building, models, tasks and the leaderboard.
+CHECKED_PAGES = ("README.md", "docs/results.md", "docs/circuit_envs.md", "docs/models.md", "docs/tasks.md",
+                 "docs/leaderboard.md")  # fmt: skip
+UNIT_CHECKED_PAGES = CHECKED_PAGES[2:]  # README's and results.md's timings are not all marked yet
 
 
-@pytest.mark.parametrize("name", ["README.md", "docs/results.md"])
+@pytest.mark.parametrize("name", CHECKED_PAGES)
 def test_no_result_number_is_typed_in(name):
-    found = RESULT_NUMBER.findall(_unmarked((ROOT / name).read_text()))
+    text = _unmarked((ROOT / name).read_text())
+    found = RESULT_NUMBER.findall(text)
+    if name in UNIT_CHECKED_PAGES:
+        found += [n for n in MEASUREMENT.findall(text) if n != "95%"]  # 95%: the intervals' level
     # 10,296 pairs = C(144, 2): arithmetic, not a result
     assert [n for n in found if n != "10,296"] == [], f"{name}: mark these numbers with their source file"
+
+
+def test_the_typed_in_check_sees_what_a_reader_sees():
+    assert RESULT_NUMBER.findall(_unmarked("PPO 0.737 [0.67, 0.80] in 1,301 s")) == [
+        "0.737",
+        "[0.67, 0.80]",
+        "1,301",
+    ]
+    assert MEASUREMENT.findall(_unmarked("took 25.5 min, 711 s, 3.2 MB, 7.68 nats, 0.98%, x1.02, 3.6x")) == [
+        "25.5 min", "711 s", "3.2 MB", "7.68 nats", "0.98%", "x1.02", "3.6x"]  # fmt: skip
+    assert MEASUREMENT.findall("heads 1.2 and 0.10, 12 x 12, budget 16, v5, run D's 2-layer stack") == []
+    marked = (
+        "<!--n track:seconds:,.0f-->711<!--/n--> s; <!--measured-->7.4 min (2026-11-23, `x`)<!--/measured-->"
+    )
+    assert MEASUREMENT.findall(_unmarked(marked)) == []
+
+
+DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
+
+
+@pytest.mark.parametrize("page", gen.pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_historical_measurement_says_when_and_how(page):
+    """A number no shipped file holds is allowed only inside <!--measured--> with its date and its
+    command (or the file or run it was computed from) in backticks."""
+    for m in gen.MEASURED.finditer(page.read_text()):
+        assert DATE.search(m["text"]) and re.search(r"`[^`]+`", m["text"]), (
+            f"{page.relative_to(ROOT)}: a measured passage needs a date and a command: {m['text']!r}"
+        )
 
 
 def test_pooled_recovery_agrees_with_the_episodes():
@@ -147,3 +208,72 @@ def test_no_page_names_a_run_that_does_not_ship(page):
     assert unshipped_runs(page.read_text()) == set(), (
         f"{page.relative_to(ROOT)} names a run that does not ship"
     )
+
+
+# ---- sources beyond result files -----------------------------------------------------------
+
+
+def test_weights_source_counts_what_torch_loads():
+    from safetensors.torch import load_file
+
+    tensors = load_file(str(ROOT / "circuit_gym/models/toy/model.safetensors"))
+    assert gen.lookup("weights/toy", "parameters") == sum(t.numel() for t in tensors.values())
+    size = (ROOT / "circuit_gym/models/toy/model.safetensors").stat().st_size
+    assert gen.lookup("weights/toy", "megabytes") == size / 1e6
+
+
+def test_prose_rows_are_what_reference_batch_can_cut():
+    """The page's row count is the most rows of 48 that reference_batch cuts from the prose."""
+    from types import SimpleNamespace
+
+    from circuit_gym.models.random_checkpoint import gpt2_tokenizer
+    from circuit_gym.tasks.reference import reference_batch
+
+    rows = gen.lookup("prose", "rows_of_48")
+    model = SimpleNamespace(tokenizer=gpt2_tokenizer(), cfg=SimpleNamespace(n_ctx=1024),
+                            circuit_gym_info=SimpleNamespace(name="gpt2"))  # fmt: skip
+    assert reference_batch(model, "prose", n_rows=rows).tokens.shape == (rows, 48)
+    with pytest.raises(ValueError, match=f"has only {rows} rows"):
+        reference_batch(model, "prose", n_rows=rows + 1)
+
+
+def test_registry_and_module_sources_read_the_code():
+    from circuit_gym import benchmark
+    from circuit_gym.tasks import get_task, list_tasks
+
+    assert gen.lookup("registry", "tasks|len") == len(list_tasks())
+    assert gen.lookup("registry", "families") == sorted({get_task(t).family for t in list_tasks()})
+    assert gen.lookup("py/circuit_gym.benchmark", "EVAL_SEEDS|max") == max(benchmark.EVAL_SEEDS)
+
+
+def test_star_and_glob_map_over_elements():
+    card = json.loads((ROOT / "circuit_gym/models/toy/card_metrics.json").read_text())
+    accuracies = [t["accuracy"] for t in card["suite"]["tasks"].values()]
+    assert gen.lookup("card/toy", "suite.tasks.*.accuracy|min") == min(accuracies)
+    runs = sorted((ROOT / "docs/results/circuit").glob("ppo*/train_summary.json"))
+    best = [json.loads(r.read_text())["best_selection_score"] for r in runs]
+    assert gen.lookup("docs/results/circuit/ppo*/train_summary.json", "*.best_selection_score|max") == max(
+        best
+    )
+    assert gen.fmt("fdf4913b74e4", ".8s") == "fdf4913b"
+
+
+def test_the_board_numbers_follow_a_rescore(tmp_path, monkeypatch):
+    """docs/leaderboard.md's board numbers are read from leaderboard/results: a rescored file
+    (here: ppo's best-of-5 changed, a new private seed file) changes the page when regenerated."""
+    board = tmp_path / "results"
+    shutil.copytree(ROOT / "leaderboard/results", board)
+    ppo = json.loads((board / "ppo.json").read_text())
+    ppo["scores"]["overall"]["k5"]["recovery"] = 0.5
+    ppo["private"]["n_seeds"], ppo["private"]["seed_file_sha256"] = 8, "0123456789abcdef"
+    (board / "ppo.json").write_text(json.dumps(ppo))
+    monkeypatch.setitem(gen.SOURCES, "board", str(board / "{}.json"))
+    gen.load.cache_clear()
+    try:
+        text = (ROOT / "docs/leaderboard.md").read_text()
+        filled, changes = gen.fill(text, "docs/leaderboard.md")
+    finally:
+        gen.load.cache_clear()
+    assert len(changes) == 3, changes
+    assert "ppo <!--n board/ppo:scores.overall.k5.recovery-->0.500<!--/n-->" in filled
+    assert "-->01234567<!--/n-->..." in filled and "-->8<!--/n--> seeds drawn" in filled
