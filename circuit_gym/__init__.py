@@ -5,7 +5,7 @@ much the ablation damages a target task minus how much it damages ordinary next-
 prediction. Importing the package registers the Gymnasium IDs (``list_envs()``).
 """
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 from circuit_gym.envs.registration import list_envs, register_envs  # noqa: E402
 from circuit_gym.models import ModelInfo, ModelNotAvailableError, load_model, set_threads  # noqa: E402
