@@ -39,7 +39,53 @@ SEED_SPACE = 2**31  # model seeds drawn when no seed list is given
 
 
 class PlantedEnv(ModelDrawEnv):
-    """Play one episode of a planted kind's task on the model of a seed drawn at each reset.
+    """The environment behind the ``CircuitDiscovery-Planted-*`` IDs: a family's environment (single-head
+    or circuit building) on a planted model generated from a seed drawn at each reset.
+
+    ## Description
+    Circuit discovery where the answer is known exactly and no model repeats: each reset draws a
+    model seed and generates that seed's planted model (``circuit_gym.models.planted``: a 12 x 12
+    attention-only model whose weights are written, not trained; its circuit of the ID's kind sits
+    at heads drawn from the seed, among decoys whose attention patterns look exactly like the
+    circuit heads' and distractors; docs/planted.md), then plays one episode of the inner
+    environment on the kind's task (``inner``: the single-head ``CircuitDiscoveryEnv`` or the
+    circuit-building ``CircuitBuildingEnv``, whose pages say everything else). The observation
+    never names the model: a policy that memorised some seeds' circuit heads gains nothing on
+    another seed.
+
+    ## Action Space
+    The inner environment's (every planted model has GPT-2 small's 12 x 12 grid).
+
+    ## Observation Space
+    The inner environment's, computed on the episode's model.
+
+    ## Rewards
+    The inner environment's, on the episode's model (its tables are computed on first use of a
+    seed, like any new model's).
+
+    ## Starting State
+    ``reset`` draws the model seed with ``self.np_random`` (uniformly from ``seeds``, default any
+    seed in ``[0, 2**31)``) unless ``options["model_seed"]`` names one, generates the model (once
+    per machine: written to the disk cache ``$CIRCUIT_GYM_CACHE/planted``), then resets the
+    inner environment with a seed drawn from the same generator (the other options, ``task`` and
+    ``batch_index``, go to it). ``reset(seed=k)`` makes the model and the episode a function of ``k``.
+
+    ## Episode End
+    As the inner environment's.
+
+    ## Arguments
+    ``seeds``: the model seeds to draw from (default: any); ``oracle``: the ground truth in every
+    ``info`` (default ``False``); ``inner``: ``"single-head"`` or ``"circuit"`` (set by the ID);
+    ``ablation`` defaults to ``"resample"``; every other argument goes to the inner environment.
+
+    ## Info
+    The inner environment's, plus ``model``: the episode's model (``planted-v{VERSION}-{seed}``),
+    and ``planted_circuit``: the kind's circuit (every head with its role and sign, and the
+    decoys), **only in the info of the step that ends the episode** (or in every info with
+    ``oracle=True``), so a policy that reads ``info`` during an episode learns nothing of the truth.
+
+    ## Version History
+    * v0: first release (issue 31), planted models of generator version 2.
 
     Args:
         model: ``"planted"`` (the generated family; the registry passes it).
