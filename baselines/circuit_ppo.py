@@ -21,6 +21,7 @@ the parameters with the best CPR there relative to exact greedy search's on the 
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ from circuit_gym.baselines.ppo_trainer import (  # noqa: F401  (re-exported: the
     MaskInObservation,
     PolicyAdapter,
     build_algorithm,
+    cells,
     selection_indices,
 )
 from circuit_gym.baselines.state_scorer import StateScorer, state_columns
@@ -187,10 +189,10 @@ def episode_cpr(env: gym.Env, solver, task: str, index: int) -> float:
 
 
 def greedy_reference(env: gym.Env, indices: range) -> dict[str, list[float]]:
-    """Exact greedy search's CPR on each held-back batch of each task: the selection score's 1."""
-    return {
-        task: [episode_cpr(env, GreedySearch(), task, i) for i in indices] for task in env.unwrapped.tasks
-    }
+    """Exact greedy search's CPR on each held-back batch of each (model, task) cell
+    (``ppo_trainer.cells``): the selection score's 1."""
+    return {label: [episode_cpr(inner, GreedySearch(), task, i) for i in indices]
+            for label, inner, task in cells(env)}  # fmt: skip
 
 
 # What greedy search's selection reference depends on: the episodes and the env, not the learner.
@@ -211,23 +213,27 @@ def cached_greedy_reference(config: CircuitPPOConfig, env: gym.Env, cache: Path,
         if entry["key"] == key:
             return entry["reference"]
     reference = known if known is not None else greedy_reference(env, selection_indices(config))
-    cache.write_text(json.dumps([*entries, {"key": key, "reference": reference}], indent=1))
+    # atomically: the seeds of a sweep may run at once, and one must never read a half-written file
+    tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps([*entries, {"key": key, "reference": reference}], indent=1))
+    tmp.replace(cache)
     return reference
 
 
 def selection_cpr(
     net: CircuitScorer, env: gym.Env, indices: range, reference: dict[str, list[float]]
 ) -> dict:
-    """The checkpoint-selection score: per task, the policy's CPR over greedy search's (ratio of
-    sums over ``indices``), then the mean over tasks, so greedy = 1 on every task. Raw CPR can
-    differ by an order of magnitude between tasks (faithfulness leaves [0, 1] where
-    m(full) - m(empty) is small), and then its plain mean would mostly measure the task mix."""
+    """The checkpoint-selection score: per task (per (model, task) cell of a model-draw env,
+    labelled ``model/task``), the policy's CPR over greedy search's (ratio of sums over
+    ``indices``), then the mean over cells, so greedy = 1 on every cell. Raw CPR can differ by an
+    order of magnitude between tasks (faithfulness leaves [0, 1] where m(full) - m(empty) is
+    small), and then its plain mean would mostly measure the task mix."""
     solver = CircuitPPOSolver(net)
     raw, relative = {}, {}
-    for task in env.unwrapped.tasks:
-        values = [episode_cpr(env, solver, task, i) for i in indices]
-        raw[task] = float(np.mean(values))
-        relative[task] = float(np.sum(values) / np.sum(reference[task]))
+    for label, inner, task in cells(env):
+        values = [episode_cpr(inner, solver, task, i) for i in indices]
+        raw[label] = float(np.mean(values))
+        relative[label] = float(np.sum(values) / np.sum(reference[label]))
     return {"selection_score": float(np.mean(list(relative.values()))), "cpr_vs_greedy_per_task": relative,
             "cpr_per_task": raw, "greedy_cpr_per_task": {t: float(np.mean(v)) for t, v in reference.items()}}  # fmt: skip
 
@@ -235,10 +241,10 @@ def selection_cpr(
 def warm_up(config: CircuitPPOConfig, progress: bool | None = None) -> float:
     """Compute every training and selection batch's features and circuit runner once."""
     start = time.time()
-    base = make_env(config, config.pool_size + config.selection_episodes).unwrapped
-    for task in base.tasks:
+    for label, inner, task in cells(make_env(config, config.pool_size + config.selection_episodes)):
+        base = inner.unwrapped
         for i in progress_iter(
-            range(base.pool_size), f"circuit runners ({task})", unit="batch", requested=progress
+            range(base.pool_size), f"circuit runners ({label})", unit="batch", requested=progress
         ):
             base.reset(options={"task": task, "batch_index": i})
     return time.time() - start

@@ -28,10 +28,11 @@ from torch import nn
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym.baselines import ppo_trainer
-from circuit_gym.baselines.ppo_trainer import MaskInObservation, PolicyAdapter, selection_indices
+from circuit_gym.baselines.ppo_trainer import MaskInObservation, PolicyAdapter, cells, selection_indices
 from circuit_gym.baselines.state_scorer import StateScorer, state_columns
 from circuit_gym.benchmark import multi_env_id
 from circuit_gym.envs.features import ABLATED_COLUMN, FEATURE_SETS, N_FEATURES
+from circuit_gym.envs.model_draw import per_model
 from circuit_gym.progress import progress_iter
 
 NETWORKS = ("head_scorer", "state_scorer")
@@ -146,10 +147,10 @@ def warm_up(config: PPOConfig, progress: bool | None = None) -> float:
     """Compute every training and selection episode's observation and oracle table once (the
     tables then cached on disk)."""
     start = time.time()
-    base = make_env(config, config.pool_size + config.selection_episodes).unwrapped
-    for task in base.tasks:
+    for label, inner, task in cells(make_env(config, config.pool_size + config.selection_episodes)):
+        base = inner.unwrapped
         for i in progress_iter(
-            range(base.pool_size), f"oracle tables ({task})", unit="batch", requested=progress
+            range(base.pool_size), f"oracle tables ({label})", unit="batch", requested=progress
         ):
             base.reset(options={"task": task, "batch_index": i})  # computes the observation
             _ = base.episode.table
@@ -157,16 +158,27 @@ def warm_up(config: PPOConfig, progress: bool | None = None) -> float:
 
 
 def selection_recovery(net: HeadScorer, env: gym.Env, indices: range) -> dict:
-    """Mean over the env's tasks of the oracle recovery (ratio of sums) of ``net``'s best-of-1 and
-    best-of-5 on the held-back ``indices``: the checkpoint-selection score, oracle = 1."""
+    """Mean over the env's (model, task) cells of the oracle recovery (ratio of sums) of ``net``'s
+    best-of-1 and best-of-5 on the held-back ``indices``: the checkpoint-selection score, oracle = 1.
+    A model-draw env's every model counts once (``per_model``), not as often as the draw picks it."""
     from circuit_gym.evaluation import evaluate, summarize
 
     policy = PPOPolicy(net)  # it scores in evaluation mode and restores the network's mode
-    results = evaluate(env, lambda obs, _env: policy.rank_heads(obs), "ppo", env.unwrapped.tasks, indices)
-    rows = summarize(results)
+    rows = []
+    envs = per_model(env)
+    for model, inner in envs.items():
+        tasks = inner.unwrapped.tasks
+        results = evaluate(inner, lambda obs, _env: policy.rank_heads(obs), "ppo", tasks, indices)
+        rows += [{**row, "model": model} for row in summarize(results)]
     by_k = {k: float(np.mean([r["recovery"] for r in rows if r["k"] == k])) for k in (1, 5)}
-    return {"selection_recovery": float(np.mean(list(by_k.values()))),
-            "selection_k1": by_k[1], "selection_k5": by_k[5]}  # fmt: skip
+    score = {"selection_recovery": float(np.mean(list(by_k.values()))),
+             "selection_k1": by_k[1], "selection_k5": by_k[5]}  # fmt: skip
+    if None in envs:  # one model: the curve keeps the keys it always had
+        return score
+    per_cell: dict[str, list[float]] = {}
+    for r in rows:
+        per_cell.setdefault(f"{r['model']}/{r['task']}", []).append(r["recovery"])
+    return {**score, "selection_recovery_per_cell": {c: float(np.mean(v)) for c, v in per_cell.items()}}
 
 
 def selection(config: PPOConfig, out: Path, reference: None) -> tuple:

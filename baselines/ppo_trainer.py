@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from circuit_gym.envs.model_draw import per_model
 from circuit_gym.progress import progress_enabled
 
 CHECKPOINT = "checkpoint.pt"
@@ -155,6 +156,15 @@ class Recipe:
     warm_up: Callable[[Any, bool | None], float]
     selection: Callable[[Any, Path, Any], tuple[Callable[[nn.Module], dict], Any]]
     tensorboard: bool = False
+
+
+def cells(env: gym.Env) -> list[tuple[str, gym.Env, str]]:
+    """Every (model, task) cell of ``env`` once, as ``(label, single-model env, task)``: the label
+    is the task on a single-model environment, ``model/task`` on one that draws the model
+    (``circuit_gym.envs.model_draw.per_model``). Warm-up and checkpoint selection visit these,
+    so a model-draw environment's selection averages over its (model, task) cells."""
+    return [(task if model is None else f"{model}/{task}", inner, task)
+            for model, inner in per_model(env).items() for task in inner.unwrapped.tasks]  # fmt: skip
 
 
 def selection_indices(config: TrainerConfig) -> range:

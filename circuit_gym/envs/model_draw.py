@@ -114,6 +114,17 @@ class ModelDrawEnv(gym.Env):
         self._inner.clear()
 
 
+def per_model(env: gym.Env) -> dict[str | None, gym.Env]:
+    """The single-model environments behind ``env``: ``{model: its inner environment}`` for every
+    model a :class:`ModelDrawEnv` draws (built now if not yet), ``{None: env}`` for any other
+    environment. What must visit every (model, task) cell once, such as a trainer's warm-up or
+    its checkpoint selection, iterates this instead of the draw."""
+    base = env.unwrapped
+    if isinstance(base, ModelDrawEnv):
+        return {model: base.inner(model) for model in base.models}
+    return {None: env}
+
+
 class ZooEnv(ModelDrawEnv):
     """The environment behind the ``CircuitDiscovery-Zoo-*`` IDs: a family's environment (single-head
     or circuit building) over a set of models, each episode on a model drawn at reset.
