@@ -1,6 +1,7 @@
 """Measure the embedded model and write its model card (numbers, not claims).
 
     python scripts/model_card.py [--model toy] [--episodes 48]
+    python scripts/model_card.py --model toy --render-only   # rewrite the card from card_metrics.json
 
 Reads the training log written by ``scripts/train_toy_model.py`` and measures, on the
 held-out splits: every task's clean accuracy and metric, induction head scores, the
@@ -150,8 +151,24 @@ def render_card(model, log: dict, result: dict) -> str:
     ]
     for name, top in result["top_heads"].items():
         lines.append(f"| {name} | " + ", ".join(f"{h} ({r:.2f})" for h, r in top) + " |")
-    lines += ["", "## What was tried", "", WHAT_WAS_TRIED.get(info.name, WHAT_WAS_TRIED_ZOO)]
+    lines += ["", "## What was tried", "", what_was_tried(info.name, result, log)]
     return "\n".join(lines) + "\n"
+
+
+def what_was_tried(name: str, result: dict, log: dict) -> str:
+    """The card's history: numbers of run D that ship (its card metrics and training log) are read
+    from them; the runs that do not ship are dated measurements."""
+    if name not in WHAT_WAS_TRIED:
+        return WHAT_WAS_TRIED_ZOO
+    if name != "toy_d":
+        result = json.loads((embedded_dir("toy_d") / "card_metrics.json").read_text())
+        log = json.loads((embedded_dir("toy_d") / "training_log.json").read_text())
+    behaviour = result["behaviour"]
+    return WHAT_WAS_TRIED[name].format(
+        seen=f"{behaviour['induction_seen']['accuracy']:.2f}",
+        unseen=f"{behaviour['induction']['accuracy']:.2f}",
+        switch=f"{log['phase_switch_step']:,}",
+    )
 
 
 def _training_lines(name: str, setup: dict, last: dict, log: dict) -> list[str]:
@@ -206,12 +223,15 @@ def _zoo_training_lines(name: str, setup: dict, last: dict, log: dict) -> list[s
 WHAT_WAS_TRIED_ZOO = """- One public recipe for every member; what moves the circuits, the attempts and the
   placement measurement across the zoo: [docs/zoo.md](../../../../docs/zoo.md)."""
 
+# Templates: {seen}, {unseen} (run D's top-1 copying on the ids its training repeated and on the
+# others) and {switch} (run D's phase switch) come from toy_d's card metrics and training log.
 WHAT_WAS_TRIED_RUN_F = """- Run D (`toy_d`, kept for the v2/v3 IDs) copied only the third of the token ids its
-  training repeated (top-1 1.00 on those, 0.01 on the others), so `induction` failed its gate.
-- Run E: the run-D recipe from scratch with phase-1 repeats over every token id. After 3,375
-  shallow steps (16 min) neither the 96-token subset nor the whole vocabulary showed induction
-  (repeated-half loss 4.37 vs 4.72 and 7.60 vs 7.69; run D's transition came at ~2,200); stopped
-  (resumable checkpoint kept) for run F.
+  training repeated (top-1 {seen} on those, {unseen} on the others), so `induction` failed its gate.
+- Run E (2026-11-23; `scripts/train_toy_model.py --steps 8000 --max-phase1-steps 5000`; it
+  does not ship): the run-D recipe from scratch with phase-1 repeats over every token id. After
+  3,375 shallow steps (16 min) neither the 96-token subset nor the whole vocabulary showed
+  induction (repeated-half loss 4.37 vs 4.72 and 7.60 vs 7.69; run D's phase 2 began at step
+  {switch}); stopped (resumable checkpoint kept) for run F.
 - Run F (this model): run D's weights fine-tuned on the full mixture with random repeats over
   every token id (share 0.3). Its copying generalises to ids of every third (the `induction`
   task above); the other tasks stay at the gate. Training log: `training_log.json`, every 125
@@ -220,20 +240,21 @@ WHAT_WAS_TRIED_RUN_F = """- Run D (`toy_d`, kept for the v2/v3 IDs) copied only 
   what `induction` measures, so the suite of this model leaves it out
   (`circuit_gym.suite.REDUNDANT_TASKS`); its v3 IDs stay on `toy_d`."""
 
-WHAT_WAS_TRIED_RUN_D = """- The issue's measurements of the previous recipe at 12 x 12 (one thread, another job on the
-  second core): d_model 192, 2.0 s per step; d_model 96, 1.3-1.6 s per step and no induction
-  after 3,250 steps.
-- Speed (measured in one run, `torch.profiler`): at 12 x 12 attention is most of a step;
+WHAT_WAS_TRIED_RUN_D = """- The issue's measurements of the previous recipe at 12 x 12 (2026-11-22, one thread, another
+  job on the second core): d_model 192, 2.0 s per step; d_model 96, 1.3-1.6 s per step and no
+  induction after 3,250 steps.
+- Speed (2026-11-22, measured in one run, `torch.profiler`): at 12 x 12 attention is most of a step;
   routing the training forward through `scaled_dot_product_attention` (the same function,
   tested equal) and a context of 64 instead of 128 brought 12 x 12, d_model 144, batch 32 to
   about 0.5 s per step on one thread (with another job on the second core).
 - Four runs (A-D) and what each changed: [docs/training/README.md](../../../docs/training/README.md).
-  The full 12-layer stack formed no real induction in 8,000 steps (runs A, B); growing the
+  The full 12-layer stack formed no real induction in 8,000 steps (runs A, B, 2026-11-22); growing the
   model from a 2-layer seed stack whose phase-1 data repeat sequences over the whole train
-  third of the token ids (run D, this model) formed it at step ~2,400 of the shallow phase.
+  third of the token ids (run D, this model) formed it in the shallow phase, which ended at
+  step {switch}.
 - The `induction` task is scored on token ids of the eval and test thirds, which no training
-  row repeats (the train-split rule). This model copies train-third tokens (top-1 1.00) but
-  not the others (0.01): its copying (OV) circuit was only ever trained on train-third
+  row repeats (the train-split rule). This model copies train-third tokens (top-1 {seen}) but
+  not the others ({unseen}): its copying (OV) circuit was only ever trained on train-third
   tokens, so `induction` fails the gate here. The 4 x 4 `tiny` model's training repeated
   tokens from the whole vocabulary (the test thirds' tokens included), which is why it
   passed. The `induction_seen` task (circuit_gym v3 IDs) measures the induction circuit this
@@ -243,6 +264,18 @@ WHAT_WAS_TRIED_RUN_D = """- The issue's measurements of the previous recipe at 1
   training log (`training_log.json`) for the evaluation every 125 steps."""
 
 WHAT_WAS_TRIED = {"toy": WHAT_WAS_TRIED_RUN_F, "toy_d": WHAT_WAS_TRIED_RUN_D}
+
+
+def render_from_files(model, directory: Path) -> str:
+    """The card from the committed measurements (``card_metrics.json``) and training log: what
+    ``--render-only`` writes, and what tests/test_model_cards.py compares the committed card with."""
+    result = json.loads((directory / "card_metrics.json").read_text())
+    if result["weights_hash"] != model.circuit_gym_info.weights_hash:
+        raise ValueError(
+            f"{directory / 'card_metrics.json'} measured other weights: run without --render-only"
+        )
+    log = json.loads((directory / "training_log.json").read_text())
+    return render_card(model, log, result)
 
 
 def main() -> None:
@@ -258,9 +291,18 @@ def main() -> None:
     )
     parser.add_argument("--episodes", type=int, default=48, help="pool episodes per task for the gate")
     parser.add_argument("--top-episodes", type=int, default=8, help="batches of 16 for the top-5 table")
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="measure nothing: rewrite MODEL_CARD.md from the committed card_metrics.json and training log",
+    )
     args = parser.parse_args()
     directory = args.path or embedded_dir(args.model)
     model = load_model(args.model, path=args.path)
+    if args.render_only:
+        (directory / "MODEL_CARD.md").write_text(render_from_files(model, directory))
+        print(f"wrote {directory / 'MODEL_CARD.md'} from {directory / 'card_metrics.json'}")
+        return
     behaviour = {}
     for name in default_tasks(args.model):
         try:
