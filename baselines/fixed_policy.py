@@ -19,6 +19,10 @@ import numpy as np
 class FixedPolicy:
     def __init__(self, scores: np.ndarray) -> None:
         self.scores = np.asarray(scores, dtype=np.float64)
+        if self.scores.ndim != 1 or not np.isfinite(self.scores).all():
+            raise ValueError(
+                f"fixed policy scores must be one finite number per head, got shape {self.scores.shape}"
+            )
 
     def rank_heads(self, observation: np.ndarray) -> np.ndarray:
         if observation.shape[0] != len(self.scores):
@@ -31,21 +35,34 @@ class FixedPolicy:
     def fit(cls, env, tasks: Sequence[str] | None = None, episodes: int = 32) -> FixedPolicy:
         """Count oracle heads over ``episodes`` training batches of each task (default: the
         tasks ``env`` samples, e.g. Multi-v3's training tasks) of ``env``'s pools."""
-        base = env.unwrapped
-        tasks = tuple(tasks or base.tasks)
-        counts = np.zeros(base.n_total)
-        mean_reward = np.zeros(base.n_total)
-        for task in tasks:
-            pool = base.pool(task)
-            for i in range(min(episodes, base.pool_size)):
-                table = pool.episode(i).table
-                counts[table.oracle_head] += 1
-                mean_reward += table.reward
+        return cls.fit_many([env], tasks, episodes)
+
+    @classmethod
+    def fit_many(cls, envs: Sequence, tasks: Sequence[str] | None = None, episodes: int = 32) -> FixedPolicy:
+        """:meth:`fit` over several environments (benchmark v6: one per training model), their
+        counts and rewards added up; ``tasks`` defaults to what each environment samples."""
+        if not envs:
+            raise ValueError("fit_many needs at least one environment")
+        n_total = envs[0].unwrapped.n_total
+        counts, mean_reward = np.zeros(n_total), np.zeros(n_total)
+        for env in envs:
+            base = env.unwrapped
+            if base.n_total != n_total:
+                raise ValueError(
+                    f"environments of {n_total} and {base.n_total} heads cannot share one ranking"
+                )
+            for task in tuple(tasks or base.tasks):
+                pool = base.pool(task)
+                for i in range(min(episodes, base.pool_size)):
+                    table = pool.episode(i).table
+                    counts[table.oracle_head] += 1
+                    mean_reward += table.reward
         tie_break = mean_reward / max(1.0, np.abs(mean_reward).max()) * 0.5
         return cls(counts + tie_break)
 
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps({"scores": self.scores.tolist()}))
+    def save(self, path: str | Path, about: dict | None = None) -> None:
+        """``about``: how it was fitted, for readers (``load`` reads only the scores)."""
+        Path(path).write_text(json.dumps({"scores": self.scores.tolist(), **(about or {})}))
 
     @classmethod
     def load(cls, path: str | Path) -> FixedPolicy:

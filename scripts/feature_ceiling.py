@@ -1,20 +1,23 @@
 """What one observation column is worth: rank heads by a single feature, fairly and unfairly.
 
-    python scripts/feature_ceiling.py --out docs/results/feature_ceiling   # toy, benchmark tasks
+    python scripts/feature_ceiling.py --out docs/results/feature_ceiling   # v5: toy, benchmark tasks
+    python scripts/feature_ceiling.py --benchmark v6 --out docs/results/feature_ceiling   # v6: the zoo
 
 Every (column, sign) of the observation is a policy with no learning: it ranks heads by
 ``sign * obs[:, column]``. Two choices of that policy are reported (issue 35, item 6):
 
 - **fair**: the (column, sign) with the best pooled best-of-1 recovery on the *training* tasks'
-  eval split, then scored on the held-out tasks (what a submitter may legitimately do);
+  eval split (v6: of the training models), then scored on the held-out tasks (what a submitter
+  may legitimately do; ``circuit_gym.baselines.column_policy`` is this rule as a board entry);
 - **ceiling**: the (column, sign) with the best pooled best-of-1 recovery on the *held-out* tasks
-  themselves (what a reader who picks a feature after reading the held-out task names can
+  themselves (v6: on the public held-out models; what a reader who picks a feature after reading the held-out task names can
   reach). It is chosen on the test episodes on purpose, as a ceiling for hand-picked priors,
   and is never used for anything else.
 
 Recovery is the benchmark's (``circuit_gym.evaluation.recovery_summary``); best-of-k takes the
 best single-head reward among the top-k heads of the ranking, read from the episode's
 single-head table (what ``best_of_k`` computes on an episode where nothing is ablated yet).
+The rules and their scoring live in ``circuit_gym.baselines.column_policy``.
 """
 
 from __future__ import annotations
@@ -25,67 +28,40 @@ import sys
 from pathlib import Path
 
 import gymnasium as gym
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import circuit_gym  # noqa: E402, F401  (registers the IDs)
 from circuit_gym import benchmark as B  # noqa: E402
+from circuit_gym.baselines.column_policy import (  # noqa: E402
+    best_rule,
+    choose_fair_rule,
+    column_tables,
+    model_tables,
+    rule_columns,
+    score_rules,
+)
 from circuit_gym.envs.features import FEATURE_SETS  # noqa: E402
-from circuit_gym.evaluation import recovery_summary  # noqa: E402
-from circuit_gym.progress import progress_iter  # noqa: E402
-
-STATE_COLUMNS = ("ablated", "step_fraction")  # the env's episode state, the same for every head
 
 
-def column_tables(env, tasks, episodes, columns: list[int]) -> dict:
-    """Per (task, episode): the observation's ``columns`` and the single-head reward table."""
-    out = {}
-    for task, index in progress_iter([(t, i) for t in tasks for i in episodes], "episodes", unit="episode"):
-        obs, _ = env.reset(options={"task": task, "batch_index": int(index)})
-        out[(task, int(index))] = (np.asarray(obs)[:, columns], env.unwrapped.episode.table.reward.copy())
-    return out
+def cell(x: dict) -> str:
+    lo, hi = x["ci95"]
+    return f"{x['recovery']:.3f} [{lo:.2f}, {hi:.2f}]"
 
 
-def score_rules(tables: dict, names: list[str], ks=(1, 5)) -> dict:
-    """Pooled recovery of every (column, sign) rule at each k, over the given episodes; ``names[j]``
-    names column ``j`` of the tables."""
-    rows = {}
-    for j, name in enumerate(names):
-        for sign in (1, -1):
-            rule = f"{'+' if sign > 0 else '-'}{name}"
-            rows[rule] = {}
-            for k in ks:
-                rewards, oracles, hits = [], [], []
-                for obs, reward in tables.values():
-                    top = np.argsort(-sign * obs[:, j], kind="stable")[:k]
-                    best = top[int(np.argmax(reward[top]))]
-                    rewards.append(float(reward[best]))
-                    oracles.append(float(reward.max()))
-                    hits.append(bool(best == int(np.argmax(reward))))
-                s = recovery_summary(rewards, oracles, hits)
-                rows[rule][f"best_of_{k}"] = {"recovery": s["recovery"], "ci95": s["recovery_ci95"]}
-    return rows
-
-
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=B.MODEL)
-    p.add_argument("--train-episodes", type=int, default=16, help="eval-split batches per training task")
-    p.add_argument("--features", default="attention", choices=sorted(FEATURE_SETS))
-    p.add_argument("--out", type=Path, default=None, help="folder for feature_ceiling_<model>.json / .md")
-    args = p.parse_args(argv)
-    columns = [c for c, name in enumerate(FEATURE_SETS[args.features]) if name not in STATE_COLUMNS]
-    names = [FEATURE_SETS[args.features][c] for c in columns]
+def v5_report(args) -> tuple[dict, str, str]:
+    """Benchmark v5: one model (``--model``, default toy), its training tasks (eval split) and
+    held-out tasks (test split, the 48 evaluation seeds)."""
+    names = rule_columns(args.features)
+    columns = [FEATURE_SETS[args.features].index(n) for n in names]
     kwargs = dict(model=args.model, pool_size=max(max(B.EVAL_SEEDS) + 1, args.train_episodes),
                   batch_size=B.PROMPTS_PER_EPISODE, ablation=B.ABLATION, lam=B.LAM, features=args.features)  # fmt: skip
     train_env = gym.make(B.multi_env_id(args.model), split="eval", **kwargs)
     test_env = gym.make(B.multi_env_id(args.model), split=B.SPLIT, **kwargs)
     train = score_rules(column_tables(train_env, B.TRAIN_TASKS, range(args.train_episodes), columns), names)
     held = score_rules(column_tables(test_env, B.HELD_OUT_TASKS, B.EVAL_SEEDS, columns), names)
-    fair = max(train, key=lambda r: train[r]["best_of_1"]["recovery"])
-    ceiling = max(held, key=lambda r: held[r]["best_of_1"]["recovery"])
+    fair, ceiling = best_rule(train), best_rule(held)
     report = {
         "model": args.model, "benchmark_version": B.BENCHMARK_VERSION, "features": args.features,
         "train_tasks": list(B.TRAIN_TASKS), "held_out_tasks": list(B.HELD_OUT_TASKS),
@@ -94,30 +70,92 @@ def main(argv: list[str] | None = None) -> None:
         "ceiling_rule": ceiling, "ceiling_held_out": held[ceiling], "ceiling_train": train[ceiling],
         "rules_train": train, "rules_held_out": held,
     }  # fmt: skip
+    lines = [f"# Single-column rules on `{args.model}` ({B.BENCHMARK_VERSION})", "",
+             "Generated by `scripts/feature_ceiling.py`. Pooled recovery [95% CI].", "",
+             "| rule | chosen on | held-out best-of-1 | held-out best-of-5 | training (eval) best-of-1 |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for label, rule in (("training tasks (fair)", fair), ("held-out tasks (ceiling)", ceiling)):
+        h, t = held[rule], train[rule]
+        lines.append(f"| `{rule}` | {label} | {cell(h['best_of_1'])} | {cell(h['best_of_5'])} | "
+                     f"{cell(t['best_of_1'])} |")  # fmt: skip
+    return report, f"feature_ceiling_{args.model}", "\n".join(lines) + "\n"
+
+
+def v6_report(args) -> tuple[dict, str, str]:
+    """Benchmark v6: the fair rule from the training tasks of the training models (eval split,
+    ``choose_fair_rule``), the ceiling from the held-out tasks of the public held-out models (test
+    split, the board's seeds); both scored there, pooled and per held-out model."""
+    fair, train = choose_fair_rule(
+        B.TRAIN_MODELS, B.TRANSFER_TRAIN_TASKS, "eval", args.train_episodes, args.features
+    )
+    tables = model_tables(
+        B.HELD_OUT_MODELS, B.TRANSFER_HELD_OUT_TASKS, B.SPLIT, B.TRANSFER_SEEDS, args.features
+    )
+    names = rule_columns(args.features)
+    held = score_rules(tables, names)
+    ceiling = best_rule(held)
+    per_model = {
+        m: {
+            rule: score_rules({k: v for k, v in tables.items() if k[0] == m}, names)[rule]
+            for rule in (fair, ceiling)
+        }
+        for m in B.HELD_OUT_MODELS
+    }
+    report = {
+        "benchmark_version": B.TRANSFER_BENCHMARK_VERSION, "features": args.features,
+        "train_models": list(B.TRAIN_MODELS), "held_out_models": list(B.HELD_OUT_MODELS),
+        "train_tasks": list(B.TRANSFER_TRAIN_TASKS), "held_out_tasks": list(B.TRANSFER_HELD_OUT_TASKS),
+        "train_split": "eval", "train_episodes": args.train_episodes,
+        "held_out_split": B.SPLIT, "held_out_seeds": list(B.TRANSFER_SEEDS),
+        "fair_rule": fair, "fair_train": train[fair], "fair_held_out": held[fair],
+        "ceiling_rule": ceiling, "ceiling_held_out": held[ceiling], "ceiling_train": train[ceiling],
+        "per_held_out_model": per_model, "rules_train": train, "rules_held_out": held,
+    }  # fmt: skip
+    lines = [f"# Single-column rules, benchmark v6 ({B.TRANSFER_BENCHMARK_VERSION})", "",
+             "Generated by `scripts/feature_ceiling.py --benchmark v6`. Held out: tasks "
+             f"{', '.join(B.TRANSFER_HELD_OUT_TASKS)} on the public held-out models {', '.join(B.HELD_OUT_MODELS)} "
+             f"(test split, batches {B.TRANSFER_SEEDS[0]}-{B.TRANSFER_SEEDS[-1]}, the board's); training: tasks "
+             f"{', '.join(B.TRANSFER_TRAIN_TASKS)} on {', '.join(B.TRAIN_MODELS)} (eval split, "
+             f"{args.train_episodes} batches each). Pooled recovery [95% CI].", "",
+             "| rule | chosen on | held-out best-of-1 | held-out best-of-5 | "
+             + " | ".join(f"{m} best-of-1 / best-of-5" for m in B.HELD_OUT_MODELS) + " | training (eval) best-of-1 |",
+             "|---|---|---|---|" + "---|" * len(B.HELD_OUT_MODELS) + "---|"]  # fmt: skip
     for label, rule in (
-        ("fair (chosen on training tasks)", fair),
-        ("ceiling (chosen on held-out tasks)", ceiling),
+        ("training tasks of training models (fair)", fair),
+        ("held-out tasks (ceiling)", ceiling),
     ):
-        h = held[rule]
-        print(f"{label}: {rule}: held-out best-of-1 {h['best_of_1']['recovery']:.3f}, "
+        h, t = held[rule], train[rule]
+        models = " | ".join(f"{per_model[m][rule]['best_of_1']['recovery']:.3f} / "
+                            f"{per_model[m][rule]['best_of_5']['recovery']:.3f}" for m in B.HELD_OUT_MODELS)  # fmt: skip
+        lines.append(f"| `{rule}` | {label} | {cell(h['best_of_1'])} | {cell(h['best_of_5'])} | {models} | "
+                     f"{cell(t['best_of_1'])} |")  # fmt: skip
+    return report, "v6", "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--benchmark", default="v5", choices=("v5", "v6"),
+                   help="v5: one model (--model), v6: the zoo's training and held-out models")  # fmt: skip
+    p.add_argument("--model", default=B.MODEL, help="v5 only")
+    p.add_argument(
+        "--train-episodes", type=int, default=16, help="eval-split batches per training task (and model)"
+    )
+    p.add_argument("--features", default="attention", choices=sorted(FEATURE_SETS))
+    p.add_argument("--out", type=Path, default=None,
+                   help="folder for feature_ceiling_<model>.json / .md (v5) or v6.json / .md")  # fmt: skip
+    args = p.parse_args(argv)
+    report, stem, markdown = (v6_report if args.benchmark == "v6" else v5_report)(args)
+    for label, key in (
+        ("fair (chosen on training tasks)", "fair"),
+        ("ceiling (chosen on held-out tasks)", "ceiling"),
+    ):
+        h = report[f"{key}_held_out"]
+        print(f"{label}: {report[key + '_rule']}: held-out best-of-1 {h['best_of_1']['recovery']:.3f}, "
               f"best-of-5 {h['best_of_5']['recovery']:.3f}")  # fmt: skip
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / f"feature_ceiling_{args.model}.json").write_text(json.dumps(report, indent=1) + "\n")
-        lines = [f"# Single-column rules on `{args.model}` ({B.BENCHMARK_VERSION})", "",
-                 "Generated by `scripts/feature_ceiling.py`. Pooled recovery [95% CI].", "",
-                 "| rule | chosen on | held-out best-of-1 | held-out best-of-5 | training (eval) best-of-1 |",
-                 "|---|---|---|---|---|"]  # fmt: skip
-        for label, rule in (("training tasks (fair)", fair), ("held-out tasks (ceiling)", ceiling)):
-            h, t = held[rule], train[rule]
-
-            def cell(x: dict) -> str:
-                lo, hi = x["ci95"]
-                return f"{x['recovery']:.3f} [{lo:.2f}, {hi:.2f}]"
-
-            lines.append(f"| `{rule}` | {label} | {cell(h['best_of_1'])} | {cell(h['best_of_5'])} | "
-                         f"{cell(t['best_of_1'])} |")  # fmt: skip
-        (args.out / f"feature_ceiling_{args.model}.md").write_text("\n".join(lines) + "\n")
+        (args.out / f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n")
+        (args.out / f"{stem}.md").write_text(markdown)
 
 
 if __name__ == "__main__":

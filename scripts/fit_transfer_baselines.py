@@ -1,0 +1,59 @@
+"""Fit benchmark v6's fair reference entries on the training tasks of the training models.
+
+    python scripts/fit_transfer_baselines.py --out-dir docs/results/transfer
+
+- ``fixed_policy.json``: the fixed memoriser (``circuit_gym.baselines.fixed_policy``), the oracle
+  frequency of every head over the train split's first ``--fixed-episodes`` batches of each
+  training task on each training model (ties broken by mean reward);
+- ``column_policy.json``: the single-column rule (``circuit_gym.baselines.column_policy``) with the
+  best pooled best-of-1 recovery on the eval split's first ``--column-episodes`` batches of each
+  training task on each training model.
+
+Nothing held out (task, model or the test split) is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from circuit_gym import benchmark as B  # noqa: E402
+from circuit_gym.baselines.column_policy import ColumnPolicy, choose_fair_rule, parse_rule  # noqa: E402
+from circuit_gym.baselines.fixed_policy import FixedPolicy  # noqa: E402
+from circuit_gym.baselines.transfer_envs import transfer_env  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--fixed-episodes", type=int, default=32, help="train-split batches per task and model")
+    p.add_argument("--column-episodes", type=int, default=16, help="eval-split batches per task and model")
+    p.add_argument("--out-dir", type=Path, default=ROOT / "docs" / "results" / "transfer")
+    args = p.parse_args(argv)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    fitted_on = {"models": list(B.TRAIN_MODELS), "tasks": list(B.TRANSFER_TRAIN_TASKS),
+                 "benchmark_version": B.TRANSFER_BENCHMARK_VERSION}  # fmt: skip
+
+    envs = [transfer_env(m, B.TRANSFER_TRAIN_TASKS, "train", args.fixed_episodes) for m in B.TRAIN_MODELS]
+    fixed = FixedPolicy.fit_many(envs, B.TRANSFER_TRAIN_TASKS, args.fixed_episodes)
+    fixed.save(args.out_dir / "fixed_policy.json",
+               {"fitted_on": {**fitted_on, "split": "train", "batches": args.fixed_episodes},
+                "written_by": "scripts/fit_transfer_baselines.py"})  # fmt: skip
+    top = [int(h) for h in (-fixed.scores).argsort(kind="stable")[:5]]
+    print(f"fixed memoriser (v6): top heads {top}")
+
+    rule, rules = choose_fair_rule(B.TRAIN_MODELS, B.TRANSFER_TRAIN_TASKS, "eval", args.column_episodes)
+    column, sign = parse_rule(rule)
+    ColumnPolicy(column, sign).save(args.out_dir / "column_policy.json",
+                                    {"rule": rule, "fitted_on": {**fitted_on, "split": "eval",
+                                                                 "batches": args.column_episodes},
+                                     "train_scores": rules[rule],
+                                     "written_by": "scripts/fit_transfer_baselines.py"})  # fmt: skip
+    print(f"fair column (v6): {rule}, training best-of-1 {rules[rule]['best_of_1']['recovery']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
