@@ -1,0 +1,315 @@
+"""Score a circuit-building policy on the Planted track: exact ground truth, models nobody has seen.
+
+The track (:func:`definition`): for each circuit kind (``circuit_gym.tasks.planted.KINDS``), the
+policy plays ``CircuitDiscovery-Planted-{Kind}-Circuit-v0`` (``start="empty"``, the circuit track's
+budget and alpha, no oracle fields, resample ablation) on the planted model of each seed: the
+:data:`PUBLIC_SEEDS` (published, anyone can rescore), and, when the maintainers pass their private
+seed file, :data:`N_PRIVATE_MODELS` models drawn from its first seed (:func:`private_model_seeds`).
+Each episode is one test-split batch of the kind's task. As on the circuit track the policy
+answers ``act(observation, action_mask)`` (a head to add, or STOP) and, at the end,
+``rank_heads(observation)``; its proposed circuit is the heads it added, its ranking those heads
+in insertion order then the rest by its scores (``circuit_gym.solvers.episodes``).
+
+Scores, against the generator's ground truth (``circuit_gym.models.planted``), never against a
+solver: precision and recall of the proposed circuit and the AUC of the ranking
+(``circuit_gym.models.planted.recovery``), per kind and over all episodes (means with 95%
+t-intervals), plus the circuit's faithfulness and size. The policy sees observations only; the
+truth reaches neither it nor the environment's ``info`` (``oracle=False``).
+
+References (``builtin``), run in the scorer's process: the white-box solvers of the circuit track
+(``circuit_gym.solvers.white_box``: ``acdc``, ``eap_ig``, ``attribution``, ``greedy_search``) and
+the observation-only rules of ``circuit_gym.solvers.planted_rules`` (``random``,
+``shallow_first``, ``feature``: the column chosen on the public seeds, and ``memoriser``: the
+public models' circuit heads). A submitted policy runs sandboxed, as on the circuit track.
+
+Private models are generated into a temporary directory removed afterwards (never the disk
+cache, where their directory names would give the seeds away); the result stores their summary
+and the seed file's SHA-256, never a seed. The pieces are the other tracks' (``scoring.py``'s
+checks and episode loop, ``provenance.py``, ``sandbox.py``); the skeleton itself plays held-out
+tasks of one model, which this track does not have.
+
+    python -m circuit_gym.leaderboard.planted_scorer --builtin acdc --out leaderboard/results/planted/acdc.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+
+import gymnasium as gym
+import numpy as np
+
+from circuit_gym import benchmark as B
+from circuit_gym.envs.planted import PlantedEnv
+from circuit_gym.envs.registration import PLANTED_CIRCUIT, PLANTED_TASK_SETS_V0
+from circuit_gym.leaderboard.isolation import probe
+from circuit_gym.leaderboard.provenance import content_hash, files_hash, make_provenance
+from circuit_gym.leaderboard.sandbox import SandboxedPolicy, split_spec
+from circuit_gym.leaderboard.scoring import (
+    POLICY_FAILURES,
+    _in_process_isolation,
+    _round,
+    check_name,
+    isolation_required,
+    play_episodes,
+    read_private_seeds,
+    write_result,
+)
+from circuit_gym.models.planted.generator import VERSION, truth_of
+from circuit_gym.models.planted.recovery import precision_recall, ranking_auc
+from circuit_gym.policy import check_action, check_scores
+from circuit_gym.solvers import planted_rules as rules
+from circuit_gym.solvers.episodes import CircuitSolver, play, play_episode
+from circuit_gym.solvers.white_box import builtins as white_boxes
+from circuit_gym.stats import mean_ci95
+from circuit_gym.tasks.planted import KINDS, task_name
+
+TRACK = "planted"
+BENCHMARK_VERSION = "circuit-gym-planted-v0"
+PUBLIC_SEEDS = tuple(range(20))
+N_PRIVATE_MODELS = 20
+_PRIVATE_SALT = 0x5EC2E7  # keeps the private models' seeds apart from other uses of the file's seed
+SPLIT, BATCH_SIZE, BATCH_INDEX = "test", 8, 0
+RULES = ("random", "shallow_first", "feature", "memoriser")
+METRICS = ("precision", "recall", "auc", "exact", "faithfulness", "circuit_size")
+# The ID part of each kind (the registry's task parts of the planted lines).
+KIND_IDS = {sets[0].removeprefix("planted_"): key for key, sets in PLANTED_TASK_SETS_V0.items()}
+
+
+def env_id(kind: str) -> str:
+    return PLANTED_CIRCUIT.env_id("Planted", KIND_IDS[kind], 0)
+
+
+def definition() -> dict:
+    """What the track's results are comparable under (an entry scored under another is not)."""
+    return {
+        "benchmark_version": BENCHMARK_VERSION, "track": TRACK, "kinds": list(KINDS),
+        "env_ids": [env_id(k) for k in KINDS], "generator_version": VERSION, "public_seeds": list(PUBLIC_SEEDS),
+        "private_models": N_PRIVATE_MODELS, "split": SPLIT, "batch_size": BATCH_SIZE, "batch_index": BATCH_INDEX,
+        "ablation": "resample", "start": B.CIRCUIT_START, "budget": B.CIRCUIT_BUDGET, "alpha": B.CIRCUIT_ALPHA,
+        "rule_proposed": rules.PROPOSED,
+    }  # fmt: skip
+
+
+def private_model_seeds(file_seeds: tuple[int, ...]) -> tuple[int, ...]:
+    """:data:`N_PRIVATE_MODELS` model seeds drawn from the first seed of the maintainers' file,
+    none of them public."""
+    rng = np.random.default_rng([_PRIVATE_SALT, int(file_seeds[0])])
+    out: list[int] = []
+    while len(out) < N_PRIVATE_MODELS:
+        seed = int(rng.integers(2**31))
+        if seed not in PUBLIC_SEEDS and seed not in out:
+            out.append(seed)
+    return tuple(out)
+
+
+def make_planted_envs(seeds: tuple[int, ...]) -> dict[str, gym.Env]:
+    """One circuit-building Planted environment per kind, over ``seeds``."""
+    kwargs = dict(seeds=seeds, split=SPLIT, pool_size=BATCH_INDEX + 1, batch_size=BATCH_SIZE, start=B.CIRCUIT_START,
+                  budget=B.CIRCUIT_BUDGET, alpha=B.CIRCUIT_ALPHA, oracle_info=False)  # fmt: skip
+    return {kind: gym.make(env_id(kind), **kwargs) for kind in KINDS}
+
+
+@contextmanager
+def _private_cache() -> Iterator[None]:
+    """Planted models (and sweep tables) written to a temporary directory, removed on exit."""
+    before = os.environ.get("CIRCUIT_GYM_CACHE")
+    with tempfile.TemporaryDirectory(prefix="circuit_gym_private_") as tmp:
+        os.environ["CIRCUIT_GYM_CACHE"] = tmp
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("CIRCUIT_GYM_CACHE", None)
+            else:
+                os.environ["CIRCUIT_GYM_CACHE"] = before
+
+
+def episode_scores(kind: str, seed: int, played: dict) -> dict:
+    """The ground-truth scores of one played episode (a row of ``solvers.episodes.play``)."""
+    truth = truth_of(seed).circuit(kind)
+    ranking = played["ranking"].order().tolist()
+    precision, recall = precision_recall(played["order"], truth)
+    return {"kind": kind, "seed": seed, "order": [int(h) for h in played["order"]], "ranking": ranking,
+            "precision": precision, "recall": recall, "auc": ranking_auc(ranking, truth),
+            "exact": float(set(played["order"]) == set(truth)), "faithfulness": played["faithfulness"],
+            "circuit_size": played["circuit_size"], "forward_passes": played["forward_passes"]}  # fmt: skip
+
+
+Play = Callable[[gym.Env, str], dict]  # (inner env of the episode's model, task) -> a played row
+
+
+def _player(envs: dict[str, gym.Env], play_inner: Play, weights: dict[int, str]):
+    """``(kind, seed) -> row`` (``scoring.play_episodes``' signature); records each model's weights hash."""
+
+    def play_one(kind: str, seed: int, detailed: bool = True) -> dict:
+        planted: PlantedEnv = envs[kind].unwrapped
+        inner = planted.inner_for(seed)
+        weights[seed] = inner.unwrapped.model.circuit_gym_info.weights_hash
+        return episode_scores(kind, seed, play_inner(inner, task_name(kind)))
+
+    return play_one
+
+
+def _solver_play(solver: CircuitSolver) -> Play:
+    return lambda inner, task: play_episode(inner, solver, task, BATCH_INDEX)
+
+
+def _sandbox_play(sandbox: SandboxedPolicy) -> Play:
+    """Every action and the final scores of the sandboxed policy validated."""
+
+    def run(inner: gym.Env, task: str) -> dict:
+        n = inner.unwrapped.n_total
+        return play(inner, task, BATCH_INDEX, lambda obs, info: check_action(sandbox.act(obs, info["action_mask"]), info["action_mask"]),
+                    lambda obs, info: check_scores(sandbox.rank_heads(obs), n), "policy")  # fmt: skip
+
+    return run
+
+
+def _feature_choice(envs: dict[str, gym.Env]) -> dict:
+    """The ``feature`` rule's column and sign, chosen on the public seeds' first observations."""
+    observations, truths = [], []
+    for kind in KINDS:
+        for seed in PUBLIC_SEEDS:
+            inner = envs[kind].unwrapped.inner_for(seed)
+            obs, _ = inner.reset(options={"task": task_name(kind), "batch_index": BATCH_INDEX})
+            observations.append(obs)
+            truths.append(truth_of(seed).circuit(kind))
+    column, sign, auc = rules.choose_column(observations, truths)
+    return {"column": rules.COLUMNS[column], "index": column, "sign": sign, "public_auc": auc}
+
+
+def reference_solver(name: str, envs: dict[str, gym.Env]) -> tuple[CircuitSolver, dict]:
+    """A builtin of this track, and what it chose on the public seeds (``{}`` for most)."""
+    if name in white_boxes("circuit"):
+        return white_boxes("circuit")[name].build(), {}
+    if name == "random":
+        return rules.random_rule(0), {}
+    if name == "shallow_first":
+        return rules.shallow_first(), {}
+    if name == "feature":
+        choice = _feature_choice(envs)
+        return rules.feature_rule(choice["index"], choice["sign"]), {"feature": choice}
+    if name == "memoriser":
+        return rules.memoriser(truth_of(s).circuit(k) for s in PUBLIC_SEEDS for k in KINDS), {}
+    raise ValueError(f"builtin must be one of {sorted(track_builtins())}, got {name!r}")
+
+
+def track_builtins() -> tuple[str, ...]:
+    return (*white_boxes("circuit"), *RULES)
+
+
+def summary(rows: list[dict]) -> dict:
+    """Per kind and ``"all"``: episodes, and the mean and 95% t-interval of each of :data:`METRICS`."""
+    out = {}
+    for key in (*KINDS, "all"):
+        sel = [r for r in rows if key in ("all", r["kind"])]
+        if not sel:
+            continue
+        out[key] = {"episodes": len(sel)}
+        for m in METRICS:
+            out[key][m], out[key][f"{m}_ci95"] = mean_ci95([float(r[m]) for r in sel])
+    return out
+
+
+def _weights_hash(weights: dict[int, str]) -> str:
+    return hashlib.sha256("\n".join(f"{s}:{weights[s]}" for s in PUBLIC_SEEDS).encode()).hexdigest()
+
+
+def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | None = None,
+                  builtin: str | None = None, private_seeds: str | Path | None = None,
+                  require_isolation: bool | None = None) -> dict:  # fmt: skip
+    """Score one circuit-building policy (``policy_spec``, sandboxed) or builtin on the Planted
+    track; the result dict (``track`` "planted", ``status`` "scored" or "failed")."""
+    check_name(name)
+    if (policy_spec is None) == (builtin is None):
+        raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
+    if builtin is not None and builtin not in track_builtins():
+        raise ValueError(
+            f"builtin must be one of {sorted(track_builtins())} on the planted track, got {builtin!r}"
+        )
+    if policy_spec is not None:
+        split_spec(policy_spec)
+    policy_hash = files_hash(policy_spec or "circuit_gym.solvers.planted_rules:ScoreRule", checkpoint)
+    private = read_private_seeds(private_seeds) if private_seeds is not None else None
+    require_isolation = isolation_required(policy_spec, private, require_isolation)
+    start = time.time()
+    envs = make_planted_envs(PUBLIC_SEEDS)
+    result: dict = {"name": name, "track": TRACK, "isolation": _in_process_isolation()}
+    weights: dict[int, str] = {}
+    sandbox = None
+    try:
+        if builtin is not None:
+            solver, chosen = reference_solver(builtin, envs)
+            play_inner = _solver_play(solver)
+        else:
+            chosen = {}
+            result["isolation"] = probe().as_dict()
+            sandbox = SandboxedPolicy(policy_spec, checkpoint, timeout_s=B.CALL_TIMEOUT_S, memory_mb=B.MEMORY_LIMIT_MB,
+                                      require_isolation=require_isolation, methods=("rank_heads", "act"))  # fmt: skip
+            play_inner = _sandbox_play(sandbox)
+        jobs = [(kind, seed) for kind in KINDS for seed in PUBLIC_SEEDS]
+        public = play_episodes(_player(envs, play_inner, weights), jobs, "planted: public seeds")
+        if private is not None:
+            seeds = private_model_seeds(private[0])
+            with _private_cache():
+                private_envs = make_planted_envs(seeds)
+                hidden = play_episodes(_player(private_envs, play_inner, {}),
+                                       [(k, s) for k in KINDS for s in seeds], "planted: private models")  # fmt: skip
+                for env in private_envs.values():
+                    env.close()
+    except POLICY_FAILURES as err:
+        result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
+    else:
+        result.update(
+            status="scored", scores=_round({"summary": summary(public), **chosen, "episodes": public})
+        )
+        if private is not None:
+            result["private"] = {"seed_file_sha256": private[1], "n_models": len(seeds),
+                                 "scores": _round({"summary": summary(hidden)})}  # fmt: skip
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+    model = SimpleNamespace(circuit_gym_info=SimpleNamespace(
+        name=f"planted-v{VERSION}", weights_hash=_weights_hash(weights) if len(weights) == len(PUBLIC_SEEDS) else None))  # fmt: skip
+    result["provenance"] = make_provenance(definition(), model, policy_spec or f"builtin:{builtin}", checkpoint,
+                                           policy_hash, white_box=builtin is not None)  # fmt: skip
+    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1)}
+    result["content_hash"] = content_hash(result)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--name", help="entry name (default: the builtin's)")
+    parser.add_argument(
+        "--policy", help="package.module:factory: act(observation, action_mask) and rank_heads"
+    )
+    parser.add_argument("--checkpoint", help="passed to the factory")
+    parser.add_argument("--builtin", choices=track_builtins(), help="a reference run in the scorer's process")
+    parser.add_argument("--private-seeds", metavar="FILE", help="maintainers only: the private seed file")
+    parser.add_argument("--require-isolation", action=argparse.BooleanOptionalAction, default=None)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    name = args.name or args.builtin
+    if name is None:
+        parser.error("--name is required with --policy")
+    result = score_planted(
+        name, args.policy, args.checkpoint, args.builtin, args.private_seeds, args.require_isolation
+    )
+    path = write_result(result, args.out)
+    print(f"{path}: {result['status']}, public all: " + ", ".join(
+        f"{m} {result['scores']['summary']['all'][m]:.3f}" for m in ("precision", "recall", "auc")
+    ) if result["status"] == "scored" else f"{path}: {result['status']}")  # fmt: skip
+    return 0 if result["status"] == "scored" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
