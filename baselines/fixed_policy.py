@@ -5,6 +5,10 @@ Its ranking is the oracle frequency over the training split's episode pools of t
 training tasks (ties broken by mean reward).
 
     python -m circuit_gym.baselines.fixed_policy
+
+Checkpoints: ``docs/results/fixed_policy.json`` (benchmark v5, fitted on ``toy``) and
+``docs/results/transfer/fixed_policy.json`` (benchmark v6, :meth:`FixedPolicy.fit_many` over the
+training models; ``scripts/fit_transfer_baselines.py``).
 """
 
 from __future__ import annotations
