@@ -73,7 +73,8 @@ def rescore_references(tracks: tuple[str, ...] = TRACKS, private_seeds: Path | N
               if res["status"] != "scored"]  # fmt: skip
     if failed:
         raise RuntimeError("reference policies failed, nothing written: " + "; ".join(failed))
-    entries = as_entries(references)
+    # Read again: another rescore (of other tracks) may have written the manifest meanwhile.
+    entries = as_entries(load_manifest(manifest))
     lines = []
     for ref, result in zip(todo, results, strict=True):
         write_result(result, ref.result_path())

@@ -43,6 +43,8 @@ TRACKS = ("single-head", "circuit")
 PRIVATE = "private"  # the private model's name in results (its weights are named by their hash)
 # The private model must have the zoo's head grid and the zoo tokenizer's tasks.
 PRIVATE_MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+# A private model must perform at least this many held-out tasks to rank a board.
+MIN_PRIVATE_TASKS = 2
 
 
 def public_models() -> tuple[str, ...]:
@@ -76,9 +78,11 @@ class Cell:
         return [(task, seed) for task in self.tasks for seed in self.seeds]
 
 
-def check_private_model(path: str | Path) -> Path:
-    """``path`` if it holds a model of the zoo's shape whose card says it performs every held-out
-    task, else a clear error, before any scoring."""
+def check_private_model(path: str | Path) -> tuple[Path, tuple[str, ...]]:
+    """``(directory, the held-out tasks served on it)`` if ``path`` holds a model of the zoo's shape
+    whose card says it performs at least :data:`MIN_PRIVATE_TASKS` of the held-out tasks (its
+    inclusion gate: a task it does not perform is never served on it), else a clear error, before
+    any scoring."""
     from circuit_gym.models.loading import embedded_dir
 
     directory = Path(path)
@@ -93,8 +97,8 @@ def check_private_model(path: str | Path) -> Path:
     got, want = ({k: c.get(k) for k in shape_keys} for c in (config, zoo))
     if got != want:
         raise ValueError(f"private model {directory} has another shape than the zoo's: {got} != {want}")
-    # The inclusion gate is per model: a held-out task the private model does not perform is
-    # never scored on it, so its card (scripts/model_card.py --path DIR) must say it performs all.
+    # The inclusion gate is per model, as on the public zoo: a held-out task the private model
+    # does not perform is never served on it; its card (scripts/model_card.py --path DIR) says which.
     card_path = directory / "card_metrics.json"
     if not card_path.is_file():
         raise FileNotFoundError(
@@ -102,13 +106,13 @@ def check_private_model(path: str | Path) -> Path:
             f"(python scripts/model_card.py --model {B.TRAIN_MODELS[0]} --path {directory})"
         )
     included = set(json.loads(card_path.read_text())["suite"]["included"])
-    failing = [t for t in B.TRANSFER_HELD_OUT_TASKS if t not in included]
-    if failing:
+    served = tuple(t for t in B.TRANSFER_HELD_OUT_TASKS if t in included)
+    if len(served) < MIN_PRIVATE_TASKS:
         raise ValueError(
-            f"private model {directory} fails its inclusion gate on held-out tasks {failing}: it cannot rank "
-            "a benchmark on them; draw and train another (docs/private_model.md)"
+            f"private model {directory} passes its inclusion gate on held-out tasks {list(served)} only "
+            f"(at least {MIN_PRIVATE_TASKS} needed): draw and train another (docs/private_model.md)"
         )
-    return directory
+    return directory, served
 
 
 def check_card_weights(directory: Path, weights_hash: str) -> None:
@@ -168,12 +172,16 @@ def transfer_scores(track: str, rows: list[dict]) -> dict:
     return {"quadrants": quadrants, "per_model_task": per_cell, "episodes": rows}
 
 
-def cells(track: str, private_model: Path | None, private_seeds: tuple[int, ...] | None) -> list[Cell]:
-    """The public cells (every public model, every task, the track's seeds), then the private one."""
+def cells(
+    track: str, private: tuple[Path, tuple[str, ...]] | None, private_seeds: tuple[int, ...] | None
+) -> list[Cell]:
+    """The public cells (every public model, every task, the track's seeds), then the private
+    model's (``private``: its directory and the held-out tasks it performs)."""
     out = [Cell(m, None, all_tasks(), seeds_of(track), True) for m in public_models()]
-    if private_model is not None:
-        out.append(Cell(PRIVATE, str(private_model), B.TRANSFER_HELD_OUT_TASKS,
-                        tuple(private_seeds[: n_private_seeds(track)]), False))  # fmt: skip
+    if private is not None:
+        out.append(
+            Cell(PRIVATE, str(private[0]), private[1], tuple(private_seeds[: n_private_seeds(track)]), False)
+        )
     return out
 
 
@@ -195,11 +203,12 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
             "give both private_model and private_seeds (the private model is scored on private seeds), or neither"
         )
     spec_track = _TRACK[track]
-    private_dir = check_private_model(private_model) if private_model is not None else None
+    checked = check_private_model(private_model) if private_model is not None else None
+    private_dir = checked[0] if checked is not None else None
     policy_hash, private, require_isolation = check_request(
         track, name, policy_spec, builtin, checkpoint, private_seeds, require_isolation
     )
-    plan = cells(track, private_dir, private[0] if private else None)
+    plan = cells(track, checked, private[0] if private else None)
     if models is not None:
         unknown = sorted(set(models) - set(public_models()))
         if unknown:
@@ -256,10 +265,10 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
             hidden = rows[PRIVATE]
             result["private"] = {
                 "weights_hash": envs[PRIVATE].unwrapped.model.circuit_gym_info.weights_hash,
-                "seed_file_sha256": private[1], "n_seeds": len(plan[-1].seeds),
+                "seed_file_sha256": private[1], "n_seeds": len(plan[-1].seeds), "tasks": list(plan[-1].tasks),
                 "scores": _round({"overall": summary(track, hidden),
                                   "per_task": {t: summary(track, [r for r in hidden if r["task"] == t])
-                                               for t in B.TRANSFER_HELD_OUT_TASKS}}),
+                                               for t in plan[-1].tasks}}),
             }  # fmt: skip
     finally:
         if sandbox is not None:

@@ -74,8 +74,8 @@ def transfer_about(track: str) -> str:
         f"{version}: {what}. Training models {', '.join(B.TRAIN_MODELS)}; held-out models {', '.join(B.HELD_OUT_MODELS)} "
         f"(public); training tasks {', '.join(B.TRANSFER_TRAIN_TASKS)}; held-out tasks "
         f"{', '.join(B.TRANSFER_HELD_OUT_TASKS)}; test split, {len(seeds)} batches per (model, task). "
-        "Private model (the ranking column): the held-out tasks on a model trained by the zoo's public recipe "
-        "with a secret seed; only the maintainers can reproduce it. The four quadrant columns anyone can "
+        "Private model (the ranking column): the held-out tasks it performs (its inclusion gate) on a model "
+        "trained by the zoo's public recipe with a secret seed; only the maintainers can reproduce it. The four quadrant columns anyone can "
         "reproduce from the package."
     )
 

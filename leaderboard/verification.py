@@ -147,7 +147,7 @@ def rescore_matches(
         from circuit_gym.envs.pool import shared_model
         from circuit_gym.leaderboard.transfer_scorer import PRIVATE, check_private_model
 
-        check_private_model(private_model)
+        check_private_model(private_model)  # its shape and gate, before loading it
         check_private_weights(
             path, result, shared_model(PRIVATE, str(private_model)).circuit_gym_info.weights_hash
         )

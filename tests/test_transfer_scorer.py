@@ -69,16 +69,21 @@ def test_private_model_of_another_shape_is_an_error_before_any_scoring(tmp_path,
         score_transfer("x", policy_spec=RANDOM, private_model=empty, private_seeds=seed_file)
 
 
-def test_private_model_that_fails_a_held_out_task_or_whose_card_is_of_other_weights(
+def _gate_out(directory, tasks) -> None:
+    """Edit a stand-in's card so that its inclusion gate leaves ``tasks`` out."""
+    card = json.loads((directory / "card_metrics.json").read_text())
+    card["suite"]["included"] = [t for t in card["suite"]["included"] if t not in tasks]
+    (directory / "card_metrics.json").write_text(json.dumps(card))
+
+
+def test_private_model_that_performs_too_few_held_out_tasks_or_whose_card_is_of_other_weights(
     tmp_path, seed_file, monkeypatch
 ):
     gated_out = _stand_in(tmp_path, "zoo2", "gated_out")
-    card = json.loads((gated_out / "card_metrics.json").read_text())
-    card["suite"]["included"] = [t for t in card["suite"]["included"] if t != "capital"]
-    (gated_out / "card_metrics.json").write_text(json.dumps(card))
+    _gate_out(gated_out, B.TRANSFER_HELD_OUT_TASKS[1:])
     with monkeypatch.context() as mp:
         mp.setattr(gym, "make", _no_env)
-        with pytest.raises(ValueError, match=r"fails its inclusion gate on held-out tasks \['capital'\]"):
+        with pytest.raises(ValueError, match=r"held-out tasks \['brackets'\] only \(at least 2 needed\)"):
             score_transfer("x", policy_spec=RANDOM, private_model=gated_out, private_seeds=seed_file)
     # zoo2's weights with zoo4's card: refused once the weights are loaded, before any episode
     mixed = _stand_in(tmp_path, "zoo2", "mixed")
@@ -96,6 +101,7 @@ def scored(tmp_path_factory):
     seeds = tmp_path / "private_seeds.json"
     seeds.write_text(json.dumps([5, 11]))
     private = _stand_in(tmp_path, "zoo2", "private_a")
+    _gate_out(private, ("capital",))  # a held-out task it does not perform is never served on it
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(B, "TRANSFER_SEEDS", (0,))
         mp.setattr(B, "TRANSFER_PRIVATE_SEEDS", 1)
@@ -126,10 +132,16 @@ def test_quadrants_agree_with_a_recomputation_from_the_rows(scored):
         assert summary["k1"]["episodes"] == len(group)
         assert summary["k1"]["recovery"] == pytest.approx(expected, abs=1e-8)
     private = result["private"]
-    assert private["n_seeds"] == 1 and private["scores"]["overall"]["k1"]["episodes"] == len(
-        B.TRANSFER_HELD_OUT_TASKS
-    )
-    assert set(private) == {"weights_hash", "seed_file_sha256", "n_seeds", "scores"}  # never the seeds
+    served = [t for t in B.TRANSFER_HELD_OUT_TASKS if t != "capital"]
+    assert private["tasks"] == served and sorted(private["scores"]["per_task"]) == sorted(served)
+    assert private["n_seeds"] == 1 and private["scores"]["overall"]["k1"]["episodes"] == len(served)
+    assert set(private) == {
+        "weights_hash",
+        "seed_file_sha256",
+        "n_seeds",
+        "tasks",
+        "scores",
+    }  # never the seeds
     assert np.isfinite(private["scores"]["overall"]["k5"]["recovery"])
 
 
@@ -139,8 +151,9 @@ def test_a_result_scored_on_one_private_model_does_not_verify_against_another(sc
     other = _stand_in(tmp_path, "zoo4", "private_b")
     with pytest.raises(V.RefusedResultError, match="another private model"):
         V.rescore_matches(path, result, seed_file, require_isolation=False, private_model=other)
-    # the same weights (another copy) re-score to the same numbers, private ones included
+    # the same weights (another copy, the same card) re-score to the same numbers, private ones included
     same = _stand_in(tmp_path, "zoo2", "private_c")
+    _gate_out(same, ("capital",))
     assert (
         V.rescore_matches(path, result, seed_file, require_isolation=False, private_model=same) == "verified"
     )
