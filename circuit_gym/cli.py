@@ -551,7 +551,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="the environment IDs: model and tasks, one line each (loads no model)")
     p.add_argument("--all", action="store_true", help="older and superseded versions too, with the ID to use")
-    p.add_argument("--family", choices=["single-head", "circuit"], default=None, help="one family only")
+    from circuit_gym.envs.registration import FAMILIES  # a table of dataclasses: loads no model
+
+    p.add_argument("--family", choices=list(FAMILIES), default=None, help="one family only")
     p.add_argument("--notes", action="store_true", help="what each listed version changed")
     p.set_defaults(func=_cmd_list)
 
