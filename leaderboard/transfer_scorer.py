@@ -208,6 +208,11 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
     policy_hash, private, require_isolation = check_request(
         track, name, policy_spec, builtin, checkpoint, private_seeds, require_isolation
     )
+    if private is not None and len(private[0]) < n_private_seeds(track):
+        raise ValueError(
+            f"private seed file {private_seeds} holds {len(private[0])} seeds; the {track} transfer track "
+            f"uses {n_private_seeds(track)}"
+        )
     plan = cells(track, checked, private[0] if private else None)
     if models is not None:
         unknown = sorted(set(models) - set(public_models()))

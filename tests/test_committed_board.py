@@ -10,7 +10,13 @@ import pytest
 
 import circuit_gym
 from circuit_gym import benchmark as B
-from circuit_gym.leaderboard.board import CIRCUIT_RESULTS_DIR, RESULTS_DIR, collect, track
+from circuit_gym.leaderboard.board import (
+    CIRCUIT_RESULTS_DIR,
+    RESULTS_DIR,
+    TRANSFER_RESULTS_DIRS,
+    collect,
+    track,
+)
 from circuit_gym.leaderboard.references import load_manifest
 from circuit_gym.models.loading import load_model
 
@@ -26,7 +32,8 @@ def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypat
     only). New reference weights or a benchmark change without rescoring fail here."""
     monkeypatch.setattr(circuit_gym, "__version__", version)
     manifest = load_manifest()
-    paths = sorted([*RESULTS_DIR.glob("*.json"), *CIRCUIT_RESULTS_DIR.glob("*.json")])
+    paths = sorted([*RESULTS_DIR.glob("*.json"), *CIRCUIT_RESULTS_DIR.glob("*.json"),
+                    *(p for d in TRANSFER_RESULTS_DIRS for p in d.glob("*.json"))])  # fmt: skip
     entries, refused, failed = collect(
         paths, load_model(B.MODEL).circuit_gym_info.weights_hash, references=manifest
     )
@@ -39,5 +46,10 @@ def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypat
     for entry in entries:  # verified boards carry private scores
         if track(entry) == "circuit":
             assert entry["private"]["n_seeds"] == B.CIRCUIT_PRIVATE_SEEDS
+        elif track(entry).startswith("transfer-"):  # ranked on the private model: its weights recorded
+            private = entry["private"]
+            assert private["n_seeds"] == B.transfer_definition(track(entry)[9:])["private_seeds_used"]
+            assert len(private["weights_hash"]) == 16 and len(private["tasks"]) >= 2
+            assert set(private["tasks"]) <= set(B.TRANSFER_HELD_OUT_TASKS)
         else:
             assert entry["private"]["n_seeds"] >= 32

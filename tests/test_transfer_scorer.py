@@ -31,7 +31,7 @@ def one_seed(monkeypatch):
 @pytest.fixture
 def seed_file(tmp_path):
     path = tmp_path / "private_seeds.json"
-    path.write_text(json.dumps([5, 11]))
+    path.write_text(json.dumps([5, 11, 2, 7, 19, 23, 4, 30]))  # as many as the track uses
     return path
 
 
@@ -52,6 +52,10 @@ def test_missing_private_model_or_seeds_is_an_error_before_any_scoring(tmp_path,
         score_transfer("x", policy_spec=RANDOM, private_model=tmp_path / "nope", private_seeds=seed_file)
     with pytest.raises(ValueError, match="both private_model and private_seeds"):
         score_transfer("x", policy_spec=RANDOM, private_model=_stand_in(tmp_path, "zoo2", "p"))
+    short = tmp_path / "short.json"
+    short.write_text("[3]")
+    with pytest.raises(ValueError, match="holds 1 seeds; the single-head transfer track uses"):
+        score_transfer("x", policy_spec=RANDOM, private_model=embedded_dir("zoo2"), private_seeds=short)
     with pytest.raises(ValueError, match="track must be one of"):
         score_transfer("x", track="multi", policy_spec=RANDOM)
 
