@@ -251,8 +251,7 @@ def transfer_table(rows: Sequence[Mapping], track: str) -> str:
     for g in groups:
         label = "private model" if g == "private" else SHORT[g]
         head += [f"{label}: CPR"] if circuit else [f"{label}: best-of-1", f"{label}: best-of-5"]
-    if circuit:
-        head.append("forward passes / episode")
+    head.append("LM passes / episode")
     ths = "".join(
         f'<th scope="col"{" class=text" if h in ("entry", "check") else ""}>{escape(h)}</th>' for h in head
     )
@@ -262,8 +261,7 @@ def transfer_table(rows: Sequence[Mapping], track: str) -> str:
         for g in groups:
             for key in (g,) if circuit else (f"{g}_k1", f"{g}_k5"):
                 cells.append(_cell(_number(r.get(key), ci=r.get(f"{key}_ci")), r.get(key)))
-        if circuit:
-            cells.append(_cell(f"{r['passes']:.4g}" if _finite(r.get("passes")) else "-", r.get("passes")))
+        cells.append(_cell(f"{r['passes']:.4g}" if _finite(r.get("passes")) else "-", r.get("passes")))
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<div class="scroll"><table class="sortable" id="{escape(track)}"><thead><tr>{ths}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip

@@ -169,7 +169,10 @@ def transfer_scores(track: str, rows: list[dict]) -> dict:
         m: {t: summary(track, [r for r in rows if r["model"] == m and r["task"] == t]) for t in all_tasks()}
         for m in public_models()
     }
-    return {"quadrants": quadrants, "per_model_task": per_cell, "episodes": rows}
+    out = {"quadrants": quadrants, "per_model_task": per_cell, "episodes": rows}
+    if track == "single-head":  # the circuit track's summaries hold their passes already
+        out["compute"] = scorer._compute(rows)
+    return out
 
 
 def cells(

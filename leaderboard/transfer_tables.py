@@ -50,6 +50,11 @@ def transfer_row(entry: dict) -> dict:
     if track == "transfer-circuit":
         unseen = scores["quadrants"].get("unseen_task_unseen_model") or {}
         row["passes"] = unseen.get("forward_passes")
+    else:  # the language-model passes the solver ran in its rank call, per episode
+        compute = scores.get("compute") or {}
+        row["passes"] = sum(
+            compute.get(f"{kind}_passes_per_episode", 0.0) for kind in ("forward", "partial", "backward")
+        )
     return row
 
 
@@ -90,8 +95,8 @@ def transfer_markdown(rows: list[dict], track: str) -> str:
         "",
     ]
     cols = ["private model", *(SHORT[q] for q in B.QUADRANTS)]
-    lines.append("| # | entry | check | " + " | ".join(cols) + (" | passes / episode |" if circuit else " |"))
-    lines.append("|---" * (3 + len(cols) + circuit) + "|")
+    lines.append("| # | entry | check | " + " | ".join(cols) + " | LM passes / episode |")
+    lines.append("|---" * (4 + len(cols)) + "|")
     for i, r in enumerate(rows, 1):
         cells = []
         for q in ("private", *B.QUADRANTS):
@@ -100,6 +105,6 @@ def transfer_markdown(rows: list[dict], track: str) -> str:
             else:
                 cells.append(f"{_num(r.get(f'{q}_k1'))}{_ci(r.get(f'{q}_k1_ci'))} ({_num(r.get(f'{q}_k5'))})")
         name = f"**{r['name']}**" if r["reference"] else r["name"]
-        extra = f" {_num(r.get('passes'), 0)} |" if circuit else ""
+        extra = f" {_num(r.get('passes'), 0)} |"
         lines.append(f"| {i} | {name} | {r['check']} | " + " | ".join(cells) + f" |{extra}")
     return "\n".join(lines)

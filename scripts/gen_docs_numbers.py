@@ -54,6 +54,7 @@ SOURCES = {
     "board": "leaderboard/results/{}.json",  # board/ppo, board/circuit/greedy_search ...
     "card": "circuit_gym/models/{}/card_metrics.json",  # card/toy
     "bench": "benchmarks/results/{}.json",  # bench/sweep
+    "transfer": "docs/results/transfer/report.json",  # scripts/transfer_report.py (benchmark v6)
 }
 # A marker right after a backtick is an example in inline code (CONTRIBUTING.md shows the syntax).
 INLINE = re.compile(r"(?<!`)<!--n (?P<spec>[^>]*?)-->(?P<text>.*?)<!--/n-->")
@@ -426,7 +427,22 @@ def gpt2_cost() -> str:
     return "\n".join(lines)
 
 
+def transfer_table(track: str, key: str) -> Callable[[], str]:
+    """Benchmark v6's table of one track and measure, as ``scripts/transfer_report.py`` renders it."""
+
+    def render() -> str:
+        sys.path.insert(0, str(ROOT / "scripts"))
+        import transfer_report  # noqa: PLC0415  (a script beside this one)
+
+        return transfer_report.table(load(source_path("transfer")), track, key)
+
+    return render
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "transfer-single-head-k1": transfer_table("transfer-single-head", "k1"),
+    "transfer-single-head-k5": transfer_table("transfer-single-head", "k5"),
+    "transfer-circuit-cpr": transfer_table("transfer-circuit", "cpr"),
     "gpt2-cost": gpt2_cost,
     "sweep-speed": sweep_speed,
     "env-ids": env_ids,
