@@ -43,7 +43,7 @@ def white_box_ranking(name: str, runner: CircuitRunner) -> tuple[Ranking, int]:
     raise ValueError(f"white-box solver must be one of {WHITE_BOX}, got {name!r}")
 
 
-def circuit_track(env, solvers: Mapping[str, ObsRankFn], tasks: Sequence[str], episodes: Sequence[int], *,
+def ranking_circuit_scores(env, solvers: Mapping[str, ObsRankFn], tasks: Sequence[str], episodes: Sequence[int], *,
                   white_box: Sequence[str] = WHITE_BOX, n_random: int = 8, progress: bool = False) -> dict:  # fmt: skip
     """CPR / CMD per task and solver over ``episodes`` of ``env``'s pools (with intervals).
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import circuit_gym  # noqa: F401
-from circuit_gym.baselines.circuit_scoring import circuit_track
+from circuit_gym.baselines.circuit_scoring import ranking_circuit_scores
 from circuit_gym.circuits.preferences import preference_ranking
 
 
@@ -30,7 +30,7 @@ def test_putting_the_heads_that_matter_first_scores_a_higher_cpr_than_putting_th
         return env.unwrapped.episode.table.task_damage
 
     solvers = {"first": damage, "last": lambda obs, env: -damage(obs, env)}
-    track = circuit_track(env, solvers, ["ioi"], [0, 1], white_box=(), n_random=4)
+    track = ranking_circuit_scores(env, solvers, ["ioi"], [0, 1], white_box=(), n_random=4)
     ioi = track["tasks"]["ioi"]
     assert ioi["first"]["cpr"] > ioi["last"]["cpr"] + 0.2
     assert ioi["first"]["cmd"] < ioi["last"]["cmd"]
@@ -39,7 +39,7 @@ def test_putting_the_heads_that_matter_first_scores_a_higher_cpr_than_putting_th
 
 def test_white_box_solvers_run_on_the_same_episodes_and_count_their_passes():
     env = gym.make("CircuitDiscovery-Toy-IOI-v1", split="test", pool_size=1)
-    track = circuit_track(env, {}, ["ioi"], [0], n_random=2)
+    track = ranking_circuit_scores(env, {}, ["ioi"], [0], n_random=2)
     assert set(track["tasks"]["ioi"]) == {"acdc", "eap_ig"}
     assert track["white_box_passes_per_episode"]["acdc"] >= 16  # every head tried at least once
     assert all(np.isfinite(r["cpr"]) for r in track["tasks"]["ioi"].values())
