@@ -244,7 +244,7 @@ def _cmd_lb_render(args: argparse.Namespace) -> int:
         print(f"refused: {message}", file=sys.stderr)
     checks = ", ".join(f"{r['name']}: {r['check']}" for r in summary["rows"])
     print(f"board: {len(summary['rows'])} entries ({checks}), {len(summary['refused'])} refused")
-    for t, rows in summary["transfer_rows"].items():
+    for t, rows in summary.get("transfer_rows", {}).items():
         listed = ", ".join(f"{r['name']}: {r['check']}" for r in rows)
         print(f"{t}: {len(rows)} entries ({listed})")
     return 0
