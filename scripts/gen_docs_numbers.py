@@ -439,6 +439,19 @@ def transfer_table(track: str, key: str) -> Callable[[], str]:
     return render
 
 
+def planted_track() -> str:
+    """The Planted track's public and secret tables (leaderboard/results/planted/, docs/planted.md).
+    In a child process: importing the track registers the planted tasks, which would change the
+    ``registry`` counts of this one."""
+    import subprocess
+
+    code = (
+        "from circuit_gym.leaderboard.planted_tables import planted_tables; print(planted_tables(), end='')"
+    )
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.rstrip()  # fmt: skip
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "transfer-single-head-k1": transfer_table("transfer-single-head", "k1"),
     "transfer-single-head-k5": transfer_table("transfer-single-head", "k5"),
@@ -452,6 +465,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "circuit-track-detail": circuit_track_detail,
     "circuit-track-tasks": circuit_track_tasks,
     "per-task-recovery": per_task_recovery,
+    "planted-track": planted_track,
 }
 
 
