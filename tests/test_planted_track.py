@@ -217,3 +217,19 @@ def test_the_tables_show_each_entry_on_public_and_secret_models(small_track, see
     assert f"| random | - | {cell} | - | - |" in planted_table(results)  # multi-hop only: the others are -
     assert planted_table(results, secret=True).count("| random |") == 1
     assert "Secret models (2 per kind" in planted_tables([path])
+
+
+def test_the_committed_results_are_sealed_current_and_their_summaries_follow_from_their_episodes():
+    paths = sorted(Path(PS.__file__).parent.joinpath("results", "planted").glob("*.json"))
+    results = load_results(paths)
+    assert len(results) == len(paths) >= 7  # every committed file passes the hash and definition checks
+    tables = planted_tables(paths)
+    for r in results:
+        assert tables.count(f"| {r['name']} |") == 2  # public and secret
+        episodes = r["scores"]["episodes"]
+        assert len(episodes) == len(KINDS) * len(PS.PUBLIC_SEEDS)
+        for kind in KINDS:
+            rows = [e for e in episodes if e["kind"] == kind]
+            summary = r["scores"]["summary"][kind]
+            for metric in ("precision", "recall", "auc"):
+                assert summary[metric] == pytest.approx(np.mean([e[metric] for e in rows]))
