@@ -101,17 +101,18 @@ def report() -> dict:
     }  # fmt: skip
     targets = {}
     sh = out["ppo_seeds"]["single_head"]
-    if sh[f"k5_{UNSEEN}"]:
-        targets["best_of_5_held_out_models"] = {"target": TARGET_K5, "value": sh[f"k5_{UNSEEN}"]["mean"],
-                                                "met": sh[f"k5_{UNSEEN}"]["mean"] >= TARGET_K5}  # fmt: skip
-        targets["best_of_1_held_out_models"] = {"target": TARGET_K1, "value": sh[f"k1_{UNSEEN}"]["mean"],
-                                                "met": sh[f"k1_{UNSEEN}"]["mean"] >= TARGET_K1}  # fmt: skip
     greedy = refs["transfer-circuit"].get("greedy_search")
-    ci = out["ppo_seeds"]["circuit"][f"cpr_{UNSEEN}"]
-    if greedy and ci:
-        gap = greedy["cpr"][UNSEEN]["value"] - ci["mean"]
-        targets["circuit_cpr_gap_to_greedy_held_out_models"] = {"target": TARGET_CPR_GAP, "value": gap,
-                                                                "met": gap <= TARGET_CPR_GAP}  # fmt: skip
+    # Held-out models: the public ones (unseen task, unseen model) and the private one.
+    for where, label in ((UNSEEN, "public_held_out_models"), ("private", "private_model")):
+        for k, target in (("k5", TARGET_K5), ("k1", TARGET_K1)):
+            if sh[f"{k}_{where}"]:
+                mean = sh[f"{k}_{where}"]["mean"]
+                targets[f"best_of_{k[1]}_{label}"] = {"target": target, "value": mean, "met": mean >= target}
+        cpr = out["ppo_seeds"]["circuit"][f"cpr_{where}"]
+        if greedy and cpr and greedy["cpr"][where]:
+            gap = greedy["cpr"][where]["value"] - cpr["mean"]
+            targets[f"circuit_cpr_gap_to_greedy_{label}"] = {"target": TARGET_CPR_GAP, "value": gap,
+                                                             "met": gap <= TARGET_CPR_GAP}  # fmt: skip
     ppo = refs["transfer-single-head"].get("ppo")
     for memoriser in ("fixed", "testset_memoriser"):
         other = refs["transfer-single-head"].get(memoriser)
