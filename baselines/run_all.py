@@ -128,7 +128,9 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
 
     circuit_episodes = min(circuit_episodes, eval_episodes)  # the first episodes of the test pools
     print(f"[4/6] circuit scores (CPR, CMD) on {circuit_episodes} held-out episodes per task", flush=True)
-    circuits = ranking_circuit_scores(test_env, solvers, HELD_OUT_TASKS, range(circuit_episodes), progress=True)
+    circuits = ranking_circuit_scores(
+        test_env, solvers, HELD_OUT_TASKS, range(circuit_episodes), progress=True
+    )
     for task, by_solver in circuits["tasks"].items():
         faithfulness_figure(by_solver, out / f"faithfulness_{task}.png",
                             title=f"{task} (test split, {circuit_episodes} episodes)")  # fmt: skip
