@@ -34,10 +34,8 @@ def building(**kw) -> CircuitBuildingEnv:
 def fresh():
     """No model, pool, episode or causal memo left over from another test."""
     clear_caches()
-    cf._EPISODES.clear()
     yield
     clear_caches()
-    cf._EPISODES.clear()
 
 
 # ------------------------------------------------------------ an independent computation
@@ -240,7 +238,6 @@ def swapped_labels(batch):
 
 def observations(make_env, actions) -> list[np.ndarray]:
     clear_caches()
-    cf._EPISODES.clear()
     env = make_env()
     obs, _ = env.reset(options={"batch_index": 1})
     out = [obs]
@@ -272,3 +269,20 @@ def test_circuit_observation_ignores_answer_labels(fresh, monkeypatch):
     monkeypatch.setitem(task_base._REGISTRY, "ioi", relabelled(swapped_labels))
     for a, b in zip(clean, observations(building, [4, 9, 16]), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_causal_state_lives_with_its_episode_not_in_a_process_global_table(fresh):
+    """Dropping the environment and the shared pools frees the causal state (a process-global memo
+    keyed by id() kept every episode's state alive for good)."""
+    import gc
+    import weakref
+
+    env = single()
+    env.reset(options={"batch_index": 0})
+    state = weakref.ref(cf.episode_causal(env.episode))
+    assert state() is cf.episode_causal(env.episode)  # computed once per episode
+    env.close()
+    del env
+    clear_caches()
+    gc.collect()
+    assert state() is None

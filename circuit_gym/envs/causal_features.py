@@ -115,16 +115,10 @@ def compute_causal(engine: AblationEngine, episode: Episode) -> EpisodeCausal:
     return EpisodeCausal(bounded(-change), bounded(eap_ig), scored, episode)
 
 
-_EPISODES: dict[int, EpisodeCausal] = {}
-
-
 def episode_causal(episode: Episode) -> EpisodeCausal:
-    """The causal features of a pool episode, computed once per process."""
-    state = _EPISODES.get(id(episode))
-    if state is None or state.episode is not episode:
-        state = compute_causal(episode.scorer.task_engine, episode)
-        _EPISODES[id(episode)] = state
-    return state
+    """The causal features of a pool episode: computed once, kept exactly as long as the episode
+    and its pool (``Episode.derived``), never in a process-global table."""
+    return episode.derived("causal", lambda e: compute_causal(e.scorer.task_engine, e))
 
 
 def single_head_passes(ablation: str) -> dict[str, int]:
