@@ -69,6 +69,20 @@ CIRCUIT_RESULTS_DIR = RESULTS_DIR / "circuit"  # the circuit track's committed r
 # The transfer tracks' (benchmark v6) committed results: single head, and circuit building.
 TRANSFER_RESULTS_DIRS = (RESULTS_DIR / "transfer", RESULTS_DIR / "transfer" / "circuit")
 MARK_BEGIN, MARK_END = "<!-- board:begin -->", "<!-- board:end -->"
+PLANTED_RESULTS_DIR = RESULTS_DIR / "planted"  # the Planted track's (leaderboard/planted_scorer.py)
+
+
+def planted_markdown() -> str:
+    """The Planted track's section (``leaderboard/planted_tables.py``), or nothing without results."""
+    from circuit_gym.leaderboard.planted_tables import planted_tables
+
+    paths = sorted(PLANTED_RESULTS_DIR.glob("*.json"))
+    if not paths:
+        return ""
+    return (
+        "### Planted track (every seed a new model with its circuits at new heads)\n\n"
+        f"{planted_tables(paths)}\n"
+    )
 
 
 def render(result_paths: list[Path] | None = None, out: Path | None = None, model: str | None = None,
@@ -137,6 +151,8 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     head, rest = text.split(MARK_BEGIN, 1)
     tail = rest.split(MARK_END, 1)[1]
     body = "".join(f"{transfer_markdown(rows_t, t)}\n\n" for t, _, rows_t in transfer)
+    planted = planted_markdown() if result_paths is None else ""
+    body += planted
     if transfer:
         body += "### Benchmark v5 (the held-out tasks on `toy`)\n\n"
     body += f"{table}\n\n![board](board.png)\n![per task](per_task.png)\n" if single else ""
@@ -153,6 +169,6 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     write_page(out / "index.html", rows, {e["name"]: e for e in entries}, tasks=B.HELD_OUT_TASKS, about=about,
                failed=failed, refused=refused, radar={r["name"]: radar_dir / f"{check_name(r['name'])}.png" for r in rows},
                figures=figures, circuit_rows=crows, circuit_about=circuit_about() if crows else "",
-               transfer=transfer)  # fmt: skip
+               transfer=transfer, planted=planted)  # fmt: skip
     return {"rows": rows, "circuit_rows": crows, "refused": refused, "failed": [f["name"] for f in failed],
             "transfer_rows": {t: rows_t for t, _, rows_t in transfer}}  # fmt: skip

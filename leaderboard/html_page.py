@@ -267,6 +267,34 @@ def transfer_table(rows: Sequence[Mapping], track: str) -> str:
             f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
 
 
+def markdown_section(text: str) -> str:
+    """A board section written in Markdown (headings, paragraphs, pipe tables) as escaped HTML."""
+    out, rows = [], []
+
+    def flush() -> None:
+        if rows:
+            head, *body = [[escape(c.strip()) for c in r.strip().strip("|").split("|")] for r in rows
+                           if not set(r.replace("|", "").strip()) <= {"-"}]  # fmt: skip
+            ths = "".join(f"<th scope=col>{c}</th>" for c in head)
+            trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in body)
+            out.append(
+                f'<div class="scroll"><table><thead><tr>{ths}</tr></thead><tbody>{trs}</tbody></table></div>'
+            )
+            rows.clear()
+
+    for line in text.splitlines():
+        if line.startswith("|"):
+            rows.append(line)
+            continue
+        flush()
+        if line.startswith("#"):
+            out.append(f"<h2>{escape(line.lstrip('#').strip())}</h2>")
+        elif line.strip():
+            out.append(f'<p class="about">{escape(line)}</p>')
+    flush()
+    return "".join(out)
+
+
 def _failures(failed: Sequence[Mapping], refused: Sequence[str]) -> str:
     out = ""
     if failed:
@@ -288,7 +316,7 @@ def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequ
          title: str = "circuit_gym leaderboard", failed: Sequence[Mapping] = (), refused: Sequence[str] = (),
          figures: Sequence[Figure] = (), radar: Mapping[str, Path] | None = None,
          circuit_rows: Sequence[Mapping] = (), circuit_about: str = "",
-         transfer: Sequence[tuple[str, str, Sequence[Mapping]]] = ()) -> str:  # fmt: skip
+         transfer: Sequence[tuple[str, str, Sequence[Mapping]]] = (), planted: str = "") -> str:  # fmt: skip
     """The whole page as a string (``about``: plain text, escaped here). ``circuit_rows``: the
     circuit track's entries, in their own table after the single-head one (which is left out
     when there are circuit entries only). ``transfer``: (track, about, ranked rows) of each
@@ -319,7 +347,7 @@ def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequ
         f'<h1>{escape(title)}</h1><p class="about">{escape(about)}</p>'
         '<p class="about">Click a column header to sort by it (again to reverse). Intervals are 95% '
         "paired-bootstrap intervals; '-' means no value.</p>"
-        f"{transfer_html}"
+        f"{transfer_html}{markdown_section(planted)}"
         f"{table(rows, results, tasks, radar) if rows or not circuit_rows else ''}{figs}{circuit}"
         f"{_failures(failed, refused)}"
         f"<script>{SCRIPT}</script></body></html>\n"
