@@ -183,6 +183,32 @@ def _round(obj, digits: int = 10):
     return obj
 
 
+def isolation_record(builtin_name: str | None) -> dict:
+    """The result's ``isolation``: none for a builtin (the package's code, in the scorer's
+    process), else what this machine's sandbox enforces for a submitted policy."""
+    return _in_process_isolation() if builtin_name else probe().as_dict()
+
+
+def open_sandbox(
+    track: Track, policy_spec: str, checkpoint: str | None, require_isolation: bool
+) -> SandboxedPolicy:
+    """The submitted policy in its sandbox, with the track's limits and methods."""
+    return SandboxedPolicy(policy_spec, checkpoint, timeout_s=track.per_call_limit_s(), memory_mb=B.MEMORY_LIMIT_MB,
+                           require_isolation=require_isolation, methods=track.methods)  # fmt: skip
+
+
+def players(
+    track: Track, builtin_name: str | None, sandbox: SandboxedPolicy | None
+) -> Callable[[gym.Env], PlayOne]:
+    """``player(env) -> play_one`` for the builtin ``builtin_name`` (one solver for every
+    environment, reset once) or else the sandboxed policy."""
+    if builtin_name is not None:
+        solver = builtin(builtin_name, track.name)
+        solver.reset()
+        return lambda env: track.builtin_player(env, solver)
+    return lambda env: track.sandbox_player(env, sandbox)
+
+
 def score_track(track: Track, name: str, policy_spec: str | None = None, checkpoint: str | None = None,
                 builtin_name: str | None = None, model: str | None = None, model_path: str | None = None,
                 private_seeds: str | Path | None = None, require_isolation: bool | None = None,
@@ -204,25 +230,11 @@ def score_track(track: Track, name: str, policy_spec: str | None = None, checkpo
         result["track"] = track.name
     result["provenance"] = make_provenance(track.definition(), env.unwrapped.model, policy_spec or f"builtin:{builtin_name}",
                                            checkpoint, policy_hash, white_box=builtin_name is not None)  # fmt: skip
-    result["isolation"] = _in_process_isolation()
+    result["isolation"] = isolation_record(builtin_name)
     sandbox = None
     try:
-        if builtin_name is not None:
-            solver = builtin(builtin_name, track.name)
-            solver.reset()
-
-            def player(e: gym.Env) -> PlayOne:
-                return track.builtin_player(e, solver)
-
-        else:
-            result["isolation"] = probe().as_dict()
-            sandbox = SandboxedPolicy(policy_spec, checkpoint, timeout_s=track.per_call_limit_s(),
-                                      memory_mb=B.MEMORY_LIMIT_MB, require_isolation=require_isolation,
-                                      methods=track.methods)  # fmt: skip
-
-            def player(e: gym.Env) -> PlayOne:
-                return track.sandbox_player(e, sandbox)
-
+        sandbox = None if builtin_name else open_sandbox(track, policy_spec, checkpoint, require_isolation)
+        player = players(track, builtin_name, sandbox)
         play_one = player(env)
         main = play_episodes(play_one, jobs, f"{track.name}: evaluation seeds")
         extra = (

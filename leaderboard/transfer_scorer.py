@@ -28,16 +28,15 @@ from circuit_gym import benchmark as B
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.leaderboard import circuit_scorer, scorer
 from circuit_gym.leaderboard.provenance import content_hash, make_provenance
-from circuit_gym.leaderboard.sandbox import SandboxedPolicy
 from circuit_gym.leaderboard.scoring import (
     POLICY_FAILURES,
-    PlayOne,
-    _in_process_isolation,
     _round,
     check_request,
+    isolation_record,
+    open_sandbox,
     play_episodes,
+    players,
 )
-from circuit_gym.solvers.white_box import builtin as builtin_solver
 
 TRACKS = ("single-head", "circuit")
 PRIVATE = "private"  # the private model's name in results (its weights are named by their hash)
@@ -238,27 +237,11 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
     }  # fmt: skip
     if models is not None:
         result["partial"] = sorted(models)
-    result["isolation"] = _in_process_isolation()
+    result["isolation"] = isolation_record(builtin)
     sandbox = None
     try:
-        if builtin is not None:
-            solver = builtin_solver(builtin, track)
-            solver.reset()
-
-            def player(env: gym.Env) -> PlayOne:
-                return spec_track.builtin_player(env, solver)
-
-        else:
-            from circuit_gym.leaderboard.isolation import probe
-
-            result["isolation"] = probe().as_dict()
-            sandbox = SandboxedPolicy(policy_spec, checkpoint, timeout_s=spec_track.per_call_limit_s(),
-                                      memory_mb=B.MEMORY_LIMIT_MB, require_isolation=require_isolation,
-                                      methods=spec_track.methods)  # fmt: skip
-
-            def player(env: gym.Env) -> PlayOne:
-                return spec_track.sandbox_player(env, sandbox)
-
+        sandbox = None if builtin else open_sandbox(spec_track, policy_spec, checkpoint, require_isolation)
+        player = players(spec_track, builtin, sandbox)
         rows: dict[str, list[dict]] = {}
         for cell in plan:
             play_one = player(envs[cell.model])
