@@ -252,8 +252,9 @@ def _cmd_lb_render(args: argparse.Namespace) -> int:
 
 def _cmd_lb_canary(args: argparse.Namespace) -> int:
     from circuit_gym.leaderboard.canary import run_canary
+    from circuit_gym.leaderboard.references import TRACKS
 
-    tracks = (args.track,) if args.track else ("single-head", "circuit")
+    tracks = (args.track,) if args.track else TRACKS
     found = run_canary(tracks=tracks)
     for reference, differences in found.items():
         print(f"{reference}: {'ok' if not differences else 'MOVED'}")
@@ -519,7 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
         "canary",
         help="re-score the first episodes of every reference and compare them with the committed rows",
     )
-    p.add_argument("--track", choices=["single-head", "circuit"], help="one track only (default: both)")
+    p.add_argument("--track", choices=["single-head", "circuit", "transfer-single-head", "transfer-circuit"],
+                   help="one track only (default: all)")  # fmt: skip
     p.set_defaults(func=_cmd_lb_canary)
     p = lb_sub.add_parser(
         "rescore-references",

@@ -7,7 +7,7 @@ the per-episode rows with the reference's committed result file (``compare.diffe
 orders and pass counts exactly, floats to ``compare.ATOL`` / ``compare.RTOL``). A refactor that keeps the numbers
 passes; one that moves them fails here in minutes, where a full rescore takes some 45.
 
-    circuit-gym leaderboard canary            # every reference, both tracks
+    circuit-gym leaderboard canary            # every reference, every track
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 
 from circuit_gym.leaderboard.compare import differences
 from circuit_gym.leaderboard.provenance import REPO_ROOT
-from circuit_gym.leaderboard.references import MANIFEST, Reference, load_manifest
+from circuit_gym.leaderboard.references import MANIFEST, TRACKS, Reference, load_manifest
 
 # Episodes per reference: a circuit-track episode of exact greedy search costs ~2,000 passes.
-CANARY_EPISODES = {"single-head": 2, "circuit": 1}
+CANARY_EPISODES = {"single-head": 2, "circuit": 1, "transfer-single-head": 2, "transfer-circuit": 1}
 
 
 def canary(reference: Reference, episodes: int | None = None, root: Path = REPO_ROOT) -> list[str]:
@@ -31,10 +31,15 @@ def canary(reference: Reference, episodes: int | None = None, root: Path = REPO_
 
     n = CANARY_EPISODES[reference.track] if episodes is None else episodes
     committed = json.loads(reference.result_path(root).read_text())
-    scorer = score_circuit if reference.track == "circuit" else score
-    fresh = scorer(reference.name, policy_spec=reference.policy_spec, builtin=reference.builtin,
-                   checkpoint=reference.checkpoint_path(root), model=committed["provenance"]["model"],
-                   sample=n, require_isolation=False)  # fmt: skip
+    kwargs = dict(policy_spec=reference.policy_spec, builtin=reference.builtin,
+                  checkpoint=reference.checkpoint_path(root), sample=n, require_isolation=False)  # fmt: skip
+    if reference.track.startswith("transfer-"):  # the first episodes of the first public model
+        from circuit_gym.leaderboard.transfer_scorer import score_transfer
+
+        fresh = score_transfer(reference.name, reference.track.removeprefix("transfer-"), **kwargs)
+    else:
+        scorer = score_circuit if reference.track == "circuit" else score
+        fresh = scorer(reference.name, model=committed["provenance"]["model"], **kwargs)
     if fresh["status"] != "sample":
         failure = fresh.get("failure") or {}
         return [
@@ -44,7 +49,7 @@ def canary(reference: Reference, episodes: int | None = None, root: Path = REPO_
     return [f"{reference.track}/{reference.name}: {d}" for d in found]
 
 
-def run_canary(manifest: Path = MANIFEST, tracks: tuple[str, ...] = ("single-head", "circuit"),
+def run_canary(manifest: Path = MANIFEST, tracks: tuple[str, ...] = TRACKS,
                root: Path = REPO_ROOT) -> dict[str, list[str]]:  # fmt: skip
     """``{"track/name": differences}`` for every reference of ``manifest`` on ``tracks``."""
     references = load_manifest(manifest)

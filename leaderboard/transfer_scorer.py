@@ -190,13 +190,16 @@ def cells(
 def score_transfer(name: str, track: str = "single-head", policy_spec: str | None = None,
                    checkpoint: str | None = None, builtin: str | None = None,
                    private_model: str | Path | None = None, private_seeds: str | Path | None = None,
-                   require_isolation: bool | None = None, models: tuple[str, ...] | None = None) -> dict:  # fmt: skip
+                   require_isolation: bool | None = None, models: tuple[str, ...] | None = None,
+                   sample: int | None = None) -> dict:  # fmt: skip
     """Score one policy (sandboxed) or builtin on a transfer track; the result dict (``track``
     ``"transfer-single-head"`` or ``"transfer-circuit"``, ``status`` "scored" or "failed").
 
     ``private_model`` needs ``private_seeds`` (the private model is played at the seed file's
     first seeds, without disk cache). ``models``: only these public models (a quick look; such a
-    result is marked ``partial`` and the board refuses it).
+    result is marked ``partial`` and the board refuses it). ``sample``: the canary's run
+    (``leaderboard/canary.py``): only the first ``sample`` episodes of the first public model,
+    their rows under ``scores["episodes"]``, ``status`` "sample" (the board refuses it).
     """
     if track not in TRACKS:
         raise ValueError(f"track must be one of {TRACKS}, got {track!r}")
@@ -216,6 +219,13 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
             f"uses {n_private_seeds(track)}"
         )
     plan = cells(track, checked, private[0] if private else None)
+    if sample is not None:
+        if private is not None:
+            raise ValueError("a sample run (the canary's) does not score the private model")
+        first = plan[0]
+        if not 1 <= sample <= len(first.jobs()):
+            raise ValueError(f"sample must be between 1 and {len(first.jobs())} episodes, got {sample}")
+        plan = [first]
     if models is not None:
         unknown = sorted(set(models) - set(public_models()))
         if unknown:
@@ -245,13 +255,17 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
         rows: dict[str, list[dict]] = {}
         for cell in plan:
             play_one = player(envs[cell.model])
-            played = play_episodes(play_one, cell.jobs(), f"{definition['track']}: {cell.model}")
+            jobs = cell.jobs()[:sample] if sample is not None else cell.jobs()
+            played = play_episodes(play_one, jobs, f"{definition['track']}: {cell.model}")
             rows[cell.model] = [{"model": cell.model, **row} for row in played]
     except POLICY_FAILURES as err:
         result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
     else:
         public = [r for c in plan if c.model != PRIVATE for r in rows[c.model]]
-        result.update(status="scored", scores=_round(transfer_scores(track, public)))
+        if sample is not None:
+            result.update(status="sample", scores=_round({"episodes": public}))
+        else:
+            result.update(status="scored", scores=_round(transfer_scores(track, public)))
         if private_dir is not None:
             hidden = rows[PRIVATE]
             result["private"] = {
