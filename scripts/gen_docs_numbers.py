@@ -35,6 +35,7 @@ import importlib
 import json
 import math
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -128,11 +129,18 @@ def module_constants(name: str) -> dict:
 
 @cache
 def registry(_: str = "") -> dict:
-    """What the package registers: task names and their families."""
-    from circuit_gym.tasks import get_task, list_tasks
-
-    tasks = list_tasks()
-    return {"tasks": tasks, "families": sorted({get_task(t).family for t in tasks})}
+    """What the package registers on import: the built-in task names and their families (tasks
+    registered later in the process, e.g. the planted models' when a Planted ID is made, are not
+    the package's task suite)."""
+    code = (
+        "import json, circuit_gym\n"
+        "from circuit_gym.tasks import get_task, list_tasks\n"
+        "tasks = list_tasks()\n"
+        "print(json.dumps({'tasks': tasks, 'families': sorted({get_task(t).family for t in tasks})}))"
+    )
+    # A fresh interpreter: this process may have registered more (a test that made a Planted ID).
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout)
 
 
 @cache

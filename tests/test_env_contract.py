@@ -139,7 +139,11 @@ def test_every_spec_has_max_episode_steps_equal_to_the_number_of_heads_of_its_mo
         if not env_id.startswith("CircuitDiscovery-"):
             continue
         model = spec.kwargs["model"]
-        if model not in heads:  # loaded (a model set: its first member); GPT-2 small has 12 x 12
+        if model not in heads and model == "planted":  # generated per reset: seed 0's model
+            from circuit_gym.models.planted.generator import make_planted_model
+
+            heads[model] = make_planted_model(0).model.circuit_gym_info.n_heads_total
+        elif model not in heads:  # loaded (a model set: its first member); GPT-2 small has 12 x 12
             name = MODEL_SETS.get(model, (model,))[0]
             heads[model] = 144 if model == "gpt2" else load_model(name).circuit_gym_info.n_heads_total
         assert spec.max_episode_steps == heads[model], env_id
