@@ -269,7 +269,8 @@ def transfer_table(rows: Sequence[Mapping], track: str) -> str:
 
 def markdown_section(text: str) -> str:
     """A board section written in Markdown (headings, paragraphs, pipe tables) as escaped HTML."""
-    out, rows = [], []
+    out: list[str] = []
+    rows: list[str] = []
 
     def flush() -> None:
         if rows:

@@ -1,0 +1,39 @@
+"""The board's newer sections: Markdown rendered into the HTML page escaped, and the transfer
+tables ranked on the private model."""
+
+from __future__ import annotations
+
+from circuit_gym.leaderboard.html_page import markdown_section
+from circuit_gym.leaderboard.transfer_tables import rank_transfer_rows
+
+
+def test_a_markdown_section_becomes_escaped_html_tables():
+    text = "### Planted <b>track</b>\n\nsome text\n\n| entry | all |\n|---|---|\n| <img src=x onerror=alert(1)> | 0.5 |\n| b | 0.1 |\n"
+    html = markdown_section(text)
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<b>" not in html and html.count("<tr>") == 3  # header and two rows; the --- line is no row
+    assert html.startswith("<h2>Planted &lt;b&gt;track&lt;/b&gt;</h2>")
+
+
+def test_transfer_rows_rank_on_the_private_model_then_the_public_held_out_models():
+    rows = [
+        {
+            "name": "public_only",
+            "track": "transfer-single-head",
+            "private_k1": None,
+            "unseen_task_unseen_model_k1": 0.99,
+        },
+        {
+            "name": "low",
+            "track": "transfer-single-head",
+            "private_k1": 0.2,
+            "unseen_task_unseen_model_k1": 0.9,
+        },
+        {
+            "name": "high",
+            "track": "transfer-single-head",
+            "private_k1": 0.7,
+            "unseen_task_unseen_model_k1": 0.1,
+        },
+    ]
+    assert [r["name"] for r in rank_transfer_rows(rows)] == ["high", "low", "public_only"]
