@@ -123,8 +123,8 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     entries = [e for e in entries if track(e) not in TRANSFER_TRACKS]
     circuit_entries = [e for e in entries if track(e) == CIRCUIT]
     entries = [e for e in entries if track(e) != CIRCUIT]
-    # The single-head references are required unless the board holds circuit entries only.
-    single = bool(entries) or not circuit_entries
+    # The single-head (v5) references are required unless the board holds other tracks only.
+    single = bool(entries) or not (circuit_entries or transfer)
     if single:
         missing_references(entries, references[SINGLE_HEAD], refused, "")
     if circuit_entries:
@@ -153,7 +153,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     body = "".join(f"{transfer_markdown(rows_t, t)}\n\n" for t, _, rows_t in transfer)
     planted = planted_markdown() if result_paths is None else ""
     body += planted
-    if transfer:
+    if transfer and single:
         body += "### Benchmark v5 (the held-out tasks on `toy`)\n\n"
     body += f"{table}\n\n![board](board.png)\n![per task](per_task.png)\n" if single else ""
     if crows:

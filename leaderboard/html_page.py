@@ -349,7 +349,7 @@ def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequ
         '<p class="about">Click a column header to sort by it (again to reverse). Intervals are 95% '
         "paired-bootstrap intervals; '-' means no value.</p>"
         f"{transfer_html}{markdown_section(planted)}"
-        f"{table(rows, results, tasks, radar) if rows or not circuit_rows else ''}{figs}{circuit}"
+        f"{table(rows, results, tasks, radar) if rows or not (circuit_rows or transfer) else ''}{figs}{circuit}"
         f"{_failures(failed, refused)}"
         f"<script>{SCRIPT}</script></body></html>\n"
     )
