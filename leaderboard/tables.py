@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 
 from circuit_gym import benchmark as B
@@ -59,7 +62,10 @@ def _num(x, digits: int = 3) -> str:
 
 
 def _ci(ci) -> str:
-    return f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci is not None and np.isfinite(ci).all() else ""
+    """`` [lo, hi]`` of a 95% interval, or nothing where it is missing or not two finite numbers
+    (a result file stores a NaN bound as null)."""
+    ok = ci is not None and len(ci) == 2 and all(isinstance(v, numbers.Real) and math.isfinite(v) for v in ci)
+    return f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ok else ""
 
 
 def isolation_note(result: dict) -> str | None:
@@ -78,11 +84,7 @@ def _areas(c: dict | None) -> str:
     if not c or c.get("cpr") is None:
         return "-"
 
-    def ci(key: str) -> str:
-        values = c.get(key)
-        return _ci(values) if values and all(isinstance(v, int | float) for v in values) else ""
-
-    return f"{_num(c['cpr'])}{ci('cpr_ci95')} / {_num(c['cmd'])}{ci('cmd_ci95')}"
+    return f"{_num(c['cpr'])}{_ci(c.get('cpr_ci95'))} / {_num(c['cmd'])}{_ci(c.get('cmd_ci95'))}"
 
 
 def _label(r: dict) -> str:

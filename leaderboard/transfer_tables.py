@@ -8,19 +8,11 @@ model ranks below every entry that has it, by its unseen-task-unseen-model colum
 
 from __future__ import annotations
 
-import math
-
 from circuit_gym import benchmark as B
-from circuit_gym.leaderboard.tables import _num
+from circuit_gym.leaderboard.tables import _ci, _num
 
 SHORT = {"seen_task_seen_model": "seen task, seen model", "unseen_task_seen_model": "unseen task, seen model",
          "seen_task_unseen_model": "seen task, unseen model", "unseen_task_unseen_model": "unseen task, unseen model"}  # fmt: skip
-
-
-def _ci(ci) -> str:
-    """`` [lo, hi]`` of a 95% interval, or nothing where it is missing or not finite."""
-    ok = ci is not None and all(isinstance(v, int | float) and math.isfinite(v) for v in ci)
-    return f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ok else ""
 
 
 def _value(summary: dict | None, track: str, k: int = 1) -> tuple[float | None, list | None]:
