@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+# The leaderboard's tracks (circuit_gym.leaderboard.references.TRACKS), written out so that building
+# the parser imports nothing heavy; a test keeps the two equal.
+BOARD_TRACKS = ("single-head", "circuit", "transfer-single-head", "transfer-circuit")
+
 
 def _cmd_info(args: argparse.Namespace) -> int:
     from circuit_gym.models import load_model
@@ -252,9 +256,8 @@ def _cmd_lb_render(args: argparse.Namespace) -> int:
 
 def _cmd_lb_canary(args: argparse.Namespace) -> int:
     from circuit_gym.leaderboard.canary import run_canary
-    from circuit_gym.leaderboard.references import TRACKS
 
-    tracks = (args.track,) if args.track else TRACKS
+    tracks = (args.track,) if args.track else BOARD_TRACKS
     found = run_canary(tracks=tracks)
     for reference, differences in found.items():
         print(f"{reference}: {'ok' if not differences else 'MOVED'}")
@@ -271,10 +274,9 @@ def _cmd_lb_canary(args: argparse.Namespace) -> int:
 def _cmd_lb_rescore_references(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from circuit_gym.leaderboard.references import TRACKS
     from circuit_gym.leaderboard.rescore import rescore_references
 
-    tracks = (args.track,) if args.track else TRACKS
+    tracks = (args.track,) if args.track else BOARD_TRACKS
     lines = rescore_references(tracks, Path(args.private_seeds) if args.private_seeds else None, args.jobs,
                                args.require_isolation, private_model=Path(args.private_model) if args.private_model else None,
                                names=tuple(args.names) if args.names else None)  # fmt: skip
@@ -451,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_args(p)
     p.add_argument("--name", required=True)
     p.add_argument(
-        "--track", choices=["single-head", "circuit", "transfer-single-head", "transfer-circuit"],
+        "--track", choices=BOARD_TRACKS,
         default="single-head",
         help="single-head (default): rank_heads(observation) on the held-out episodes; circuit: a "
         "circuit-building policy (act(observation, action_mask) and rank_heads) plays the circuit-building "
@@ -520,14 +522,14 @@ def build_parser() -> argparse.ArgumentParser:
         "canary",
         help="re-score the first episodes of every reference and compare them with the committed rows",
     )
-    p.add_argument("--track", choices=["single-head", "circuit", "transfer-single-head", "transfer-circuit"],
+    p.add_argument("--track", choices=BOARD_TRACKS,
                    help="one track only (default: all)")  # fmt: skip
     p.set_defaults(func=_cmd_lb_canary)
     p = lb_sub.add_parser(
         "rescore-references",
         help="score every reference of leaderboard/references.json again; write its result files and the manifest",
     )
-    p.add_argument("--track", choices=["single-head", "circuit", "transfer-single-head", "transfer-circuit"],
+    p.add_argument("--track", choices=BOARD_TRACKS,
                    help="one track only (default: all)")  # fmt: skip
     p.add_argument("--names", nargs="*", help="only these references (default: every one of the tracks)")
     p.add_argument(

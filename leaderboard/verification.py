@@ -18,6 +18,7 @@ from circuit_gym.leaderboard.compare import differences
 from circuit_gym.leaderboard.protocol import stale_reason
 from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.leaderboard.references import (
+    TRACKS,
     Reference,
     ReferenceMismatchError,
     References,
@@ -29,11 +30,8 @@ from circuit_gym.leaderboard.scoring import check_name, read_private_seeds
 CIRCUIT = "circuit"
 SINGLE_HEAD = "single-head"
 # Benchmark v6's tracks (``leaderboard/transfer_scorer.py``): the zoo's public models, four
-# quadrants, and the maintainers' private model.
-TRANSFER_SINGLE_HEAD = "transfer-single-head"
-TRANSFER_CIRCUIT = "transfer-circuit"
-TRACKS = (SINGLE_HEAD, CIRCUIT, TRANSFER_SINGLE_HEAD, TRANSFER_CIRCUIT)
-TRANSFER_TRACKS = (TRANSFER_SINGLE_HEAD, TRANSFER_CIRCUIT)
+# quadrants, and the maintainers' private model. Every track is one of references.TRACKS.
+TRANSFER_TRACKS = tuple(t for t in TRACKS if t.startswith("transfer-"))
 
 
 def definition_of(track_name: str) -> dict:

@@ -88,3 +88,15 @@ def test_the_estimate_is_what_the_committed_reference_took_per_episode():
     assert line.startswith("scoring 48 episodes: about ")
     assert f"{per_episode:.1f} s per episode" in line and f"{48 * per_episode / 60:.0f} min" in line
     assert "no estimate" in estimate("circuit", "acdc")  # no committed reference measured it
+
+
+def test_the_command_line_offers_every_board_track_and_only_those():
+    from circuit_gym.cli import BOARD_TRACKS, build_parser
+    from circuit_gym.leaderboard.references import TRACKS
+
+    assert BOARD_TRACKS == TRACKS
+    for command in (["score", "--name", "x", "--out", "x.json"], ["canary"], ["rescore-references"]):
+        with pytest.raises(SystemExit):  # argparse refuses a track the board does not have
+            build_parser().parse_args(["leaderboard", *command, "--track", "multi"])
+        parsed = build_parser().parse_args(["leaderboard", *command, "--track", "transfer-circuit"])
+        assert parsed.track == "transfer-circuit"
