@@ -78,11 +78,13 @@ def _disjoint(a: dict | None, b: dict | None) -> bool | None:
 
 
 def seed_table(seeds: dict[str, dict], key: str, where: str) -> dict:
-    values = [entry_summary(r)[key][where]["value"] for r in seeds.values() if entry_summary(r)[key][where]]
-    if not values:
+    """Mean and 95% interval over seeds of one measure; each seed named beside its value."""
+    measured = {name: entry_summary(r)[key][where] for name, r in sorted(seeds.items())}
+    named = {name: m["value"] for name, m in measured.items() if m}
+    if not named:
         return {}
-    mean, ci = mean_ci95(values)
-    return {"seeds": sorted(seeds), "values": values, "mean": mean, "ci95_over_seeds": list(ci)}
+    mean, ci = mean_ci95(list(named.values()))
+    return {"seeds": list(named), "values": list(named.values()), "mean": mean, "ci95_over_seeds": list(ci)}
 
 
 def report() -> dict:
