@@ -91,19 +91,25 @@ class SweepTable:
         return buf.getvalue()
 
 
+def build_task_engine(model, task: Task, batch: PromptBatch, ablation: str) -> AblationEngine:
+    """The ablation engine of ``task``'s metric on ``batch`` (the task half of the reward)."""
+    return AblationEngine(model, Evaluation.for_task(task, batch, model_device(model)), ablation)
+
+
 class ContrastiveScorer:
-    """Exact contrastive rewards for any head set on one prompt batch."""
+    """Exact contrastive rewards for any head set on one prompt batch. ``task_engine`` and
+    ``general_engine``: engines already built for this batch and reference (shared, not rebuilt)."""
 
     def __init__(self, model, task: Task, batch: PromptBatch, reference: ReferenceBatch,
-                 ablation: str = "zero", lam: float = 1.0,
-                 general_engine: AblationEngine | None = None) -> None:  # fmt: skip
+                 ablation: str = "zero", lam: float = 1.0, general_engine: AblationEngine | None = None,
+                 task_engine: AblationEngine | None = None) -> None:  # fmt: skip
         check_ablation(ablation)
         if not np.isfinite(lam) or lam < 0:
             raise ValueError(f"lam must be a finite number >= 0, got {lam}")
         self.model, self.task, self.batch, self.reference = model, task, batch, reference
         self.ablation, self.lam = ablation, float(lam)
         device = model_device(model)
-        self.task_engine = AblationEngine(model, Evaluation.for_task(task, batch, device), ablation)
+        self.task_engine = task_engine or build_task_engine(model, task, batch, ablation)
         # The reference batch is fixed per model, so its engine can be shared across batches.
         self.general_engine = general_engine or AblationEngine(
             model, Evaluation.for_reference(reference, device), ablation

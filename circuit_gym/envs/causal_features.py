@@ -118,7 +118,7 @@ def compute_causal(engine: AblationEngine, episode: Episode) -> EpisodeCausal:
 def episode_causal(episode: Episode) -> EpisodeCausal:
     """The causal features of a pool episode: computed once, kept exactly as long as the episode
     and its pool (``Episode.derived``), never in a process-global table."""
-    return episode.derived("causal", lambda e: compute_causal(e.scorer.task_engine, e))
+    return episode.derived("causal", lambda e: compute_causal(e.task_engine, e))
 
 
 def single_head_passes(ablation: str) -> dict[str, int]:

@@ -87,7 +87,7 @@ def circuit_episode(episode: Episode) -> CircuitEpisode:
 
 
 def _build_circuit_episode(episode: Episode) -> CircuitEpisode:
-    runner = CircuitRunner(episode.scorer.task_engine)
+    runner = CircuitRunner(episode.task_engine)
     empty = Circuit.empty(runner.n_layers, runner.n_heads)
     state = CircuitEpisode(episode, runner, float(runner.metric([empty])[0]))
     if not state.full_metric != state.empty_metric:

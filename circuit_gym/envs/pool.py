@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from circuit_gym.ablation.cache import SweepCache
-from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable
+from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable, build_task_engine
+from circuit_gym.ablation.engine import AblationEngine
 from circuit_gym.ablation.tables import general_damage, general_engine, sweep_table
 from circuit_gym.envs.features import FEATURE_BOUND, head_features, prediction_features
 from circuit_gym.models import load_model
@@ -77,6 +78,7 @@ class Episode:
     _features: np.ndarray | None = None
     _prediction: np.ndarray | None = None
     _table: SweepTable | None = None
+    _task_engine: AblationEngine | None = None
     _scorer: ContrastiveScorer | None = None
     _set_rewards: dict[frozenset[int], tuple[float, float]] = field(default_factory=dict)
     _derived: dict[str, Any] = field(default_factory=dict)
@@ -115,12 +117,22 @@ class Episode:
         return self._table
 
     @property
+    def task_engine(self) -> AblationEngine:
+        """The task metric's ablation engine on this batch: all the circuit-building environment
+        needs (its reward has no general-damage half), so it never builds the reference text's
+        engine that :attr:`scorer` adds."""
+        if self._task_engine is None:
+            p = self.pool
+            self._task_engine = build_task_engine(p.model, p.task, self.batch, p.ablation)
+        return self._task_engine
+
+    @property
     def scorer(self) -> ContrastiveScorer:
         if self._scorer is None:
             p = self.pool
             self._scorer = ContrastiveScorer(
                 p.model, p.task, self.batch, p.reference, p.ablation, p.lam,
-                general_engine=general_engine(p.model, p.reference, p.ablation),
+                general_engine=general_engine(p.model, p.reference, p.ablation), task_engine=self.task_engine,
             )  # fmt: skip
         return self._scorer
 
