@@ -1,6 +1,8 @@
 """How long a Planted environment's reset takes on a seed it has never seen (issue 31: "well under
 a second"): generating the weights and the truth, writing the checkpoint, and the whole reset
-(generation, loading the model, building the inner environment and the episode's first batch).
+(generation, loading the model, building the inner environment and the episode's first batch),
+and the circuit-building reset as it is against as it was when it also built the unused
+general-damage engine (alternating seeds in one process).
 
     python scripts/planted_reset_timing.py --seeds 10
 
@@ -41,10 +43,50 @@ def main() -> None:
         for seed in range(2_000_001, 2_000_001 + args.seeds):
             times[key].append(_timed(lambda s, env=env: env.reset(options={"model_seed": s}), seed))
         env.close()
+    times.update(_general_engine_cost(args.seeds))
     for key, values in times.items():
         wall, cpu = zip(*values, strict=True)
         print(f"{key}: wall median {statistics.median(wall):.3f} s (max {max(wall):.3f}), "
               f"CPU median {statistics.median(cpu):.3f} s (max {max(cpu):.3f}), {len(values)} seeds")  # fmt: skip
+
+
+def _general_engine_cost(n_seeds: int) -> dict[str, list[tuple[float, float]]]:
+    """The circuit ID's first reset on fresh seeds as it is, and as it was before its pool
+    stopped building the reference text's general-damage engine (``Episode.task_engine`` taken
+    from the contrastive scorer, which builds both engines): seeds alternate between the two
+    in one process, so the load is shared alike."""
+    import gymnasium as gym
+
+    from circuit_gym.ablation.tables import general_engine
+    from circuit_gym.envs import pool
+
+    now = pool.Episode.task_engine
+
+    def built_as_before(
+        episode,
+    ):  # the scorer's path: its general-damage engine (one per model), then the task's
+        general_engine(episode.pool.model, episode.pool.reference, episode.pool.ablation)
+        return now.fget(episode)
+
+    before = property(built_as_before)
+    env = gym.make(
+        "CircuitDiscovery-Planted-MultiHop-Circuit-v0", pool_size=1, batch_size=8, oracle_info=False
+    )
+    env.reset(options={"model_seed": 3_000_000})
+    out: dict[str, list[tuple[float, float]]] = {"circuit reset, now": [], "circuit reset, as before": []}
+    try:
+        for i, seed in enumerate(range(3_000_001, 3_000_001 + 2 * n_seeds)):
+            pool.Episode.task_engine = before if i % 2 else now
+            key = "circuit reset, as before" if i % 2 else "circuit reset, now"
+            out[key].append(_timed(lambda s: env.reset(options={"model_seed": s}), seed))
+    finally:
+        pool.Episode.task_engine = now
+        env.close()
+    ratio = statistics.median(c for _, c in out["circuit reset, as before"]) / statistics.median(
+        c for _, c in out["circuit reset, now"]
+    )
+    print(f"circuit reset CPU time, before / now (medians): {ratio:.2f}")
+    return out
 
 
 def _timed(fn, arg) -> tuple[float, float]:

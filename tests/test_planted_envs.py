@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from circuit_gym.ablation import tables
+from circuit_gym.ablation.contrastive import ContrastiveScorer
+from circuit_gym.circuits import Circuit, CircuitRunner, faithfulness
 from circuit_gym.envs import planted as P
 from circuit_gym.envs import pool
 from circuit_gym.models.planted.generator import model_name, truth_of
@@ -58,20 +61,43 @@ def test_circuit_building_inner_environment():
     }
 
 
-def test_dropped_models_are_released(monkeypatch):
-    monkeypatch.setattr(P, "INNER_CACHE", 1)
-    env = _env()
+def test_dropped_models_are_released():
+    env = _env(inner_cache=1)
     env.reset(seed=0, options={"model_seed": 31})
     env.reset(seed=0, options={"model_seed": 32})
     assert list(env._inner) == [model_name(32)]
     assert not any(key[0] == model_name(31) for key in pool._MODELS)
 
 
+def test_the_circuit_environment_builds_no_general_damage_engine():
+    """Its reward has no general-damage half, so a reset and steps build no engine on the
+    reference text; its faithfulness equals the one from the contrastive scorer's task engine
+    (the path it used before, which built both engines)."""
+    env = P.PlantedEnv(tasks=("planted_induction",), inner="circuit", seeds=(4,), pool_size=1, batch_size=4,
+                       oracle_info=False)  # fmt: skip
+    _, info = env.reset(seed=0)
+    heads = [*sorted(truth_of(4).circuit("induction")), 0 if 0 not in truth_of(4).circuit("induction") else 1]
+    seen = [env.step(int(h))[4]["faithfulness"] for h in heads]
+    base = env.inner_for(4).unwrapped
+    assert not any(key[0] == id(base.model) for key in tables._GENERAL)
+    episode = base.pool("planted_induction").episode(0)
+    p = episode.pool
+    runner = CircuitRunner(
+        ContrastiveScorer(base.model, p.task, episode.batch, p.reference, p.ablation).task_engine
+    )
+    m = [
+        float(runner.metric([Circuit.of(heads[:k], 12, 12)])[0]) for k in range(4)
+    ]  # one pass each, as the env
+    assert seen == pytest.approx([faithfulness(x, m[0], runner.full_metric) for x in m[1:]], abs=1e-9)
+    assert seen[1] > 0.8  # the whole circuit: the comparison is not between zeros
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [({"tasks": ("ioi",)}, "tasks"), ({"tasks": ("planted_multihop", "planted_induction")}, "tasks"),
      ({"model": "toy"}, "model"), ({"inner": "other"}, "inner"), ({"seeds": ()}, "seeds"),
-     ({"seeds": (-1,)}, "seed"), ({"oracle": 1}, "oracle"), ({"model_path": "/tmp"}, "model_path")],
+     ({"seeds": (-1,)}, "seed"), ({"oracle": 1}, "oracle"), ({"model_path": "/tmp"}, "model_path"),
+     ({"inner_cache": 0}, "inner_cache"), ({"inner_cache": True}, "inner_cache")],
 )  # fmt: skip
 def test_bad_arguments_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -93,6 +93,8 @@ class PlantedEnv(ModelDrawEnv):
         inner: the environment family, ``"single-head"`` or ``"circuit"`` (circuit building).
         seeds: the model seeds to draw from (uniformly); default: any seed in ``[0, 2**31)``.
         oracle: put the ground truth in every ``info``, not only at the end of the episode.
+        inner_cache: inner environments (and models) kept, the least recently used dropped first
+            (a trainer cycling over a fixed seed list keeps them all).
         **kwargs: every other argument of the inner family's environment (``split``,
             ``pool_size``, ``features``, ...); ``ablation`` defaults to ``"resample"`` (every
             planted task has counterfactual prompts).
@@ -105,7 +107,7 @@ class PlantedEnv(ModelDrawEnv):
 
     def __init__(self, model: str = MODEL, tasks: str | Sequence[str] = ("planted_induction",),
                  inner: str = "single-head", seeds: Sequence[int] | None = None, oracle: bool = False,
-                 **kwargs: Any) -> None:  # fmt: skip
+                 inner_cache: int = INNER_CACHE, **kwargs: Any) -> None:  # fmt: skip
         from gymnasium.envs.registration import load_env_creator
 
         from circuit_gym.envs.registration import FAMILIES
@@ -125,11 +127,13 @@ class PlantedEnv(ModelDrawEnv):
                 raise ValueError("seeds must name at least one model seed (or be None: any seed)")
         if not isinstance(oracle, bool):
             raise ValueError(f"oracle must be True or False, got {oracle!r}")
+        if isinstance(inner_cache, bool) or not isinstance(inner_cache, int) or inner_cache < 1:
+            raise ValueError(f"inner_cache must be an int >= 1, got {inner_cache!r}")
         if "model_path" in kwargs:
             raise ValueError("model_path is set by the seed of each episode; it cannot be given")
         kwargs.setdefault("ablation", "resample")
         self.kind, self.task, self.inner_family = kind, task_name(kind), inner
-        self.seeds, self.oracle = seeds, oracle
+        self.seeds, self.oracle, self.inner_cache = seeds, oracle, inner_cache
         self._creator = load_env_creator(FAMILIES[inner].entry_point)
         self._kwargs = kwargs
         self._inner: OrderedDict[str, gym.Env] = OrderedDict()
@@ -150,7 +154,7 @@ class PlantedEnv(ModelDrawEnv):
         path, _ = planted_checkpoint(seed)
         env = self._creator(model=name, model_path=str(path), tasks=(self.task,), **self._kwargs)
         self._inner[name], self._paths[name] = env, str(path)
-        while len(self._inner) > INNER_CACHE:
+        while len(self._inner) > self.inner_cache:
             old, dropped = self._inner.popitem(last=False)
             dropped.close()
             release_model(old, self._paths.pop(old), self._kwargs.get("device", "cpu"))
