@@ -9,6 +9,7 @@ held-out splits are unseen combinations of frame, filler and number
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -43,8 +44,12 @@ def split_years(tokenizer) -> frozenset[tuple[str, int]]:
     )
 
 
-def make_greater_than_batch(tokenizer, split: str, batch_size: int, rng: np.random.Generator) -> PromptBatch:
+def make_greater_than_batch(tokenizer, split: str, batch_size: int, rng: np.random.Generator, *,
+                            items: Callable[[str], tuple] = F.gt_items, task_name: str = "greater_than") -> PromptBatch:  # fmt: skip
     """'The war lasted from 1732 to 17' -> a two-digit year above 32.
+
+    ``items`` and ``task_name``: another task's (frame, noun, century, YY) combinations
+    (``circuit_gym.tasks.robustness``).
 
     ``answers`` holds the start year's two-digit token (the threshold) and
     ``distractors`` the 100 two-digit tokens 00..99 in numeric order: the metric
@@ -56,7 +61,7 @@ def make_greater_than_batch(tokenizer, split: str, batch_size: int, rng: np.rand
     single_token_ids(tokenizer, F.GT_NOUNS)
     candidates = [digits[d] for d in TWO_DIGITS]
     valid = split_years(tokenizer)
-    usable = tuple(it for it in F.gt_items(split) if (it[2], it[3]) in valid and (it[2], 1) in valid)
+    usable = tuple(it for it in items(split) if (it[2], it[3]) in valid and (it[2], 1) in valid)
     pool = same_frame(rng, usable, "year items (of this tokenizer)", split)
     texts, cf_texts, answers, distractors = [], [], [], []
     for _ in range(batch_size):
@@ -65,9 +70,7 @@ def make_greater_than_batch(tokenizer, split: str, batch_size: int, rng: np.rand
         cf_texts.append(frame.format(N=noun, C=century, Y="01"))
         answers.append([digits[f"{yy:02d}"]])
         distractors.append([candidates])
-    return next_token_batch(
-        tokenizer, "greater_than", split, pool[0][0], texts, cf_texts, answers, distractors
-    )
+    return next_token_batch(tokenizer, task_name, split, pool[0][0], texts, cf_texts, answers, distractors)
 
 
 def _year_probabilities(logits: torch.Tensor, batch: PromptBatch) -> tuple[torch.Tensor, torch.Tensor]:
