@@ -140,10 +140,9 @@ NAMES = {"private": "private model", "seen_task_seen_model": "seen task, seen mo
          UNSEEN: "unseen task, unseen model"}  # fmt: skip
 
 
-def table(rep: dict, track: str, key: str) -> str:
+def table(rep: dict, track: str, key: str, cols: tuple[str, ...] = ("private", *B.QUADRANTS)) -> str:
     """One Markdown table: every reference of ``track`` by its ``key`` ("k1", "k5" or "cpr") on the
-    private model and in the four quadrants, best private value first."""
-    cols = ("private", *B.QUADRANTS)
+    private model and in the four quadrants (or the columns ``cols`` names), best private value first."""
     lines = ["| entry | " + " | ".join(NAMES[c] for c in cols) + " | LM passes / episode |",
              "|---" * (2 + len(cols)) + "|"]  # fmt: skip
     entries = rep["references"][track]
