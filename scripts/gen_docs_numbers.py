@@ -435,16 +435,102 @@ def gpt2_cost() -> str:
     return "\n".join(lines)
 
 
-def transfer_table(track: str, key: str) -> Callable[[], str]:
-    """Benchmark v6's table of one track and measure, as ``scripts/transfer_report.py`` renders it."""
+def _transfer_report() -> ModuleType:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import transfer_report  # noqa: PLC0415  (a script beside this one)
+
+    return transfer_report
+
+
+def transfer_table(track: str, key: str, headline: bool = False) -> Callable[[], str]:
+    """Benchmark v6's table of one track and measure, as ``scripts/transfer_report.py`` renders it;
+    ``headline``: only the private model and the held-out tasks of the public held-out models."""
 
     def render() -> str:
-        sys.path.insert(0, str(ROOT / "scripts"))
-        import transfer_report  # noqa: PLC0415  (a script beside this one)
-
-        return transfer_report.table(load(source_path("transfer")), track, key)
+        report = _transfer_report()
+        cols = ("private", report.UNSEEN) if headline else ("private", *report.B.QUADRANTS)
+        return report.table(load(source_path("transfer")), track, key, cols)
 
     return render
+
+
+LEARNED_AGENTS = {"single_head": "PPO, single head", "circuit": "circuit PPO"}
+
+
+def transfer_learned_agents() -> str:
+    """Learned agents on benchmark v6: mean over training seeds (95% t-interval over seeds) of each
+    agent ``scripts/transfer_report.py`` summarises (``ppo_seeds``), one row per agent."""
+    report = _transfer_report()
+    agents = load(source_path("transfer"))["ppo_seeds"]
+    measures = {"k1": "best-of-1", "k5": "best-of-5", "cpr": "CPR"}
+    lines = [
+        _row(["agent", "seeds", "measure", "unseen task, unseen model", "private model"]),
+        _row(["---"] * 5),
+    ]
+    for agent, by_key in agents.items():
+        for measure, label in measures.items():
+            cells = [by_key.get(f"{measure}_{where}") for where in (report.UNSEEN, "private")]
+            if not any(cells):
+                continue
+            seeds = next(c["seeds"] for c in cells if c)
+            values = [f"{fmt(c['mean'])} {fmt(c['ci95_over_seeds'], '[.2f]')}" if c else "-" for c in cells]
+            lines.append(_row([LEARNED_AGENTS.get(agent, agent), str(len(seeds)), label, *values]))
+    return "\n".join(lines)
+
+
+def planted_baselines() -> str:
+    """The first planted-model measurement per kind (benchmarks/results/planted.json,
+    scripts/planted_baselines.py): the oracle, the best single column, shallow-first and ACDC."""
+    summary = load(source_path("bench/planted"))["summary"]
+    lines = [_row(["kind", "oracle: hit / recall@C", "best single column (chosen on 0-2), on 100-102",
+                   "shallow-first: recovery", "ACDC after the sweep: precision / recall", "ACDC, middle threshold"]),
+             _row(["---"] * 6)]  # fmt: skip
+    for kind, s in summary.items():
+        oracle, best, shallow, acdc = s["oracle"], s["best_feature"], s["shallow_first"], s["acdc"]
+        sign = "+" if best["sign"] > 0 else "-"
+        lines.append(_row([kind, f"{fmt(oracle['hit'], '.2f')} / {fmt(oracle['recall_at_c'], '.2f')}",
+                           f"`{best['column']}` ({sign}): {fmt(best['recovery'], '.2f')}, hit {fmt(best['hit'], '.2f')}, "
+                           f"recall@C {fmt(best['recall_at_c'], '.2f')}",
+                           f"{fmt(shallow['recovery'], '.3f')}, hit {fmt(shallow['hit'], '.0f')}",
+                           f"{fmt(acdc['precision'], '.2f')} / {fmt(acdc['recall'], '.2f')} (exact {fmt(acdc['exact'], '.0%')}, "
+                           f"{fmt(acdc['kept_size'], '.1f')} heads)",
+                           f"{fmt(acdc['precision_middle_tau'], '.2f')} / {fmt(acdc['recall_middle_tau'], '.2f')}"]))  # fmt: skip
+    return "\n".join(lines)
+
+
+ZOO = ROOT / "circuit_gym" / "models" / "zoo"
+
+
+def zoo_members() -> str:
+    """The zoo's members (docs/zoo.md): seed and placement, training steps and minutes and the
+    held-out stdlib loss at the end (training_log.json), the tasks its gate admits (card_metrics.json)."""
+    lines = [_row(["member", "seed", "identity layers", "trained", "held-out stdlib loss", "tasks gated", "card"]),
+             _row(["---"] * 7)]  # fmt: skip
+    for member in sorted(d for d in ZOO.iterdir() if (d / "card_metrics.json").is_file()):
+        log = load(member / "training_log.json")
+        setup, last = log["setup"], log["log"][-1]
+        tasks = load(member / "card_metrics.json")["suite"]["tasks"]
+        left_out = [task for task, t in tasks.items() if not t["included"]]
+        gated = f"{len(tasks) - len(left_out)}" + (f" (all but {', '.join(left_out)})" if left_out else "")
+        lines.append(_row([f"`{member.name}`", str(setup["seed"]), str(setup["identity_layers"]),
+                           f"{last['step']:,} steps, {fmt(last['minutes'], '.1f')} min",
+                           fmt(last["stdlib_heldout_loss"], ".2f"), gated,
+                           f"[card](../circuit_gym/models/zoo/{member.name}/MODEL_CARD.md)"]))  # fmt: skip
+    return "\n".join(lines)
+
+
+def zoo_placement() -> str:
+    """Per task the zoo's members gate: each model's modal oracle head, how many distinct ones, and the
+    mean top-5 overlap over model pairs (docs/results/zoo_placement.json, scripts/zoo_placement.py)."""
+    placement = load(ROOT / "docs/results/zoo_placement.json")
+    models, in_zoo = list(placement["models"]), placement["targets"]["distinct_modal_heads_in_zoo"]
+    lines = [_row(["task", *models, "distinct modal heads (zoo / with toy)", "mean top-5 overlap"]),
+             _row(["---"] * (len(models) + 3))]  # fmt: skip
+    for task in in_zoo:
+        t = placement["tasks"][task]
+        lines.append(_row([task, *(t["modal_head"].get(m, "-") for m in models),
+                           f"{in_zoo[task]} / {t['distinct_modal_heads']}", fmt(t["mean_top5_overlap"], ".1f")]))  # fmt: skip
+    return "\n".join(lines)
 
 
 def planted_track() -> str:
@@ -464,6 +550,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "transfer-single-head-k1": transfer_table("transfer-single-head", "k1"),
     "transfer-single-head-k5": transfer_table("transfer-single-head", "k5"),
     "transfer-circuit-cpr": transfer_table("transfer-circuit", "cpr"),
+    "transfer-headline": transfer_table("transfer-single-head", "k1", headline=True),
+    "transfer-learned-agents": transfer_learned_agents,
     "gpt2-cost": gpt2_cost,
     "sweep-speed": sweep_speed,
     "env-ids": env_ids,
@@ -474,6 +562,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "circuit-track-tasks": circuit_track_tasks,
     "per-task-recovery": per_task_recovery,
     "planted-track": planted_track,
+    "planted-baselines": planted_baselines,
+    "zoo-members": zoo_members,
+    "zoo-placement": zoo_placement,
 }
 
 
