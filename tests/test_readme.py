@@ -42,3 +42,17 @@ def test_policy_example_follows_the_protocol():
     scores = check_scores(scope["make_policy"]().rank_heads(obs), obs.shape[0])
     assert scores.shape == (obs.shape[0],) and np.all(np.isfinite(scores))
     assert "--policy myteam.policy:make_policy" in section  # the command names the example's module
+
+
+def test_readme_leads_with_what_a_newcomer_needs_and_keeps_long_results_in_docs():
+    """Issue 33: install, quick start, the IDs, headline results and the glossary, in that order; the
+    full result tables live in docs/results.md, so README's results hold one generated table."""
+    order = ["Install", "Quick start", "Environments", "Results", "Glossary"]
+    positions = [README.index(f"\n## {title}\n") for title in order]
+    assert positions == sorted(positions)
+    results = _section("Results")
+    assert re.findall(r"<!--table ([\w-]+)-->", results) == ["transfer-headline"]
+    assert "](docs/results.md" in results
+    full = (ROOT / "docs/results.md").read_text()
+    for table in ("transfer-single-head-k1", "transfer-circuit-cpr", "pooled-recovery", "circuit-track"):
+        assert f"<!--table {table}-->" in full and f"<!--table {table}-->" not in README
