@@ -131,7 +131,7 @@ MEASUREMENT = re.compile(
 # results, and the pages on circuit building, models, tasks, the leaderboard, the zoo, the planted
 # models and circuit scoring.
 CHECKED_PAGES = ("README.md", "docs/results.md", "docs/circuit_envs.md", "docs/models.md", "docs/tasks.md",
-                 "docs/leaderboard.md", "docs/zoo.md", "docs/planted.md", "docs/circuits.md")  # fmt: skip
+                 "docs/leaderboard.md", "docs/zoo.md", "docs/planted.md", "docs/circuits.md", "docs/engine-and-benchmarks.md")  # fmt: skip
 
 
 @pytest.mark.parametrize("name", CHECKED_PAGES)

@@ -57,3 +57,24 @@ def test_samples_are_split_by_the_stage_run_all_was_in(tmp_path):
     assert stages == {STAGES["train"]: 30, STAGES["score_runs"]: 10, WORKERS: 20, OTHER: 5}
     assert functions[STAGES["score_runs"]] == {"attend (fast_blocks.py)": 10}
     assert functions[WORKERS] == {"sweep (engine.py)": 20}
+
+
+def test_every_profiled_stage_is_a_function_the_main_job_calls():
+    """The profile wraps ``run_all``'s functions by name: a rename there must fail here, not
+    half an hour into ``profile_main_job.py --full``."""
+    import inspect
+
+    from profile_main_job import CIRCUIT_TRACK_STAGES, RUN_ALL_STAGES
+
+    from circuit_gym.baselines import circuit_building_track, run_all
+    from circuit_gym.baselines.fixed_policy import FixedPolicy
+
+    source = inspect.getsource(run_all.run)
+    for name in RUN_ALL_STAGES:
+        assert callable(getattr(run_all, name, None)), f"run_all has no function {name!r}"
+        assert f"{name}(" in source or f"partial({name}" in source, f"run_all.run never calls {name}"
+    for name in CIRCUIT_TRACK_STAGES:
+        assert callable(getattr(circuit_building_track, name, None)), name
+        assert f"circuit_building_track.{name}(" in source, f"run_all.run never calls {name}"
+    assert "FixedPolicy.fit(" in source and callable(FixedPolicy.fit)
+    assert set(STAGES) == {*RUN_ALL_STAGES, *CIRCUIT_TRACK_STAGES, "fit"}
