@@ -151,6 +151,10 @@ def _cmd_lb_score(args: argparse.Namespace) -> int:
         sys.path.insert(0, os.getcwd())
     n_private = len(read_private_seeds(args.private_seeds)[0]) if args.private_seeds else 0
     print(estimate(args.track, args.builtin, n_private), file=sys.stderr)
+    if args.features != "attention" and not transfer:
+        print("error: --features belongs to the transfer tracks (--track transfer-single-head or "
+              "transfer-circuit)", file=sys.stderr)  # fmt: skip
+        return 2
     if args.private_model and not transfer:
         print("error: --private-model belongs to the transfer tracks (--track transfer-single-head or "
               "transfer-circuit)", file=sys.stderr)  # fmt: skip
@@ -163,7 +167,7 @@ def _cmd_lb_score(args: argparse.Namespace) -> int:
             result = score_transfer(args.name, args.track.removeprefix("transfer-"), policy_spec=args.policy,
                                     checkpoint=args.checkpoint, builtin=args.builtin,
                                     private_model=args.private_model, private_seeds=args.private_seeds,
-                                    require_isolation=args.require_isolation)  # fmt: skip
+                                    require_isolation=args.require_isolation, features=args.features)  # fmt: skip
         else:
             result = scorer(args.name, policy_spec=args.policy, checkpoint=args.checkpoint, builtin=args.builtin,
                             model=args.model, model_path=args.model_path, private_seeds=args.private_seeds,
@@ -465,6 +469,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--private-model", metavar="DIR",
         help="maintainers only, transfer tracks: the private evaluation model's directory (never committed); "
         "needs --private-seeds; the result keeps its weights hash",
+    )  # fmt: skip
+    p.add_argument(
+        "--features", default="attention",
+        help="transfer tracks: the observation the policy is given, the environments' features argument "
+        "(attention, the default; causal: attribution and EAP-IG columns, whose passes count as the "
+        "policy's compute; single-head also prediction)",
     )  # fmt: skip
     p.add_argument(
         "--policy",

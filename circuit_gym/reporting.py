@@ -61,3 +61,37 @@ def _curves(lines: dict[str, tuple[list, list]], path: str | Path, title: str, y
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def design_curves(panels: dict[str, tuple[str, dict[str, Sequence[Sequence[dict]]]]], path: str | Path,
+                  title: str) -> Path:  # fmt: skip
+    """One panel per target: ``{panel title: (curve key, {design: [one curve.json per seed]})}``.
+    Each seed's checkpoint-selection value against environment steps (thin), the mean over a
+    design's seeds at each step (thick); the oracle (or greedy search, for CPR ratios) is 1."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    for ax, (panel, (key, designs)) in zip(axes[0], panels.items(), strict=True):
+        for i, (design, curves) in enumerate(designs.items()):
+            colour = f"C{i}"
+            steps = sorted({c["env_steps"] for curve in curves for c in curve})
+            for curve in curves:
+                ax.plot([c["env_steps"] for c in curve], [c[key] for c in curve], c=colour, lw=0.6, alpha=0.4)
+            means = [_mean_at(curves, key, s) for s in steps]
+            ax.plot(steps, means, c=colour, lw=2, marker="o", ms=3, label=f"{design} (mean of {len(curves)})")
+        ax.axhline(1.0, ls="--", c="gray", label="oracle = 1")
+        ax.set_xlabel("environment steps")
+        ax.set_title(panel, fontsize=9)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("selection batches (training models and tasks)")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _mean_at(curves: Sequence[Sequence[dict]], key: str, step: int) -> float:
+    """The mean over the curves that have a point at ``step`` (a resumed run may lack one)."""
+    values = [c[key] for curve in curves for c in curve if c["env_steps"] == step]
+    return float(sum(values) / len(values))

@@ -36,7 +36,9 @@ def canary(reference: Reference, episodes: int | None = None, root: Path = REPO_
     if reference.track.startswith("transfer-"):  # the first episodes of the first public model
         from circuit_gym.leaderboard.transfer_scorer import score_transfer
 
-        fresh = score_transfer(reference.name, reference.track.removeprefix("transfer-"), **kwargs)
+        fresh = score_transfer(
+            reference.name, reference.track.removeprefix("transfer-"), features=reference.features, **kwargs
+        )
     else:
         scorer = score_circuit if reference.track == "circuit" else score
         fresh = scorer(reference.name, model=committed["provenance"]["model"], **kwargs)

@@ -8,7 +8,9 @@
   the SHA-256 of its files (``provenance.checkpoint_digest``): new weights are a new reference;
 - ``result``: its committed result file (relative to the repository root);
 - ``scores_digest``: the SHA-256 of that file's status, scores and private scores
-  (:func:`scores_digest`): the numbers a reviewer accepted.
+  (:func:`scores_digest`): the numbers a reviewer accepted;
+- ``features`` (only when not the default ``"attention"``): the observation the policy is scored
+  with (``transfer_scorer.feature_sets``), so rescoring and the canary give it the same one.
 
 A result file is the reference entry ``name`` of its track when the manifest lists that name
 and the file's scores digest and checkpoint digest are the manifest's, and the checkpoint in
@@ -32,6 +34,7 @@ from circuit_gym.leaderboard.provenance import REPO_ROOT, canonical_json, checkp
 MANIFEST = Path(__file__).resolve().parent / "references.json"
 TRACKS = ("single-head", "circuit", "transfer-single-head", "transfer-circuit")
 _FIELDS = ("policy", "checkpoint", "checkpoint_digest", "result", "scores_digest")
+DEFAULT_FEATURES = "attention"  # the environments' default observation; unsaid in the manifest
 _ABOUT = (
     "Reviewed list of the board's reference entries (leaderboard/references.py). Written by "
     "`circuit-gym leaderboard rescore-references`; review a change like a change of the numbers."
@@ -51,6 +54,7 @@ class Reference:
     checkpoint_digest: str | None
     result: str  # the committed result file, relative to the repository root
     scores_digest: str
+    features: str = DEFAULT_FEATURES  # the observation it is scored with
 
     @property
     def builtin(self) -> str | None:
@@ -89,10 +93,13 @@ def load_manifest(path: Path = MANIFEST) -> References:
             raise ValueError(f"reference manifest {path}: {track!r} must map names to entries")
         out[track] = {}
         for name, entry in entries.items():
-            if not isinstance(entry, dict) or set(entry) != set(_FIELDS):
+            if not isinstance(entry, dict) or not set(_FIELDS) <= set(entry) <= {*_FIELDS, "features"}:
                 raise ValueError(
-                    f"reference manifest {path}: {track}/{name} must have exactly the fields {_FIELDS}"
+                    f"reference manifest {path}: {track}/{name} must have exactly the fields {_FIELDS} "
+                    "(and optionally 'features')"
                 )
+            if not isinstance(entry.get("features", DEFAULT_FEATURES), str):
+                raise ValueError(f"reference manifest {path}: {track}/{name}: features must be a string")
             if not isinstance(entry["policy"], str) or not isinstance(entry["result"], str):
                 raise ValueError(
                     f"reference manifest {path}: {track}/{name}: policy and result must be strings"
@@ -108,8 +115,10 @@ def manifest_entry(result: dict, policy: str, checkpoint: str | None, result_fil
                    root: Path = REPO_ROOT) -> dict:  # fmt: skip
     """The manifest's entry for ``result`` (scored with ``policy`` and ``checkpoint``, written to
     ``result_file``; paths relative to ``root``)."""
-    return {"policy": policy, "checkpoint": checkpoint, "checkpoint_digest": checkpoint_digest(checkpoint, root),
-            "result": result_file, "scores_digest": scores_digest(result)}  # fmt: skip
+    entry = {"policy": policy, "checkpoint": checkpoint, "checkpoint_digest": checkpoint_digest(checkpoint, root),
+             "result": result_file, "scores_digest": scores_digest(result)}  # fmt: skip
+    features = result.get("provenance", {}).get("features", DEFAULT_FEATURES)
+    return entry if features == DEFAULT_FEATURES else {**entry, "features": features}
 
 
 def write_manifest(entries: dict[str, dict[str, dict]], path: Path = MANIFEST) -> Path:
@@ -121,8 +130,12 @@ def write_manifest(entries: dict[str, dict[str, dict]], path: Path = MANIFEST) -
 
 def as_entries(references: References) -> dict[str, dict[str, dict]]:
     """The manifest's JSON form of ``references`` (for editing one entry and writing it back)."""
-    return {t: {n: {k: v for k, v in asdict(r).items() if k in _FIELDS} for n, r in refs.items()}
-            for t, refs in references.items()}  # fmt: skip
+    return {t: {n: _entry(r) for n, r in refs.items()} for t, refs in references.items()}
+
+
+def _entry(reference: Reference) -> dict:
+    entry = {k: v for k, v in asdict(reference).items() if k in _FIELDS}
+    return entry if reference.features == DEFAULT_FEATURES else {**entry, "features": reference.features}
 
 
 def recognise(result: dict, track: str, references: References, root: Path = REPO_ROOT) -> str | None:

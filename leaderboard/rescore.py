@@ -39,7 +39,7 @@ def _score(reference: Reference, private_seeds: Path | None, require_isolation: 
                 "the transfer tracks' references are rescored with both the private model and seeds, or neither"
             )
         return score_transfer(reference.name, reference.track.removeprefix("transfer-"), private_model=private_model,
-                              **kwargs)  # fmt: skip
+                              features=reference.features, **kwargs)  # fmt: skip
     scorer = score_circuit if reference.track == "circuit" else score
     return scorer(reference.name, **kwargs)
 

@@ -61,7 +61,7 @@ def _player(env: gym.Env, rank, prepare=None) -> PlayOne:
     counter = PassCounter(base.model)
 
     def play_one(task: str, seed: int, detailed: bool = True) -> dict:
-        obs, _ = env.reset(options={"task": task, "batch_index": int(seed)})
+        obs, info = env.reset(options={"task": task, "batch_index": int(seed)})
         if prepare is not None:
             prepare(env)
         with counter:
@@ -70,7 +70,7 @@ def _player(env: gym.Env, rank, prepare=None) -> PlayOne:
         table = base.episode.table
         row = {"task": task, "seed": int(seed), "oracle_head": table.oracle_head,
                "oracle_reward": table.oracle_reward, "top5": top_k_heads(scores, 5, base.action_mask()),
-               "lm_passes": counter.counts()}  # fmt: skip
+               "lm_passes": with_observation_passes(counter.counts(), info)}  # fmt: skip
         for r in episode_results(env, scores, "submission", B.KS):
             row[f"head_k{r.k}"] = r.head
             row[f"reward_k{r.k}"] = r.reward
@@ -80,6 +80,13 @@ def _player(env: gym.Env, rank, prepare=None) -> PlayOne:
         return row
 
     return play_one
+
+
+def with_observation_passes(passes: dict[str, int], info: dict) -> dict[str, int]:
+    """The solver's own passes plus what its observation cost (``info["feature_passes"]``: the
+    causal columns are attribution and EAP-IG passes made for the policy, so they are its compute)."""
+    observed = info.get("feature_passes") or {}
+    return {kind: n + int(observed.get(kind, 0)) for kind, n in passes.items()}
 
 
 def _builtin_player(env: gym.Env, solver: WhiteBox) -> PlayOne:

@@ -13,6 +13,11 @@ The per-episode play is each track's own (``leaderboard/scorer.py``'s single-hea
 oracle recovery, and ``leaderboard/circuit_scorer.py``'s circuit-building player, with CPR and
 CMD); the checks, sandbox, provenance and content hash are the skeleton's
 (``leaderboard/scoring.py``). What is new here is only the cells: (model, tasks, seeds).
+
+``features`` picks the observation the policy is given (``circuit_gym.envs.features``: the
+environment's ``features`` argument). The causal columns are attribution and EAP-IG passes made
+for the policy, so their passes count as its compute, and a result scored with them says so in
+``provenance["features"]`` (rescoring it uses the same observation).
 """
 
 from __future__ import annotations
@@ -124,19 +129,27 @@ def check_card_weights(directory: Path, weights_hash: str) -> None:
         )
 
 
-def _single_head_env(cell: Cell) -> gym.Env:
+def feature_sets(track: str) -> tuple[str, ...]:
+    """The observations a policy may ask for on ``track``."""
+    from circuit_gym.envs.features import CIRCUIT_FEATURE_SETS, FEATURE_SETS
+
+    return tuple(CIRCUIT_FEATURE_SETS if track == "circuit" else FEATURE_SETS)
+
+
+def _single_head_env(cell: Cell, features: str) -> gym.Env:
     kwargs = dict(model=cell.model, tasks=cell.tasks, split=B.SPLIT, pool_size=max(cell.seeds) + 1,
                   batch_size=B.PROMPTS_PER_EPISODE, ablation=B.TRANSFER_ABLATION, reference=B.TRANSFER_REFERENCE,
-                  lam=B.LAM, cache=cell.cache)  # fmt: skip
+                  lam=B.LAM, cache=cell.cache, features=features)  # fmt: skip
     if cell.path:
         kwargs["model_path"] = cell.path
     return HideOracleInfo(gym.make(B.multi_env_id(B.TRAIN_MODELS[0]), **kwargs))
 
 
-def _circuit_env(cell: Cell) -> gym.Env:
+def _circuit_env(cell: Cell, features: str) -> gym.Env:
     kwargs = dict(model=cell.model, tasks=cell.tasks, split=B.SPLIT, pool_size=max(cell.seeds) + 1,
                   batch_size=B.PROMPTS_PER_EPISODE, ablation=B.TRANSFER_ABLATION, start=B.CIRCUIT_START,
-                  budget=B.CIRCUIT_BUDGET, alpha=B.CIRCUIT_ALPHA, oracle_info=False, cache=cell.cache)  # fmt: skip
+                  budget=B.CIRCUIT_BUDGET, alpha=B.CIRCUIT_ALPHA, oracle_info=False, cache=cell.cache,
+                  features=features)  # fmt: skip
     if cell.path:
         kwargs["model_path"] = cell.path
     return gym.make(B.circuit_env(B.TRAIN_MODELS[0]), **kwargs)
@@ -191,7 +204,7 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
                    checkpoint: str | None = None, builtin: str | None = None,
                    private_model: str | Path | None = None, private_seeds: str | Path | None = None,
                    require_isolation: bool | None = None, models: tuple[str, ...] | None = None,
-                   sample: int | None = None) -> dict:  # fmt: skip
+                   sample: int | None = None, features: str = "attention") -> dict:  # fmt: skip
     """Score one policy (sandboxed) or builtin on a transfer track; the result dict (``track``
     ``"transfer-single-head"`` or ``"transfer-circuit"``, ``status`` "scored" or "failed").
 
@@ -200,9 +213,14 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
     result is marked ``partial`` and the board refuses it). ``sample``: the canary's run
     (``leaderboard/canary.py``): only the first ``sample`` episodes of the first public model,
     their rows under ``scores["episodes"]``, ``status`` "sample" (the board refuses it).
+    ``features``: the observation (:func:`feature_sets`), recorded in the provenance unless the default.
     """
     if track not in TRACKS:
         raise ValueError(f"track must be one of {TRACKS}, got {track!r}")
+    if features not in feature_sets(track):
+        raise ValueError(
+            f"features must be one of {feature_sets(track)} on the {track} track, got {features!r}"
+        )
     if (private_model is None) != (private_seeds is None):
         raise ValueError(
             "give both private_model and private_seeds (the private model is scored on private seeds), or neither"
@@ -232,7 +250,7 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
             raise ValueError(f"models must be public zoo members {list(public_models())}, got {unknown}")
         plan = [c for c in plan if c.model in models or c.model == PRIVATE]
     start = time.time()
-    envs = {c.model: _ENV[track](c) for c in plan}
+    envs = {c.model: _ENV[track](c, features) for c in plan}
     if private_dir is not None:
         check_card_weights(private_dir, envs[PRIVATE].unwrapped.model.circuit_gym_info.weights_hash)
     definition = B.transfer_definition(track)
@@ -245,6 +263,8 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
         "weights_hashes": {c.model: envs[c.model].unwrapped.model.circuit_gym_info.weights_hash
                            for c in plan if c.model != PRIVATE},
     }  # fmt: skip
+    if features != "attention":  # the default observation is left unsaid (earlier results lack the key)
+        result["provenance"]["features"] = features
     if models is not None:
         result["partial"] = sorted(models)
     result["isolation"] = isolation_record(builtin)

@@ -156,7 +156,8 @@ def rescore_matches(
             from circuit_gym.leaderboard.transfer_scorer import score_transfer
 
             fresh = score_transfer(result["name"], track(result).removeprefix("transfer-"),
-                                   private_model=private_model if with_private else None, **kwargs)  # fmt: skip
+                                   private_model=private_model if with_private else None,
+                                   features=prov.get("features", "attention"), **kwargs)  # fmt: skip
         else:
             from circuit_gym.leaderboard.circuit_scorer import score_circuit
             from circuit_gym.leaderboard.scorer import score

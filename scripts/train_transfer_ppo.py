@@ -4,7 +4,10 @@
     python scripts/train_transfer_ppo.py --workers 10          # ten trainings at once (one core each)
     python scripts/train_transfer_ppo.py --tracks ppo --seeds 0 1
     python scripts/train_transfer_ppo.py --copy-only           # copy finished runs to the docs only
+    python scripts/train_transfer_ppo.py --design causal       # issue 34's design: causal observation
 
+A design (``circuit_gym.baselines.ppo_designs.DESIGNS``) is the reference recipe with some fields changed; its runs go to
+``TRACK`` (the reference design) or ``TRACK_DESIGN`` (e.g. ``ppo_causal``) under OUT and DOCS.
 Each (track, seed) trains on the Zoo-Multi ID of its track over ``zoo-train`` (the training models
 of ``circuit_gym.benchmark``: episodes of the training tasks on training models, train split)
 with the track's reference recipe otherwise, into ``OUT/TRACK/seedN`` (resumable: run the same
@@ -30,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from circuit_gym.baselines.ppo_designs import DESIGNS, run_name  # noqa: E402
 from circuit_gym.benchmark import TRAIN_MODELS  # noqa: E402
 from circuit_gym.embedded import MODEL_SETS  # noqa: E402
 
@@ -37,43 +41,47 @@ TRAIN_SET = "zoo-train"  # circuit_gym.embedded.MODEL_SETS: the benchmark's trai
 # The Zoo-Multi IDs sample the benchmark's training tasks (circuit_gym.envs.registration).
 ENV_IDS = {"ppo": "CircuitDiscovery-Zoo-Multi-v0", "circuit_ppo": "CircuitDiscovery-Zoo-Multi-Circuit-v0"}
 SCORE_KEYS = {"ppo": "best_selection_recovery", "circuit_ppo": "best_selection_score"}
+
 COPIED = ("policy.pt", "policy_last.pt", "config.json", "curve.json", "train_summary.json")
 
 
-def config_of(track: str, seed: int, device: str):
-    """The track's reference config, on its Zoo-Multi ID over the training models, with ``seed``."""
+def config_of(track: str, seed: int, device: str, design: str = "reference"):
+    """The track's reference config with ``design``'s changes, on its Zoo-Multi ID over the
+    training models, with ``seed``."""
     if track == "ppo":
         from circuit_gym.baselines.ppo import PPOConfig as Config
     else:
         from circuit_gym.baselines.circuit_ppo import CircuitPPOConfig as Config
-    return Config(env_id=ENV_IDS[track], model=TRAIN_SET, seed=seed, device=device)
+    return Config(env_id=ENV_IDS[track], model=TRAIN_SET, seed=seed, device=device, **DESIGNS[design])
 
 
-def train_one(track: str, seed: int, out: Path, device: str) -> dict:
+def train_one(track: str, seed: int, out: Path, device: str, design: str = "reference") -> dict:
     from circuit_gym.baselines import circuit_ppo, ppo
 
     train = ppo.train if track == "ppo" else circuit_ppo.train
-    return train(config_of(track, seed, device), out / track / f"seed{seed}", progress=False)
+    return train(config_of(track, seed, device, design), out / run_name(track, design) / f"seed{seed}",
+                 progress=False)  # fmt: skip
 
 
-def copy_finished(track: str, seed: int, out: Path, docs: Path) -> bool:
+def copy_finished(track: str, seed: int, out: Path, docs: Path, design: str = "reference") -> bool:
     """Copy a finished run (``train_summary.json`` written at its end) to the docs; False if unfinished."""
-    run = out / track / f"seed{seed}"
+    run = out / run_name(track, design) / f"seed{seed}"
     if not (run / "train_summary.json").exists():
         return False
-    target = docs / track / f"seed{seed}"
+    target = docs / run_name(track, design) / f"seed{seed}"
     target.mkdir(parents=True, exist_ok=True)
     for name in COPIED:
         shutil.copy2(run / name, target / name)
     return True
 
 
-def record(docs: Path, track: str, seed: int, machine: str) -> None:
+def record(docs: Path, track: str, seed: int, machine: str, design: str = "reference") -> None:
     """Add a finished run's selection score and wall times to ``DOCS/training.json``."""
-    summary = json.loads((docs / track / f"seed{seed}" / "train_summary.json").read_text())
+    name = run_name(track, design)
+    summary = json.loads((docs / name / f"seed{seed}" / "train_summary.json").read_text())
     path = docs / "training.json"
     runs = json.loads(path.read_text())["runs"] if path.exists() else {}
-    runs[f"{track}/seed{seed}"] = {
+    runs[f"{name}/seed{seed}"] = {
         "selection_score": summary[SCORE_KEYS[track]], "warm_up_seconds": round(summary["warm_up_seconds"], 1),
         "train_seconds": round(summary["train_seconds"], 1), "resumed_after_epochs": summary["resumed_after_epochs"],
         "machine": machine,
@@ -93,6 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--tracks", nargs="+", choices=tuple(ENV_IDS), default=list(ENV_IDS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--design", choices=tuple(DESIGNS), default="reference",
+                        help="which recipe (DESIGNS): the reference, or issue 34's causal observation")  # fmt: skip
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "transfer")
     parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "results" / "transfer")
     parser.add_argument(
@@ -112,15 +122,15 @@ def main(argv: list[str] | None = None) -> None:
     if set(MODEL_SETS[TRAIN_SET]) != set(TRAIN_MODELS):
         raise SystemExit(f"{TRAIN_SET} is {MODEL_SETS[TRAIN_SET]}, the benchmark trains on {TRAIN_MODELS}")
     if args.job:
-        print(train_one(args.job[0], int(args.job[1]), args.out, args.device), flush=True)
+        print(train_one(args.job[0], int(args.job[1]), args.out, args.device, args.design), flush=True)
         return
     jobs = [(t, s) for t in args.tracks for s in args.seeds]  # single-head first, seeds in order
     if not args.copy_only:
         run_jobs(jobs, args)
     for track, seed in jobs:
-        if copy_finished(track, seed, args.out, args.docs):
-            record(args.docs, track, seed, args.machine)
-            print(f"copied {track} seed {seed} to {args.docs / track / f'seed{seed}'}")
+        if copy_finished(track, seed, args.out, args.docs, args.design):
+            record(args.docs, track, seed, args.machine, args.design)
+            print(f"copied {track} seed {seed} to {args.docs / run_name(track, args.design) / f'seed{seed}'}")
         else:
             print(f"{track} seed {seed}: not finished in {args.out}")
 
@@ -134,9 +144,9 @@ def run_jobs(jobs: list[tuple[str, int]], args: argparse.Namespace) -> None:
     while pending or running:
         while pending and len(running) < args.workers:
             track, seed = pending.pop(0)
-            log = open(args.out / "logs" / f"{track}_seed{seed}.log", "a")  # noqa: SIM115 (closed below)
+            log = open(args.out / "logs" / f"{run_name(track, args.design)}_seed{seed}.log", "a")  # noqa: SIM115
             command = [sys.executable, __file__, "--job", track, str(seed), "--out", str(args.out),
-                       "--device", args.device]  # fmt: skip
+                       "--device", args.device, "--design", args.design]  # fmt: skip
             running[(track, seed)] = (
                 subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env),
                 log,

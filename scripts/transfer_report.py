@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from circuit_gym import benchmark as B  # noqa: E402
+from circuit_gym.baselines.ppo_designs import DESIGNS, run_name  # noqa: E402
 from circuit_gym.stats import mean_ci95  # noqa: E402
 
 TRACKS = {"transfer-single-head": ROOT / "leaderboard/results/transfer",
@@ -29,6 +30,12 @@ OUT = ROOT / "docs/results/transfer"
 UNSEEN = "unseen_task_unseen_model"
 # Issue 35, item 7 (held-out tasks of held-out models, mean over seeds 0-4).
 TARGET_K5, TARGET_K1, TARGET_CPR_GAP = 0.95, 0.70, 0.10
+# Issue 34, item 3 (the same places and seeds): single-head best-of-1, best-of-5 and the training
+# tasks' best-of-1; circuit CPR within this gap of greedy search's at most this share of its passes.
+TARGETS_34 = {"k1": 0.75, "k5": 0.96, "k1_training_tasks": 0.95, "cpr_gap": 0.05, "pass_share": 1 / 50}
+SEEN = "seen_task_seen_model"
+TRAINING = OUT / "training.json"  # selection scores of every run (scripts/train_transfer_ppo.py)
+TRACK_OF = {"ppo": "transfer-single-head", "circuit_ppo": "transfer-circuit"}
 
 
 def _value(summary: dict | None, track: str, k: int) -> dict | None:
@@ -87,6 +94,94 @@ def seed_table(seeds: dict[str, dict], key: str, where: str) -> dict:
     return {"seeds": list(named), "values": list(named.values()), "mean": mean, "ci95_over_seeds": list(ci)}
 
 
+def design_seeds(track: str, design: str) -> dict[str, dict]:
+    """The scored seed files of ``design``'s runs of ``track`` (``SEEDS_DIR/RUN_seedN.json``)."""
+    out = {}
+    for path in sorted(SEEDS_DIR.glob(f"{run_name(track, design)}_seed*.json")):
+        result = json.loads(path.read_text())
+        if result.get("track") == TRACK_OF[track] and result.get("status") == "scored":
+            out[result["name"]] = result
+    return out
+
+
+def selection_scores(track: str, design: str) -> dict:
+    """Mean and 95% interval over seeds of the runs' checkpoint-selection scores (training models,
+    training tasks, held-back train-split batches): what designs are chosen by."""
+    runs = json.loads(TRAINING.read_text())["runs"] if TRAINING.exists() else {}
+    prefix = run_name(track, design) + "/seed"
+    named = {name: r["selection_score"] for name, r in sorted(runs.items()) if name.startswith(prefix)}
+    if not named:
+        return {}
+    mean, ci = mean_ci95(list(named.values()))
+    return {"runs": list(named), "values": list(named.values()), "mean": mean, "ci95_over_seeds": list(ci)}
+
+
+def designs_report(refs: dict) -> dict:
+    """Per design and track: selection scores and held-out results over seeds; the design each track
+    keeps (best mean selection score); issue 34's targets for every design."""
+    out: dict = {"designs": {}, "chosen": {}, "targets": {}}
+    for design in DESIGNS:
+        entry = {}
+        for track in ("ppo", "circuit_ppo"):
+            seeds = design_seeds(track, design)
+            keys = ("k1", "k5") if track == "ppo" else ("cpr",)
+            entry[track] = {"selection": selection_scores(track, design),
+                            **{f"{k}_{w}": seed_table(seeds, k, w) for k in keys for w in (UNSEEN, "private", SEEN)},
+                            "passes_per_episode": _mean([entry_summary(r)["passes_per_episode"] for r in seeds.values()])}  # fmt: skip
+        out["designs"][design] = entry
+        out["targets"][design] = targets_34(entry, refs)
+    for track in ("ppo", "circuit_ppo"):
+        scored = {
+            d: e[track]["selection"]["mean"] for d, e in out["designs"].items() if e[track]["selection"]
+        }
+        out["chosen"][track] = max(scored, key=scored.get) if scored else None
+    return out
+
+
+def _mean(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return float(sum(values) / len(values)) if values else None
+
+
+def targets_34(entry: dict, refs: dict) -> dict:
+    """Issue 34's targets for one design: means over seeds against the fixed numbers and against the
+    board's white-box references (attribution insertion, greedy search) in the same place."""
+    targets: dict = {}
+    sh, cb = entry["ppo"], entry["circuit_ppo"]
+    for where, label in ((UNSEEN, "public_held_out_models"), ("private", "private_model")):
+        for k in ("k1", "k5"):
+            if sh[f"{k}_{where}"]:
+                mean = sh[f"{k}_{where}"]["mean"]
+                targets[f"best_of_{k[1]}_{label}"] = {"target": TARGETS_34[k], "value": mean,
+                                                      "met": mean >= TARGETS_34[k]}  # fmt: skip
+        cpr = cb[f"cpr_{where}"]
+        attribution = (refs["transfer-circuit"].get("attribution") or {}).get("cpr", {}).get(where)
+        greedy = (refs["transfer-circuit"].get("greedy_search") or {}).get("cpr", {}).get(where)
+        if cpr and attribution:
+            targets[f"circuit_cpr_vs_attribution_{label}"] = {
+                "target": attribution["value"],
+                "value": cpr["mean"],
+                "met": cpr["mean"] >= attribution["value"],
+            }
+        if cpr and greedy:
+            gap = greedy["value"] - cpr["mean"]
+            targets[f"circuit_cpr_gap_to_greedy_{label}"] = {"target": TARGETS_34["cpr_gap"], "value": gap,
+                                                             "met": gap <= TARGETS_34["cpr_gap"]}  # fmt: skip
+    if sh[f"k1_{SEEN}"]:
+        mean = sh[f"k1_{SEEN}"]["mean"]
+        targets["best_of_1_training_tasks_training_models"] = {
+            "target": TARGETS_34["k1_training_tasks"],
+            "value": mean,
+            "met": mean >= TARGETS_34["k1_training_tasks"],
+        }
+    greedy_passes = (refs["transfer-circuit"].get("greedy_search") or {}).get("passes_per_episode")
+    if cb["passes_per_episode"] is not None and greedy_passes:
+        share = cb["passes_per_episode"] / greedy_passes
+        targets["circuit_pass_share_of_greedy"] = {"target": TARGETS_34["pass_share"], "value": share,
+                                                   "met": share <= TARGETS_34["pass_share"]}  # fmt: skip
+    return targets
+
+
 def report() -> dict:
     out: dict = {
         "benchmark": B.transfer_definition("single-head"),
@@ -94,8 +189,8 @@ def report() -> dict:
     }
     refs = {t: {n: entry_summary(r) for n, r in load(d, t).items()} for t, d in TRACKS.items()}
     out["references"] = refs
-    seeds = {t: load(SEEDS_DIR, t) for t in TRACKS}
-    single, circuit = seeds["transfer-single-head"], seeds["transfer-circuit"]
+    # Issue 35's PPO: the reference design's seeds.
+    single, circuit = design_seeds("ppo", "reference"), design_seeds("circuit_ppo", "reference")
     out["ppo_seeds"] = {
         "single_head": {f"{key}_{where}": seed_table(single, key, where)
                         for key in ("k1", "k5") for where in (UNSEEN, "private")},
@@ -124,6 +219,7 @@ def report() -> dict:
                 targets[f"ppo_above_{memoriser}_private_{k}"] = {"target": "non-overlapping 95% intervals",
                                                                 "met": above}  # fmt: skip
     out["targets"] = targets
+    out["issue_34"] = designs_report(refs)
     return out
 
 
@@ -168,12 +264,70 @@ def markdown(rep: dict) -> str:
             if t:
                 lines.append(f"- {track} {key}: mean {t['mean']:.3f} [{t['ci95_over_seeds'][0]:.3f}, "
                              f"{t['ci95_over_seeds'][1]:.3f}] over seeds {t['seeds']} ({', '.join(f'{v:.3f}' for v in t['values'])})")  # fmt: skip
-    lines += ["", "## Targets (issue 35)", ""]
-    for name, t in rep["targets"].items():
+    lines += ["", "## Targets (issue 35)", ""] + target_lines(rep["targets"])
+    lines += designs_markdown(rep["issue_34"])
+    return "\n".join(lines) + "\n"
+
+
+def target_lines(targets: dict) -> list[str]:
+    out = []
+    for name, t in targets.items():
         met = {True: "**met**", False: "**missed**", None: "not measured"}[t["met"]]
         value = f" {t['value']:.3f}" if isinstance(t.get("value"), float) else ""
-        lines.append(f"- {name}:{value} (target {t['target']}): {met}")
-    return "\n".join(lines) + "\n"
+        target = f"{t['target']:.3g}" if isinstance(t["target"], float) else t["target"]
+        out.append(f"- {name}:{value} (target {target}): {met}")
+    return out
+
+
+def _over_seeds(t: dict) -> str:
+    if not t:
+        return "-"
+    lo, hi = t["ci95_over_seeds"]
+    return f"{t['mean']:.3f} [{lo:.2f}, {hi:.2f}] (n={len(t['values'])})"
+
+
+def designs_markdown(rep: dict) -> list[str]:
+    """Issue 34's design comparison: selection scores (what the choice is made on) beside the held-out
+    results (reported, never chosen on), means over seeds with 95% t-intervals."""
+    lines = ["", "## PPO designs (issue 34)", "",
+             "Means over training seeds with 95% t-intervals. The design each track keeps is the one with the "
+             "best mean **selection score** (training models, training tasks, held-back train-split batches); "
+             "the other columns are reported, not chosen on.", ""]  # fmt: skip
+    for track, keys in (("ppo", ("k1", "k5")), ("circuit_ppo", ("cpr",))):
+        label = "single-head" if track == "ppo" else "circuit"
+        head = ["design", "selection score"] + [
+            f"{k} {NAMES[w]}" for k in keys for w in (UNSEEN, "private", SEEN)
+        ]
+        lines += [f"### {label} (kept: {rep['chosen'][track]})", "", "| " + " | ".join(head) + " | LM passes / episode |",
+                  "|---" * (len(head) + 1) + "|"]  # fmt: skip
+        for design, entry in rep["designs"].items():
+            e = entry[track]
+            cells = [_over_seeds(e["selection"])] + [_over_seeds(e[f"{k}_{w}"]) for k in keys
+                                                     for w in (UNSEEN, "private", SEEN)]  # fmt: skip
+            passes = "-" if e["passes_per_episode"] is None else f"{e['passes_per_episode']:,.1f}"
+            lines.append(f"| {design} | " + " | ".join(cells) + f" | {passes} |")
+        lines.append("")
+    for design, targets in rep["targets"].items():
+        lines += [f"### Targets (issue 34), design {design}", ""] + target_lines(targets) + [""]
+    return lines
+
+
+def learning_curves(path: Path) -> Path:
+    """Issue 34's learning curves: per target, every design's seeds against environment steps."""
+    from circuit_gym.reporting import design_curves
+
+    def curves(track: str) -> dict[str, list]:
+        out = {}
+        for design in DESIGNS:
+            runs = sorted((OUT / run_name(track, design)).glob("seed*/curve.json"))
+            if runs:
+                out[design] = [json.loads(p.read_text()) for p in runs]
+        return out
+
+    panels = {"single-head best-of-1": ("selection_k1", curves("ppo")),
+              "single-head best-of-5": ("selection_k5", curves("ppo")),
+              "circuit CPR / greedy search's": ("selection_score", curves("circuit_ppo"))}  # fmt: skip
+    return design_curves(panels, path, "PPO on benchmark v6: checkpoint-selection score while training")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -184,6 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "report.json").write_text(json.dumps(rep, indent=1) + "\n")
     (OUT / "report.md").write_text(markdown(rep))
+    learning_curves(OUT / "learning_curves.png")
     print(f"wrote {OUT / 'report.json'} and report.md")
 
 

@@ -159,3 +159,15 @@ class _CircuitConstant:
 
 def circuit_constant():
     return _CircuitConstant()
+
+
+def eap_ig_reader():
+    """Ranks heads by the causal observation's EAP-IG column (``features="causal"``: column 13 of
+    15); fails on any other observation, so a test sees which one the scorer gave it."""
+
+    def rank(obs):
+        if obs.shape[1] != 15:
+            raise ValueError(f"expected the causal observation (15 columns), got {obs.shape[1]}")
+        return obs[:, 13].astype(float)
+
+    return _Fn(rank)

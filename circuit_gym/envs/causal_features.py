@@ -166,5 +166,7 @@ class CircuitCausalState:
         return np.stack([self.causal.attribution, self.causal.eap_ig, self.position, same(self.f_change),
                          same(self.margin_f), same(self.margin_change), same(steps_left / n)], axis=1)  # fmt: skip
 
-    def forward_passes(self) -> int:
-        return self.passes["forward"] + self.passes["partial"]
+    def lm_passes(self) -> int:
+        """Every pass the columns cost, backward ones included: the circuit track counts passes
+        that way (attribution insertion's backward pass is one of its passes)."""
+        return self.passes["forward"] + self.passes["partial"] + self.passes["backward"]

@@ -197,7 +197,8 @@ class CircuitBuildingEnv(gym.Env):
     ``forward_passes`` — what the observations and rewards need (:data:`SETUP_PASSES` at
     reset, then one per step that changes the circuit); ``oracle_forward_passes`` — the
     candidate tables computed (one pass per candidate, once per circuit state). With
-    ``features="causal"``, ``forward_passes`` includes the causal columns' forward passes and
+    ``features="causal"``, ``forward_passes`` includes every pass the causal columns cost (their
+    backward passes too, as the circuit track counts attribution insertion's) and
     ``feature_passes`` (``{"forward", "partial", "backward"}``) itemises what they cost.
 
     Unless ``oracle_info=False``, every ``step`` adds the oracle **of the state before the
@@ -359,7 +360,7 @@ class CircuitBuildingEnv(gym.Env):
             "forward_passes": self._passes, "oracle_forward_passes": self._oracle_passes,
         }  # fmt: skip
         if self._causal is not None:
-            info["forward_passes"] += self._causal.forward_passes()
+            info["forward_passes"] += self._causal.lm_passes()
             info["feature_passes"] = dict(self._causal.passes)
         return info
 

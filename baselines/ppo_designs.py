@@ -1,0 +1,34 @@
+"""The PPO designs compared on benchmark v6 (issue 34), and where each one's runs live.
+
+A design is the reference recipe of both tracks (``PPOConfig`` and ``CircuitPPOConfig`` as they
+default) with some fields changed. The same changes apply to both tracks, so a design is one
+idea, not two tunings:
+
+- ``reference``: the static attention observation, each track's own network (``HeadScorer``,
+  ``CircuitScorer``);
+- ``causal``: the causal observation (``features="causal"``: attribution patching and EAP-IG
+  under the model's own top-1 vs top-2 margin; in the circuit environment also the circuit's
+  margin faithfulness and its changes) read by the one state-aware network both environments
+  share (``network="state_scorer"``, :mod:`circuit_gym.baselines.state_scorer`).
+
+Designs are chosen between by their checkpoint-selection score on the training models'
+training tasks (held-back train-split batches), never by a held-out result.
+"""
+
+from __future__ import annotations
+
+DESIGNS: dict[str, dict[str, str]] = {
+    "reference": {},
+    "causal": {"features": "causal", "network": "state_scorer"},
+}
+TRACKS = ("ppo", "circuit_ppo")  # single-head PPO, circuit-building PPO
+
+
+def run_name(track: str, design: str) -> str:
+    """The folder (and result-file prefix) of ``design``'s runs of ``track``: ``ppo`` for the
+    reference design, ``ppo_causal`` for the causal one."""
+    if track not in TRACKS:
+        raise ValueError(f"track must be one of {TRACKS}, got {track!r}")
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {tuple(DESIGNS)}, got {design!r}")
+    return track if design == "reference" else f"{track}_{design}"
