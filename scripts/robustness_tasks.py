@@ -81,13 +81,16 @@ def training_frequency(model: str, episodes: int) -> Counter:
 
 
 def choose_cells(models: Sequence[str], tasks: Sequence[str], train_episodes: int, gate_episodes: int,
-                 accuracy_batches: int) -> dict:  # fmt: skip
-    """Stage 1 for every (model, task): the gate, the bottleneck and its training frequency. A task
-    whose eval accuracy is below the gate's minimum fails it without oracle tables (saves CPU)."""
+                 accuracy_batches: int, tabled: Sequence[str] | None = None) -> dict:  # fmt: skip
+    """Stage 1 for every (model, task): the gate, the bottleneck and its training frequency. Oracle
+    tables (the costly part) only for the tasks in ``tabled`` (default: all) whose eval accuracy
+    reaches the gate's minimum; the others get their accuracy and a reason."""
+    tabled = tasks if tabled is None else tabled
     from circuit_gym.envs.pool import shared_model
 
     out: dict = {"models": {}, "cells": {}}
     for model in models:
+        print(f"choice on {model}: training frequency, eval accuracy, eval oracle tables", flush=True)
         freq = training_frequency(model, train_episodes)
         n_heads = shared_model(model).circuit_gym_info.n_heads
         total = sum(freq.values())
@@ -101,7 +104,7 @@ def choose_cells(models: Sequence[str], tasks: Sequence[str], train_episodes: in
         accuracy = {
             t: task_metrics(shared_model(model), t, "eval", n_batches=accuracy_batches) for t in tasks
         }
-        performed = [t for t in tasks if accuracy[t]["accuracy"] >= MIN_ACCURACY]
+        performed = [t for t in tasks if accuracy[t]["accuracy"] >= MIN_ACCURACY and t in tabled]
         tables = oracle_heads(model, performed, "eval", gate_episodes) if performed else {}
         for task in tasks:
             cell: dict = {"model": model, "task": task, "base_task": BASE_TASK[task],
@@ -116,8 +119,10 @@ def choose_cells(models: Sequence[str], tasks: Sequence[str], train_episodes: in
                             bottleneck_training_rank=ranked.index(bottleneck) + 1 if bottleneck in freq else None,
                             frequent_in_training=bottleneck in ranked[:OTHER_TOP],
                             kept=bool(g["included"] and bottleneck in ranked[:OTHER_TOP]))  # fmt: skip
-            else:
+            elif task in tabled:
                 cell.update(gate=None, kept=False, why=f"eval accuracy below the gate's {MIN_ACCURACY}")
+            else:
+                cell.update(gate=None, kept=False, why="accuracy only: not in --tasks")
             out["cells"][f"{model}/{task}"] = cell
     return out
 
@@ -170,6 +175,7 @@ def score_cells(kept: dict[str, list[str]], all_solvers: dict, episodes: int) ->
     for model, tasks in kept.items():
         if not tasks:
             continue
+        print(f"scores on {model}: {', '.join(tasks)} (test batches 0-{episodes - 1})", flush=True)
         envs: dict[str, object] = {}
         for label, runs in all_solvers.items():
             for run, features, rank in runs:
@@ -205,7 +211,9 @@ def targets(table: dict, fixed: str = FIXED_LABEL) -> dict:
         for label, row in by_solver.items():
             if label.startswith("ppo_"):
                 ppo, memo = row["k1"]["mean"], by_solver[fixed]["k1"]["mean"]
-                out.setdefault(label, {})[cell] = {"ppo_k1": ppo, "fixed_k1": memo, "met": bool(ppo >= memo)}
+                met = bool(ppo >= memo)
+                out.setdefault(label, {})[cell] = {"ppo_k1": ppo, "fixed_k1": memo, "met": met,
+                                                   "verdict": "met" if met else "missed"}  # fmt: skip
     return out
 
 
@@ -233,8 +241,9 @@ def markdown(report: dict) -> str:
     for cell in report["choice"]["cells"].values():
         g = cell["gate"]
         if g is None:
+            why = "fail (accuracy)" if "below" in cell["why"] else "not gated (--tasks)"
             lines.append(
-                f"| {cell['model']} | {cell['task']} | {cell['accuracy']:.3f} | fail (accuracy) | - | - | no |"
+                f"| {cell['model']} | {cell['task']} | {cell['accuracy']:.3f} | {why} | - | - | no |"
             )
             continue
         lines.append(
@@ -273,31 +282,39 @@ def main(argv: list[str] | None = None) -> dict:
         "--accuracy-batches", type=int, default=4, help="eval-split batches of 16 prompts for accuracy"
     )
     p.add_argument("--train-episodes", type=int, default=48, help="train-split batches per training task")
+    p.add_argument("--tasks", default=None, help="comma-separated robustness tasks to gate and score "
+                   "(default: all; the others get their eval accuracy only)")  # fmt: skip
     p.add_argument("--out", type=Path, default=ROOT / "docs/results/robustness")
     args = p.parse_args(argv)
     for name in ("episodes", "gate_episodes", "accuracy_batches", "train_episodes"):
         if getattr(args, name) < 2:
             raise SystemExit(f"--{name.replace('_', '-')} must be at least 2")
+    shown = [
+        str(d.resolve().relative_to(ROOT)) if d.resolve().is_relative_to(ROOT) else str(d) for d in args.ppo
+    ]
     tasks = register_robustness_tasks()
+    tabled = tasks if args.tasks is None else tuple(args.tasks.split(","))
+    if unknown := set(tabled) - set(tasks):
+        raise SystemExit(f"--tasks: unknown robustness tasks {sorted(unknown)}; choose from {list(tasks)}")
     all_solvers = solvers(args.ppo)
     choice = choose_cells(
-        B.TRAIN_MODELS, tasks, args.train_episodes, args.gate_episodes, args.accuracy_batches
+        B.TRAIN_MODELS, tasks, args.train_episodes, args.gate_episodes, args.accuracy_batches, tabled
     )
     kept = {
         m: [c["task"] for c in choice["cells"].values() if c["model"] == m and c["kept"]]
         for m in B.TRAIN_MODELS
     }
     table = score_cells(kept, all_solvers, args.episodes)
-    shown = [str(d.relative_to(ROOT)) if d.resolve().is_relative_to(ROOT) else str(d) for d in args.ppo]
     report = {
         "command": "python scripts/robustness_tasks.py " + " ".join(f"--ppo {d}" for d in shown)
+        + (f" --tasks {args.tasks}" if args.tasks else "")
         + f" --episodes {args.episodes} --gate-episodes {args.gate_episodes}"
         f" --accuracy-batches {args.accuracy_batches} --train-episodes {args.train_episodes}",
         "settings": {"episodes": args.episodes, "gate_episodes": args.gate_episodes,
                      "accuracy_batches": args.accuracy_batches, "train_episodes": args.train_episodes,
                      "benchmark_version": B.TRANSFER_BENCHMARK_VERSION, "models": list(B.TRAIN_MODELS),
                      "ppo_dirs": shown, "fixed_memoriser": str(FIXED.relative_to(ROOT)),
-                     "random_seeds": list(RANDOM_SEEDS)},
+                     "random_seeds": list(RANDOM_SEEDS), "tabled_tasks": list(tabled)},
         "choice": choice, "table": table, "targets": targets(table),
     }  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
