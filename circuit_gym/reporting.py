@@ -63,14 +63,15 @@ def _curves(lines: dict[str, tuple[list, list]], path: str | Path, title: str, y
     return path
 
 
-def design_curves(panels: dict[str, tuple[str, dict[str, Sequence[Sequence[dict]]]]], path: str | Path,
+def design_curves(panels: dict[str, tuple[str, dict[str, Sequence[Sequence[dict]]], str]], path: str | Path,
                   title: str) -> Path:  # fmt: skip
-    """One panel per target: ``{panel title: (curve key, {design: [one curve.json per seed]})}``.
+    """One panel per target: ``{panel title: (curve key, {design: [one curve.json per seed]}, what 1
+    is)}``.
     Each seed's checkpoint-selection value against environment steps (thin), the mean over a
     design's seeds at each step (thick); the oracle (or greedy search, for CPR ratios) is 1."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
-    for ax, (panel, (key, designs)) in zip(axes[0], panels.items(), strict=True):
+    for ax, (panel, (key, designs, one)) in zip(axes[0], panels.items(), strict=True):
         for i, (design, curves) in enumerate(designs.items()):
             colour = f"C{i}"
             steps = sorted({c["env_steps"] for curve in curves for c in curve})
@@ -78,7 +79,7 @@ def design_curves(panels: dict[str, tuple[str, dict[str, Sequence[Sequence[dict]
                 ax.plot([c["env_steps"] for c in curve], [c[key] for c in curve], c=colour, lw=0.6, alpha=0.4)
             means = [_mean_at(curves, key, s) for s in steps]
             ax.plot(steps, means, c=colour, lw=2, marker="o", ms=3, label=f"{design} (mean of {len(curves)})")
-        ax.axhline(1.0, ls="--", c="gray", label="oracle = 1")
+        ax.axhline(1.0, ls="--", c="gray", label=f"{one} = 1")
         ax.set_xlabel("environment steps")
         ax.set_title(panel, fontsize=9)
         ax.legend(fontsize=7)

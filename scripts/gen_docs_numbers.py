@@ -454,27 +454,38 @@ def transfer_table(track: str, key: str, headline: bool = False) -> Callable[[],
     return render
 
 
-LEARNED_AGENTS = {"single_head": "PPO, single head", "circuit": "circuit PPO"}
+LEARNED_AGENTS = {"ppo": "PPO, single head", "circuit_ppo": "circuit PPO"}
 
 
 def transfer_learned_agents() -> str:
-    """Learned agents on benchmark v6: mean over training seeds (95% t-interval over seeds) of each
-    agent ``scripts/transfer_report.py`` summarises (``ppo_seeds``), one row per agent."""
+    """Learned agents on benchmark v6, one row per (track, design, measure) that
+    ``scripts/transfer_report.py`` summarises (``issue_34.designs``): mean over training seeds (95%
+    t-interval over seeds) on the held-out tasks of the public held-out models and on the private
+    model, the checkpoint-selection score the design is chosen by, and LM passes per episode."""
     report = _transfer_report()
-    agents = load(source_path("transfer"))["ppo_seeds"]
-    measures = {"k1": "best-of-1", "k5": "best-of-5", "cpr": "CPR"}
-    lines = [
-        _row(["agent", "seeds", "measure", "unseen task, unseen model", "private model"]),
-        _row(["---"] * 5),
-    ]
-    for agent, by_key in agents.items():
-        for measure, label in measures.items():
-            cells = [by_key.get(f"{measure}_{where}") for where in (report.UNSEEN, "private")]
-            if not any(cells):
+    rep = load(source_path("transfer"))["issue_34"]
+    measures = {"ppo": {"k1": "best-of-1", "k5": "best-of-5"}, "circuit_ppo": {"cpr": "CPR"}}
+    lines = [_row(["agent", "design", "seeds", "measure", "unseen task, unseen model", "private model",
+                   "selection score (training tasks)", "LM passes / episode"]), _row(["---"] * 8)]  # fmt: skip
+    for track, by_measure in measures.items():
+        for design, entry in rep["designs"].items():
+            e = entry[track]
+            if not e["selection"]:
                 continue
-            seeds = next(c["seeds"] for c in cells if c)
-            values = [f"{fmt(c['mean'])} {fmt(c['ci95_over_seeds'], '[.2f]')}" if c else "-" for c in cells]
-            lines.append(_row([LEARNED_AGENTS.get(agent, agent), str(len(seeds)), label, *values]))
+            kept = " (kept)" if rep["chosen"][track] == design else ""
+            selection = f"{fmt(e['selection']['mean'])} {fmt(e['selection']['ci95_over_seeds'], '[.2f]')}"
+            passes = "-" if e["passes_per_episode"] is None else fmt(e["passes_per_episode"], ",.1f")
+            for measure, label in by_measure.items():
+                cells = [e.get(f"{measure}_{where}") for where in (report.UNSEEN, "private")]
+                values = [
+                    f"{fmt(c['mean'])} {fmt(c['ci95_over_seeds'], '[.2f]')}" if c else "-" for c in cells
+                ]
+                seeds = len(e["selection"]["values"])
+                lines.append(
+                    _row(
+                        [LEARNED_AGENTS[track], design + kept, str(seeds), label, *values, selection, passes]
+                    )
+                )
     return "\n".join(lines)
 
 
@@ -606,9 +617,13 @@ def fill(text: str, where: str = "") -> tuple[str, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only report stale numbers; exit 1 if any")
+    parser.add_argument("only", nargs="*", metavar="PAGE", help="only these pages (default: every page)")
     args = parser.parse_args(argv)
     stale = []
+    chosen = {(ROOT / p).resolve() for p in args.only}
     for page in pages():
+        if chosen and page.resolve() not in chosen:
+            continue
         text = page.read_text()
         new, changes = fill(text, str(page.relative_to(ROOT)))
         stale += changes

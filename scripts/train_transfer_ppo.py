@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from circuit_gym.baselines.ppo_designs import DESIGNS, run_name  # noqa: E402
+from circuit_gym.baselines.ppo_designs import DESIGNS, configure, run_name  # noqa: E402
 from circuit_gym.benchmark import TRAIN_MODELS  # noqa: E402
 from circuit_gym.embedded import MODEL_SETS  # noqa: E402
 
@@ -52,7 +52,7 @@ def config_of(track: str, seed: int, device: str, design: str = "reference"):
         from circuit_gym.baselines.ppo import PPOConfig as Config
     else:
         from circuit_gym.baselines.circuit_ppo import CircuitPPOConfig as Config
-    return Config(env_id=ENV_IDS[track], model=TRAIN_SET, seed=seed, device=device, **DESIGNS[design])
+    return configure(Config(env_id=ENV_IDS[track], model=TRAIN_SET, seed=seed, device=device), design)
 
 
 def train_one(track: str, seed: int, out: Path, device: str, design: str = "reference") -> dict:

@@ -324,9 +324,9 @@ def learning_curves(path: Path) -> Path:
                 out[design] = [json.loads(p.read_text()) for p in runs]
         return out
 
-    panels = {"single-head best-of-1": ("selection_k1", curves("ppo")),
-              "single-head best-of-5": ("selection_k5", curves("ppo")),
-              "circuit CPR / greedy search's": ("selection_score", curves("circuit_ppo"))}  # fmt: skip
+    panels = {"single-head best-of-1": ("selection_k1", curves("ppo"), "oracle"),
+              "single-head best-of-5": ("selection_k5", curves("ppo"), "oracle"),
+              "circuit CPR / greedy search's": ("selection_score", curves("circuit_ppo"), "greedy search")}  # fmt: skip
     return design_curves(panels, path, "PPO on benchmark v6: checkpoint-selection score while training")
 
 

@@ -11,16 +11,19 @@ import pytest
 
 from circuit_gym import benchmark as B
 from circuit_gym.baselines import circuit_ppo, ppo
-from circuit_gym.baselines.ppo_designs import DESIGNS, TRACKS, run_name
+from circuit_gym.baselines.ppo_designs import DESIGNS, TRACKS, configure, run_name
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import transfer_report  # noqa: E402
 
 
 def test_every_design_is_a_valid_config_of_both_tracks_and_has_its_own_folders():
-    for fields in DESIGNS.values():
-        for config in (ppo.PPOConfig(**fields), circuit_ppo.CircuitPPOConfig(**fields)):
-            assert all(getattr(config, k) == v for k, v in fields.items())
+    for design, fields in DESIGNS.items():
+        for default in (ppo.PPOConfig(), circuit_ppo.CircuitPPOConfig()):
+            config = configure(default, design)
+            assert config.epochs == default.epochs * fields.get("epochs_factor", 1)
+            assert all(getattr(config, k) == v for k, v in fields.items() if k != "epochs_factor")
+            assert default == type(default)()  # the default config is not changed in place
     names = [run_name(t, d) for t in TRACKS for d in DESIGNS]
     assert len(set(names)) == len(names) and run_name("ppo", "reference") == "ppo"
     with pytest.raises(ValueError, match="design must be one of"):
