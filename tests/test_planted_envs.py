@@ -52,6 +52,7 @@ def test_circuit_building_inner_environment():
                        oracle_info=False)  # fmt: skip
     obs, info = env.reset(seed=1)
     assert obs.shape[0] == 144 and P.TRUTH_KEY not in info
+    assert (env.stop_action, env.alpha) == (144, 0.01)  # what reward wrappers read (circuit_ppo.AreaReward)
     _, reward, terminated, _, info = env.step(env.action_space.n - 1)  # STOP
     assert terminated and reward == 0.0
     assert {h["role"] for h in info[P.TRUTH_KEY]["circuits"]["redundant"]} == {

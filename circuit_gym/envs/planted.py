@@ -143,6 +143,10 @@ class PlantedEnv(ModelDrawEnv):
         first = self.inner_for(seeds[0] if seeds else 0)
         self.action_space, self.observation_space = first.action_space, first.observation_space
         self.render_mode = getattr(first, "render_mode", None)
+        # The circuit family's, the same on every model: wrappers (circuit_ppo.AreaReward) read them.
+        for name in ("stop_action", "alpha"):
+            if hasattr(first.unwrapped, name):
+                setattr(self, name, getattr(first.unwrapped, name))
 
     def inner_for(self, seed: int) -> gym.Env:
         """The inner environment of the model of ``seed`` (built on first use, least recently
