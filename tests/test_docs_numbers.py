@@ -96,7 +96,7 @@ def test_a_bad_marker_is_a_clear_error(marker, error):
     ("name", "tables", "sources"),
     [
         ("README.md", ("transfer-headline", "env-ids"),
-         ("transfer:", "seeds:", "board/planted/", "results:wall_seconds", "timings:make_test")),
+         ("transfer:", "seeds:", "board/planted/", "bench/profile_main_job:", "timings:make_test")),
         ("docs/results.md", ("transfer-single-head-k1", "transfer-single-head-k5", "transfer-circuit-cpr",
                              "transfer-learned-agents", "pooled-recovery", "per-task-recovery", "circuit-track"),
          ("transfer:", "board/transfer/", "seeds:", "track:", "results:")),
