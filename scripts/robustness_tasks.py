@@ -25,6 +25,7 @@ Writes ``--out``/robustness.json and robustness.md.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -142,6 +143,12 @@ def ppo_seed_dirs(directory: Path) -> list[Path]:
     if not seeds:
         raise ValueError(f"{directory} holds no seed*/policy.pt")
     return seeds
+
+
+def checkpoint_hashes(ppo_dirs: Sequence[Path]) -> dict[str, dict[str, str]]:
+    """The first 16 hex digits of each scored ``policy.pt``'s SHA-256: which checkpoints a report scored."""
+    return {d.name: {s.name: hashlib.sha256((s / "policy.pt").read_bytes()).hexdigest()[:16] for s in ppo_seed_dirs(d)}
+            for d in ppo_dirs}  # fmt: skip
 
 
 def solvers(ppo_dirs: Sequence[Path]) -> dict[str, list[tuple[str, str, RankFn]]]:
@@ -313,7 +320,7 @@ def main(argv: list[str] | None = None) -> dict:
         "settings": {"episodes": args.episodes, "gate_episodes": args.gate_episodes,
                      "accuracy_batches": args.accuracy_batches, "train_episodes": args.train_episodes,
                      "benchmark_version": B.TRANSFER_BENCHMARK_VERSION, "models": list(B.TRAIN_MODELS),
-                     "ppo_dirs": shown, "fixed_memoriser": str(FIXED.relative_to(ROOT)),
+                     "ppo_dirs": shown, "ppo_checkpoints": checkpoint_hashes(args.ppo), "fixed_memoriser": str(FIXED.relative_to(ROOT)),
                      "random_seeds": list(RANDOM_SEEDS), "tabled_tasks": list(tabled)},
         "choice": choice, "table": table, "targets": targets(table),
     }  # fmt: skip
