@@ -12,7 +12,11 @@ idea, not two tunings:
   share (``network="state_scorer"``, :mod:`circuit_gym.baselines.state_scorer`);
 - ``causal_long``: ``causal`` trained three times as many epochs (24 single-head, 12 circuit),
   because the causal circuit runs' selection score still rose at their last epoch. Only its
-  circuit runs were trained (the single-head ones would take about 30 minutes a seed here).
+  circuit runs were trained (the single-head ones would take about 30 minutes a seed here);
+- ``causal_area`` (circuit track only: the single-head environment has one step, so no curve):
+  ``causal_long`` trained on the area reward (``reward="area"``: the return is the area under the
+  episode's faithfulness curve, as CPR is, so the heads added first count most) instead of the
+  final faithfulness.
 
 Designs are chosen between by their checkpoint-selection score on the training models'
 training tasks (held-back train-split batches), never by a held-out result.
@@ -28,6 +32,7 @@ DESIGNS: dict[str, dict[str, Any]] = {
     "reference": {},
     "causal": {"features": "causal", "network": "state_scorer"},
     "causal_long": {"features": "causal", "network": "state_scorer", "epochs_factor": 3},
+    "causal_area": {"features": "causal", "network": "state_scorer", "epochs_factor": 3, "reward": "area"},
 }
 TRACKS = ("ppo", "circuit_ppo")  # single-head PPO, circuit-building PPO
 
@@ -48,4 +53,7 @@ def configure(config: Any, design: str) -> Any:
         raise ValueError(f"design must be one of {tuple(DESIGNS)}, got {design!r}")
     changes = dict(DESIGNS[design])
     factor = changes.pop("epochs_factor", 1)
+    missing = sorted(k for k in changes if not hasattr(config, k))
+    if missing:  # e.g. the circuit-only reward on the single-head track: refuse, never drop it
+        raise ValueError(f"design {design!r} sets {missing}, which {type(config).__name__} does not have")
     return replace(config, **changes, epochs=config.epochs * factor)

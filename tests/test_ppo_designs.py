@@ -20,10 +20,15 @@ import transfer_report  # noqa: E402
 def test_every_design_is_a_valid_config_of_both_tracks_and_has_its_own_folders():
     for design, fields in DESIGNS.items():
         for default in (ppo.PPOConfig(), circuit_ppo.CircuitPPOConfig()):
+            if any(not hasattr(default, k) for k in fields if k != "epochs_factor"):
+                with pytest.raises(ValueError, match="does not have"):  # refused, never dropped
+                    configure(default, design)
+                continue
             config = configure(default, design)
             assert config.epochs == default.epochs * fields.get("epochs_factor", 1)
             assert all(getattr(config, k) == v for k, v in fields.items() if k != "epochs_factor")
             assert default == type(default)()  # the default config is not changed in place
+    assert configure(circuit_ppo.CircuitPPOConfig(), "causal_area").reward == "area"
     names = [run_name(t, d) for t in TRACKS for d in DESIGNS]
     assert len(set(names)) == len(names) and run_name("ppo", "reference") == "ppo"
     with pytest.raises(ValueError, match="design must be one of"):
