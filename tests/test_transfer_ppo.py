@@ -70,3 +70,19 @@ def test_circuit_ppo_trains_and_selects_on_training_models_and_tasks(tmp_path, s
     check_served(served, config, set(curve[-1]["cpr_vs_greedy_per_task"]))
     reference = json.loads((tmp_path / circuit_ppo.REFERENCE_CACHE).read_text())[0]["reference"]
     assert set(reference) == set(curve[-1]["cpr_vs_greedy_per_task"])
+
+
+def test_the_area_reward_works_over_the_zoo_models():
+    """``AreaReward`` reads the STOP action and alpha from ``env.unwrapped``: over several models
+    that is the model-drawing environment, which must expose them (it did not, and every
+    ``reward="area"`` run on the Zoo IDs failed at its first step)."""
+    import gymnasium as gym
+
+    env = circuit_ppo.AreaReward(gym.make("CircuitDiscovery-Zoo-Multi-Circuit-v0", model="zoo-train",
+                                          pool_size=1, budget=2, batch_size=4, alpha=0.01))  # fmt: skip
+    _, info = env.reset(seed=0)
+    head = int(info["action_mask"][:-1].argmax())  # a legal head
+    _, reward, _, _, info = env.step(head)
+    assert reward == pytest.approx(info["faithfulness"] - 0.01)
+    _, reward, terminated, _, _ = env.step(env.unwrapped.stop_action)
+    assert reward == 0.0 and terminated

@@ -20,6 +20,16 @@ import gymnasium as gym
 import numpy as np
 
 MODEL_OPTION = "model"
+# Settings of the circuit-building family, the same on every inner model, that wrappers read
+# from ``env.unwrapped`` (``circuit_ppo.AreaReward``: the STOP action and the per-head cost).
+CIRCUIT_SETTINGS = ("stop_action", "alpha")
+
+
+def expose_circuit_settings(outer: gym.Env, inner: gym.Env) -> None:
+    """Give an environment over many models the circuit settings of one of its inner ones."""
+    for name in CIRCUIT_SETTINGS:
+        if hasattr(inner.unwrapped, name):
+            setattr(outer, name, getattr(inner.unwrapped, name))
 
 
 class ModelDrawEnv(gym.Env):
@@ -60,6 +70,7 @@ class ModelDrawEnv(gym.Env):
         self.action_space, self.observation_space = first.action_space, first.observation_space
         self.metadata = dict(first.metadata)
         self.render_mode = getattr(first, "render_mode", None)
+        expose_circuit_settings(self, first)
         self._model: str | None = None
 
     def inner(self, model: str) -> gym.Env:
