@@ -84,14 +84,18 @@ def _disjoint(a: dict | None, b: dict | None) -> bool | None:
     return bool(a["ci95"][0] > b["ci95"][1])
 
 
-def seed_table(seeds: dict[str, dict], key: str, where: str) -> dict:
-    """Mean and 95% interval over seeds of one measure; each seed named beside its value."""
-    measured = {name: entry_summary(r)[key][where] for name, r in sorted(seeds.items())}
-    named = {name: m["value"] for name, m in measured.items() if m}
+def over_seeds(named: dict[str, float], label: str) -> dict:
+    """Mean and 95% t-interval of ``{run: value}``, the runs listed under ``label`` ({} if none)."""
     if not named:
         return {}
     mean, ci = mean_ci95(list(named.values()))
-    return {"seeds": list(named), "values": list(named.values()), "mean": mean, "ci95_over_seeds": list(ci)}
+    return {label: list(named), "values": list(named.values()), "mean": mean, "ci95_over_seeds": list(ci)}
+
+
+def seed_table(seeds: dict[str, dict], key: str, where: str) -> dict:
+    """Mean and 95% interval over seeds of one measure; each seed named beside its value."""
+    measured = {name: entry_summary(r)[key][where] for name, r in sorted(seeds.items())}
+    return over_seeds({name: m["value"] for name, m in measured.items() if m}, "seeds")
 
 
 def design_seeds(track: str, design: str) -> dict[str, dict]:
@@ -110,10 +114,7 @@ def selection_scores(track: str, design: str) -> dict:
     runs = json.loads(TRAINING.read_text())["runs"] if TRAINING.exists() else {}
     prefix = run_name(track, design) + "/seed"
     named = {name: r["selection_score"] for name, r in sorted(runs.items()) if name.startswith(prefix)}
-    if not named:
-        return {}
-    mean, ci = mean_ci95(list(named.values()))
-    return {"runs": list(named), "values": list(named.values()), "mean": mean, "ci95_over_seeds": list(ci)}
+    return over_seeds(named, "runs")
 
 
 def designs_report(refs: dict) -> dict:
@@ -143,6 +144,12 @@ def _mean(values: list) -> float | None:
     return float(sum(values) / len(values)) if values else None
 
 
+def target(value: float, goal: float, at_most: bool = False) -> dict:
+    """A target's record: the goal, the measured value, and whether it is met (``value >= goal``,
+    or ``value <= goal`` for a gap or a cost)."""
+    return {"target": goal, "value": value, "met": value <= goal if at_most else value >= goal}
+
+
 def targets_34(entry: dict, refs: dict) -> dict:
     """Issue 34's targets for one design: means over seeds against the fixed numbers and against the
     board's white-box references (attribution insertion, greedy search) in the same place."""
@@ -151,34 +158,24 @@ def targets_34(entry: dict, refs: dict) -> dict:
     for where, label in ((UNSEEN, "public_held_out_models"), ("private", "private_model")):
         for k in ("k1", "k5"):
             if sh[f"{k}_{where}"]:
-                mean = sh[f"{k}_{where}"]["mean"]
-                targets[f"best_of_{k[1]}_{label}"] = {"target": TARGETS_34[k], "value": mean,
-                                                      "met": mean >= TARGETS_34[k]}  # fmt: skip
+                targets[f"best_of_{k[1]}_{label}"] = target(sh[f"{k}_{where}"]["mean"], TARGETS_34[k])
         cpr = cb[f"cpr_{where}"]
         attribution = (refs["transfer-circuit"].get("attribution") or {}).get("cpr", {}).get(where)
         greedy = (refs["transfer-circuit"].get("greedy_search") or {}).get("cpr", {}).get(where)
         if cpr and attribution:
-            targets[f"circuit_cpr_vs_attribution_{label}"] = {
-                "target": attribution["value"],
-                "value": cpr["mean"],
-                "met": cpr["mean"] >= attribution["value"],
-            }
+            targets[f"circuit_cpr_vs_attribution_{label}"] = target(cpr["mean"], attribution["value"])
         if cpr and greedy:
-            gap = greedy["value"] - cpr["mean"]
-            targets[f"circuit_cpr_gap_to_greedy_{label}"] = {"target": TARGETS_34["cpr_gap"], "value": gap,
-                                                             "met": gap <= TARGETS_34["cpr_gap"]}  # fmt: skip
+            targets[f"circuit_cpr_gap_to_greedy_{label}"] = target(
+                greedy["value"] - cpr["mean"], TARGETS_34["cpr_gap"], at_most=True
+            )
     if sh[f"k1_{SEEN}"]:
-        mean = sh[f"k1_{SEEN}"]["mean"]
-        targets["best_of_1_training_tasks_training_models"] = {
-            "target": TARGETS_34["k1_training_tasks"],
-            "value": mean,
-            "met": mean >= TARGETS_34["k1_training_tasks"],
-        }
+        targets["best_of_1_training_tasks_training_models"] = target(
+            sh[f"k1_{SEEN}"]["mean"], TARGETS_34["k1_training_tasks"]
+        )
     greedy_passes = (refs["transfer-circuit"].get("greedy_search") or {}).get("passes_per_episode")
     if cb["passes_per_episode"] is not None and greedy_passes:
         share = cb["passes_per_episode"] / greedy_passes
-        targets["circuit_pass_share_of_greedy"] = {"target": TARGETS_34["pass_share"], "value": share,
-                                                   "met": share <= TARGETS_34["pass_share"]}  # fmt: skip
+        targets["circuit_pass_share_of_greedy"] = target(share, TARGETS_34["pass_share"], at_most=True)
     return targets
 
 
@@ -201,15 +198,14 @@ def report() -> dict:
     greedy = refs["transfer-circuit"].get("greedy_search")
     # Held-out models: the public ones (unseen task, unseen model) and the private one.
     for where, label in ((UNSEEN, "public_held_out_models"), ("private", "private_model")):
-        for k, target in (("k5", TARGET_K5), ("k1", TARGET_K1)):
+        for k, goal in (("k5", TARGET_K5), ("k1", TARGET_K1)):
             if sh[f"{k}_{where}"]:
-                mean = sh[f"{k}_{where}"]["mean"]
-                targets[f"best_of_{k[1]}_{label}"] = {"target": target, "value": mean, "met": mean >= target}
+                targets[f"best_of_{k[1]}_{label}"] = target(sh[f"{k}_{where}"]["mean"], goal)
         cpr = out["ppo_seeds"]["circuit"][f"cpr_{where}"]
         if greedy and cpr and greedy["cpr"][where]:
-            gap = greedy["cpr"][where]["value"] - cpr["mean"]
-            targets[f"circuit_cpr_gap_to_greedy_{label}"] = {"target": TARGET_CPR_GAP, "value": gap,
-                                                             "met": gap <= TARGET_CPR_GAP}  # fmt: skip
+            targets[f"circuit_cpr_gap_to_greedy_{label}"] = target(
+                greedy["cpr"][where]["value"] - cpr["mean"], TARGET_CPR_GAP, at_most=True
+            )
     ppo = refs["transfer-single-head"].get("ppo")
     for memoriser in ("fixed", "testset_memoriser"):
         other = refs["transfer-single-head"].get(memoriser)
