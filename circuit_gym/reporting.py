@@ -56,10 +56,15 @@ def _curves(lines: dict[str, tuple[list, list]], path: str | Path, title: str, y
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _save(fig, path: str | Path) -> Path:
+    """Write ``fig`` to ``path`` (laid out, 120 dpi) and free it."""
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
@@ -85,11 +90,7 @@ def design_curves(panels: dict[str, tuple[str, dict[str, Sequence[Sequence[dict]
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel("selection batches (training models and tasks)")
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _mean_at(curves: Sequence[Sequence[dict]], key: str, step: int) -> float:

@@ -25,13 +25,6 @@ MODEL_OPTION = "model"
 CIRCUIT_SETTINGS = ("stop_action", "alpha")
 
 
-def expose_circuit_settings(outer: gym.Env, inner: gym.Env) -> None:
-    """Give an environment over many models the circuit settings of one of its inner ones."""
-    for name in CIRCUIT_SETTINGS:
-        if hasattr(inner.unwrapped, name):
-            setattr(outer, name, getattr(inner.unwrapped, name))
-
-
 class ModelDrawEnv(gym.Env):
     """Draw a model at each reset (uniformly, or ``reset(options={"model": name})``), then play
     one episode of the inner environment built for it.
@@ -67,11 +60,18 @@ class ModelDrawEnv(gym.Env):
         self._make_inner = make_inner
         self._inner: dict[str, gym.Env] = {}
         first = self.inner(models[0])
-        self.action_space, self.observation_space = first.action_space, first.observation_space
+        self.adopt_interface(first)
         self.metadata = dict(first.metadata)
-        self.render_mode = getattr(first, "render_mode", None)
-        expose_circuit_settings(self, first)
         self._model: str | None = None
+
+    def adopt_interface(self, first: gym.Env) -> None:
+        """Take the spaces, render mode and circuit settings of one inner environment (every inner
+        one shares them): what a caller or wrapper reads from this environment itself."""
+        self.action_space, self.observation_space = first.action_space, first.observation_space
+        self.render_mode = getattr(first, "render_mode", None)
+        for name in CIRCUIT_SETTINGS:
+            if hasattr(first.unwrapped, name):
+                setattr(self, name, getattr(first.unwrapped, name))
 
     def inner(self, model: str) -> gym.Env:
         """The environment of ``model`` (built on first use; its spaces must match the others')."""

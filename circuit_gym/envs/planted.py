@@ -26,7 +26,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from circuit_gym.envs.model_draw import ModelDrawEnv, expose_circuit_settings
+from circuit_gym.envs.model_draw import ModelDrawEnv
 from circuit_gym.envs.pool import release_model
 from circuit_gym.models.planted.generator import check_seed, model_name, planted_checkpoint, truth_of
 from circuit_gym.tasks.planted import KINDS, task_name
@@ -140,10 +140,7 @@ class PlantedEnv(ModelDrawEnv):
         self._paths: dict[str, str] = {}
         self._model: str | None = None
         self._seed: int | None = None
-        first = self.inner_for(seeds[0] if seeds else 0)
-        self.action_space, self.observation_space = first.action_space, first.observation_space
-        self.render_mode = getattr(first, "render_mode", None)
-        expose_circuit_settings(self, first)  # wrappers (circuit_ppo.AreaReward) read them
+        self.adopt_interface(self.inner_for(seeds[0] if seeds else 0))
 
     def inner_for(self, seed: int) -> gym.Env:
         """The inner environment of the model of ``seed`` (built on first use, least recently
