@@ -33,6 +33,7 @@ from circuit_gym import benchmark as B
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.leaderboard import circuit_scorer, scorer
 from circuit_gym.leaderboard.provenance import content_hash, make_provenance
+from circuit_gym.leaderboard.references import DEFAULT_FEATURES
 from circuit_gym.leaderboard.scoring import (
     POLICY_FAILURES,
     _round,
@@ -204,7 +205,7 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
                    checkpoint: str | None = None, builtin: str | None = None,
                    private_model: str | Path | None = None, private_seeds: str | Path | None = None,
                    require_isolation: bool | None = None, models: tuple[str, ...] | None = None,
-                   sample: int | None = None, features: str = "attention") -> dict:  # fmt: skip
+                   sample: int | None = None, features: str = DEFAULT_FEATURES) -> dict:  # fmt: skip
     """Score one policy (sandboxed) or builtin on a transfer track; the result dict (``track``
     ``"transfer-single-head"`` or ``"transfer-circuit"``, ``status`` "scored" or "failed").
 
@@ -263,7 +264,7 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
         "weights_hashes": {c.model: envs[c.model].unwrapped.model.circuit_gym_info.weights_hash
                            for c in plan if c.model != PRIVATE},
     }  # fmt: skip
-    if features != "attention":  # the default observation is left unsaid (earlier results lack the key)
+    if features != DEFAULT_FEATURES:  # the default observation is left unsaid (earlier results lack the key)
         result["provenance"]["features"] = features
     if models is not None:
         result["partial"] = sorted(models)

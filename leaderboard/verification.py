@@ -18,6 +18,7 @@ from circuit_gym.leaderboard.compare import differences
 from circuit_gym.leaderboard.protocol import stale_reason
 from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.leaderboard.references import (
+    DEFAULT_FEATURES,
     TRACKS,
     Reference,
     ReferenceMismatchError,
@@ -157,7 +158,7 @@ def rescore_matches(
 
             fresh = score_transfer(result["name"], track(result).removeprefix("transfer-"),
                                    private_model=private_model if with_private else None,
-                                   features=prov.get("features", "attention"), **kwargs)  # fmt: skip
+                                   features=prov.get("features", DEFAULT_FEATURES), **kwargs)  # fmt: skip
         else:
             from circuit_gym.leaderboard.circuit_scorer import score_circuit
             from circuit_gym.leaderboard.scorer import score

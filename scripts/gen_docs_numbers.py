@@ -139,8 +139,14 @@ def registry(_: str = "") -> dict:
         "print(json.dumps({'tasks': tasks, 'families': sorted({get_task(t).family for t in tasks})}))"
     )
     # A fresh interpreter: this process may have registered more (a test that made a Planted ID).
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-    return json.loads(out.stdout)
+    return json.loads(in_fresh_interpreter(code))
+
+
+def in_fresh_interpreter(code: str) -> str:
+    """What ``code`` prints in a new Python process run from the repository root: for numbers that
+    depend on what the package registers on import, which this process may have added to."""
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
 
 
 @cache
@@ -548,13 +554,10 @@ def planted_track() -> str:
     """The Planted track's public and secret tables (leaderboard/results/planted/, docs/planted.md).
     In a child process: importing the track registers the planted tasks, which would change the
     ``registry`` counts of this one."""
-    import subprocess
-
     code = (
         "from circuit_gym.leaderboard.planted_tables import planted_tables; print(planted_tables(), end='')"
     )
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          check=True).stdout.rstrip()  # fmt: skip
+    return in_fresh_interpreter(code).rstrip()
 
 
 TABLES: dict[str, Callable[[], str]] = {
@@ -621,6 +624,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stale = []
     chosen = {(ROOT / p).resolve() for p in args.only}
+    unknown = sorted(str(p) for p in chosen - {page.resolve() for page in pages()})
+    if unknown:
+        parser.error(f"not a page this script fills (README.md, CONTRIBUTING.md, docs/*.md): {unknown}")
     for page in pages():
         if chosen and page.resolve() not in chosen:
             continue

@@ -320,3 +320,10 @@ def test_the_board_numbers_follow_a_rescore(tmp_path, monkeypatch):
     assert len(changes) == 3, changes
     assert "ppo <!--n board/ppo:scores.overall.k5.recovery-->0.500<!--/n-->" in filled
     assert "-->01234567<!--/n-->..." in filled and "-->8<!--/n--> seeds drawn" in filled
+
+
+def test_naming_a_page_the_generator_does_not_fill_is_an_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        gen.main(["--check", "docs/no_such_page.md"])
+    assert stop.value.code == 2 and "no_such_page.md" in capsys.readouterr().err
+    assert gen.main(["--check", "README.md"]) == 0  # a page it fills is checked alone
