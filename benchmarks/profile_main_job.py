@@ -5,7 +5,7 @@ for the real job) in a child process under the sampling profiler **py-spy** (``p
 py-spy``; ``--subprocesses``, so the sweep workers are sampled too) with an empty sweep cache
 of its own, and prints one table:
 
-- ``stage``: the main job's steps (``baselines/run_all.py``), timed in the job's process by
+- ``stage``: the main job's steps (``circuit_gym/baselines/run_all.py``), timed in the job's process by
   wrapping the functions ``run`` calls; ``workers`` is the sweeps' worker processes (stage 0's
   pool and the evaluation pools swept in the background while PPO trains), which overlap;
 - ``seconds``: wall time of the stage (workers: their CPU time, summed);
@@ -49,7 +49,7 @@ from machine_rate import load_average, matmul_rates
 
 COUNTS_ENV = "PROFILE_MAIN_JOB_COUNTS"  # set in the child: where each process writes its counts
 RESULTS = Path(__file__).resolve().parent / "results" / "profile_main_job.json"
-# The functions baselines/run_all.py's run() calls, and the stage each one is.
+# The functions circuit_gym/baselines/run_all.py's run() calls, and the stage each one is.
 STAGES = {
     "precompute_jobs": "0 oracle tables (sweeps)", "train": "1 PPO training", "fit": "2 fixed baseline",
     "evaluate": "3 evaluation", "ranking_circuit_scores": "4 circuit scores (CPR/CMD)",

@@ -6,7 +6,7 @@ evaluates on the held-out ones) and ``leaderboard/`` (which scores on them), so 
 the other. Changing anything here changes the numbers, so it changes ``BENCHMARK_VERSION`` (or
 ``CIRCUIT_BENCHMARK_VERSION``); result files scored under another version are refused by the
 board. The reference entries are listed in the reviewed manifest
-``leaderboard/references.json`` (``leaderboard/references.py``).
+``leaderboard/references.json`` (``circuit_gym/leaderboard/references.py``).
 """
 
 from __future__ import annotations

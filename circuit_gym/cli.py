@@ -461,9 +461,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="single-head",
         help="single-head (default): rank_heads(observation) on the held-out episodes; circuit: a "
         "circuit-building policy (act(observation, action_mask) and rank_heads) plays the circuit-building "
-        "environment, scored by CPR / CMD (leaderboard/circuit_scorer.py); transfer-*: benchmark v6, the "
+        "environment, scored by CPR / CMD (circuit_gym/leaderboard/circuit_scorer.py); transfer-*: benchmark v6, the "
         "same on every public zoo model in four quadrants (seen / unseen task x model), "
-        "leaderboard/transfer_scorer.py",
+        "circuit_gym/leaderboard/transfer_scorer.py",
     )  # fmt: skip
     p.add_argument(
         "--private-model", metavar="DIR",
@@ -496,7 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument(
         "--require-isolation", action=argparse.BooleanOptionalAction, default=None,
-        help="refuse to run the policy without complete isolation (leaderboard/isolation.py); default: on "
+        help="refuse to run the policy without complete isolation (circuit_gym/leaderboard/isolation.py); default: on "
         "with --private-seeds, off otherwise (the result then records what was missing)",
     )  # fmt: skip
     p.set_defaults(func=_cmd_lb_score)

@@ -1,13 +1,13 @@
 """The circuit track in one command: train PPO seeds on the Circuit Multi ID, score four solvers on held-out tasks.
 
-1. Train PPO (``baselines/circuit_ppo.py``) on ``CircuitDiscovery-Toy-Multi-Circuit-v0`` (the
+1. Train PPO (``circuit_gym/baselines/circuit_ppo.py``) on ``CircuitDiscovery-Toy-Multi-Circuit-v0`` (the
    leaderboard benchmark's training tasks, train split), one run per ``--seeds`` seed (seed 0 in
    ``--out/ppo``, seed s in ``--out/ppo_seed{s}``), checkpoints chosen by CPR on held-back
    train-split batches; runs resume from their last epoch and finished runs are reused;
 2. play exact greedy search, attribution insertion, random insertion and every PPO run on the
    benchmark's held-out tasks (test split, batches ``0 .. episodes - 1``) and score the circuits
    they build by CPR / CMD and forward passes per episode
-   (``baselines/circuit_building_track.py``);
+   (``circuit_gym/baselines/circuit_building_track.py``);
 3. write ``track.json`` (rows per solver and task, every episode, the targets of issue 22 on
    the mean over seeds), ``track.md`` and ``learning_curves.png`` (each run's selection score
    per epoch, greedy search at 1) to ``--out``.
@@ -46,7 +46,9 @@ def main(argv: list[str] | None = None) -> dict:
         "--ray-workers", type=int, default=0, help="greedy search's candidates on N Ray actors"
     )
     parser.add_argument(
-        "--reward", default="gain", help="PPO's training reward (baselines/circuit_ppo.py: gain | area)"
+        "--reward",
+        default="gain",
+        help="PPO's training reward (circuit_gym/baselines/circuit_ppo.py: gain | area)",
     )
     parser.add_argument(
         "--train-only", action="store_true", help="train (or resume) the seeds' runs, score nothing"

@@ -3,7 +3,7 @@
 
     nice -n 10 env OMP_NUM_THREADS=1 python scripts/train_planted_ppo.py --out runs/planted/ppo
 
-Training: ``baselines/circuit_ppo.py``'s PPO (its config, network and trainer; the same command
+Training: ``circuit_gym/baselines/circuit_ppo.py``'s PPO (its config, network and trainer; the same command
 again resumes from the run folder, more ``--epochs`` extend it) in two stages: ``--pretrain-epochs``
 (40) at alpha 0 with the area reward into ``OUT/pretrain`` (it learns which heads raise faithfulness; from scratch at
 the track's alpha it learns to STOP at once), then ``--epochs`` (10) at the track's alpha 0.01 from

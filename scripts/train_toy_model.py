@@ -333,6 +333,9 @@ def _sdpa_forward(self, hidden_states, attention_mask=None, position_ids=None, p
     q, k, v = (m(hidden_states).view(b, t, self.n_heads, self.d_head).transpose(1, 2)
                for m in (self.q, self.k, self.v))  # fmt: skip
     z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0 / self.scale)
+    dropped = getattr(self, "dropped_heads", None)
+    if dropped is not None:  # head dropout: these heads carry another row's output (resample)
+        z = torch.where(dropped[None, :, None, None], z.roll(1, dims=0).detach(), z)
     return self.o(z.transpose(1, 2).reshape(b, t, -1)), None
 
 
@@ -345,6 +348,17 @@ def use_fast_attention(model) -> None:
 def use_reference_attention(model) -> None:
     for block in model.layers:
         block.attn.__dict__.pop("forward", None)
+        block.attn.__dict__.pop("dropped_heads", None)
+
+
+def draw_head_dropout(model, p: float) -> None:
+    """The self-repair knob (``--head-dropout P``): for this batch, each head of each layer is
+    resample-ablated (its output replaced by another row's) with probability ``p``, as the board
+    ablates heads. A model trained so cannot rely on any one head and keeps backups that take
+    over when a head is ablated (the self-repair of GPT-2's backup name movers). ``p == 0``
+    draws nothing, so the random streams, and the weights, are those of a recipe without it."""
+    for block in model.layers:
+        block.attn.dropped_heads = torch.rand(block.attn.n_heads) < p if p > 0 else None
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -417,7 +431,7 @@ def export(model, cfg_dict: dict, tok, out_dir: Path, card: dict) -> None:
 # ----------------------------------------------------------------------------- main
 RESULT_ARGS = ("steps", "batch_size", "n_layers", "n_heads", "d_model", "n_ctx", "vocab", "lr", "warmup",
                "max_phase1_steps", "seed_layers", "seed", "smoke", "eval_every", "init_from", "recipe", "identity_layers",
-               "release_step", "tokenizer")  # fmt: skip
+               "release_step", "tokenizer", "head_dropout")  # fmt: skip
 
 
 def parse_args(argv: list[str] | None):
@@ -462,6 +476,13 @@ def parse_args(argv: list[str] | None):
         default=None,
         help="a tokenizer.json to use instead of training one (a zoo shares one tokenizer)",
     )
+    p.add_argument(
+        "--head-dropout",
+        type=float,
+        default=0.0,
+        help="self-repair knob: in phase 2 each head is resample-ablated with this probability "
+        "per batch, so the model keeps backups (0: off, the zoo v1 recipe)",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--save-every", type=int, default=250)
@@ -488,6 +509,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(
             "--identity-layers shapes training from scratch; it cannot be combined with --init-from"
         )
+    if not 0.0 <= args.head_dropout < 1.0:
+        raise SystemExit(f"--head-dropout must be in [0, 1), not {args.head_dropout}")
     if args.release_step is None:
         args.release_step = int(0.75 * args.steps)
     torch.set_num_threads(args.threads)
@@ -495,6 +518,8 @@ def main(argv: list[str] | None = None) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     ckpt_path = args.work / "checkpoint.pt"
     setup = {k: getattr(args, k) for k in RESULT_ARGS}
+    if not args.head_dropout:  # zoo v1's runs predate the knob: their setup (and resume check) stays
+        del setup["head_dropout"]
     if args.init_from:
         setup["init_from_sha256"] = _file_sha256(Path(args.init_from) / "model.safetensors")
     if args.tokenizer:
@@ -573,8 +598,10 @@ def main(argv: list[str] | None = None) -> None:
             layers = only_layers(model, args.identity_layers, args.n_layers)
         else:
             layers = contextlib.nullcontext()
+        draw_head_dropout(model, args.head_dropout if phase == 2 else 0.0)
         with layers:
             loss = F.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten())
+        draw_head_dropout(model, 0.0)  # evaluation and export see the whole model
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

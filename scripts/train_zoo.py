@@ -2,6 +2,7 @@
 
     python scripts/train_zoo.py --jobs 2                      # every public member, 2 at a time
     python scripts/train_zoo.py --members zoo1 zoo3           # some of them
+    python scripts/train_zoo.py --pilot                       # issue 41's self-repair pilot (runs/zoo_pilot)
     python scripts/train_zoo.py --private-seed-file SECRET.json --out-root /somewhere/private
                                                               # the maintainer's private model
 
@@ -25,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from circuit_gym.models.zoo_recipe import VOCAB, ZOO, ZooMember, private_member  # noqa: E402
+from circuit_gym.models.zoo_recipe import VOCAB, ZOO, ZooMember, pilot_members, private_member  # noqa: E402
 
 TRAIN_SCRIPT = ROOT / "scripts" / "train_toy_model.py"
 
@@ -61,11 +62,20 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--jobs", type=int, default=2, help="members trained at once (one thread each)")
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "zoo", help="checkpoints, logs, tokenizer")
     p.add_argument("--out-root", type=Path, default=ROOT / "circuit_gym" / "models" / "zoo")
+    p.add_argument(
+        "--pilot",
+        action="store_true",
+        help="train the self-repair pilot's members (default out-root: runs/zoo_pilot/models)",
+    )
     p.add_argument("--private-seed-file", type=Path, default=None,
                    help='JSON {"seed": N} kept outside the repository: trains the private model only')  # fmt: skip
     args = p.parse_args(argv)
 
-    if args.private_seed_file is not None:
+    if args.pilot:
+        members = pilot_members()
+        if args.out_root == ROOT / "circuit_gym" / "models" / "zoo":
+            args.out_root = ROOT / "runs" / "zoo_pilot" / "models"
+    elif args.private_seed_file is not None:
         secret = json.loads(args.private_seed_file.read_text())["seed"]
         members: tuple[ZooMember, ...] = (private_member(int(secret)),)
         if ROOT in args.out_root.resolve().parents or args.out_root.resolve() == ROOT:
@@ -77,6 +87,8 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"unknown zoo members {unknown}; the zoo is {sorted(known)}")
         members = tuple(known[n] for n in args.members) if args.members else ZOO
     tokenizer = shared_tokenizer(args.work)
+    if ROOT in tokenizer.resolve().parents:  # a training log names repository paths relative to it
+        tokenizer = tokenizer.resolve().relative_to(ROOT)
     queue = [m for m in members if not finished(args.out_root / m.name)]
     for m in members:
         if m not in queue:

@@ -364,7 +364,7 @@ def patch_the_scorers_checks(checkpoint=None):
     import circuit_gym.evaluation as ev
     import circuit_gym.policy as pol
 
-    boot = sys.modules["__main__"]  # the child's bootstrap (leaderboard/policy_child.py)
+    boot = sys.modules["__main__"]  # the child's bootstrap (circuit_gym/leaderboard/policy_child.py)
     pol.check_scores = lambda scores, n, *a, **k: np.asarray(scores, dtype=float)
     ev.recovery_summary = lambda *a, **k: {"recovery": 1.0}
     boot.MAX_REPLY_BYTES = boot.MAX_SCORES = 1 << 40
@@ -460,7 +460,7 @@ def spawner_quiet(checkpoint=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# The circuit track (leaderboard/circuit_scorer.py): circuit-building policies, with
+# The circuit track (circuit_gym/leaderboard/circuit_scorer.py): circuit-building policies, with
 # act(observation, action_mask) besides rank_heads. The honest one adds the two heads it ranks
 # highest, then says STOP; the attacks above run at its first call (act, not rank_heads).
 HONEST_CIRCUIT_SIZE = 2

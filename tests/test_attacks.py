@@ -3,7 +3,7 @@
 Each attempt either fails with a clear failure record, or scores exactly what the honest
 policy it falls back to scores, and leaves everything outside its temporary directory as
 it was (the cache, leaderboard/results/, the repository's tests, the working directory).
-Where the isolation is not available on this machine (see leaderboard/isolation.py) the
+Where the isolation is not available on this machine (see circuit_gym/leaderboard/isolation.py) the
 suite is skipped, except in CI, where it must run.
 """
 

@@ -1,4 +1,4 @@
-"""The leaderboard's circuit track (leaderboard/circuit_scorer.py): a circuit-building policy's
+"""The leaderboard's circuit track (circuit_gym/leaderboard/circuit_scorer.py): a circuit-building policy's
 score recomputed independently, determinism, and the board's circuit table. Attacks on the
 track: tests/test_attacks.py."""
 

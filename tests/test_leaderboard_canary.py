@@ -1,4 +1,4 @@
-"""The canary (leaderboard/canary.py): the committed references reproduce on this checkout, and a
+"""The canary (circuit_gym/leaderboard/canary.py): the committed references reproduce on this checkout, and a
 change that moves a reference's numbers is caught without a full rescore.
 
 Each reference's first episodes (2 on the single-head track, 1 on the circuit track) are scored

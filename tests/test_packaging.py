@@ -1,25 +1,29 @@
-"""The installed package holds every subpackage: setuptools' ``packages`` list is written by hand
-(baselines/ and leaderboard/ install under circuit_gym's namespace), so a new folder must be added
-to it, or a wheel install lacks it while the editable checkout still works."""
+"""The installed package holds every subpackage: setuptools finds the packages itself
+(``[tool.setuptools.packages.find]``), which misses a folder of modules without ``__init__.py``;
+a wheel install would then lack it while the editable checkout still works. No folder is mapped
+onto another package name (issue 40: no alias modules)."""
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
 
+from setuptools import find_packages
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_every_subpackage_is_in_pyprojects_packages_list():
+def test_setuptools_finds_every_folder_of_modules_and_maps_none():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    listed = set(config["packages"])
-    mapped = {name: ROOT / folder for name, folder in config["package-dir"].items()}
-    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "circuit_gym").rglob("__init__.py")}
-    for name, folder in mapped.items():
-        found |= {".".join((name, *p.parent.relative_to(folder).parts)) for p in folder.rglob("__init__.py")}
-    assert found == listed, (
-        f"missing from pyproject: {sorted(found - listed)}; listed but absent: {sorted(listed - found)}"
-    )
+    assert "package-dir" not in config and set(config["packages"]) == {"find"}, "packages are found, not listed"
+    found = set(find_packages(str(ROOT), include=config["packages"]["find"]["include"]))
+    with_modules = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for p in (ROOT / "circuit_gym").rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
+    assert with_modules <= found, f"folders of modules setuptools misses: {sorted(with_modules - found)}"
+    assert {"circuit_gym.baselines", "circuit_gym.leaderboard"} <= found
 
 
 def test_every_shipped_models_files_are_package_data():

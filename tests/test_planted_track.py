@@ -1,4 +1,4 @@
-"""The Planted track (leaderboard/planted_scorer.py): the attacks first (a policy that memorised
+"""The Planted track (circuit_gym/leaderboard/planted_scorer.py): the attacks first (a policy that memorised
 the public models or hunts for the generator's truth files, a forged result, a policy reading
 ``info`` mid-episode), then the metrics against independent computations, the IDs, the tables.
 

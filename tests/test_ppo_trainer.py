@@ -1,4 +1,4 @@
-"""The one PPO trainer (baselines/ppo_trainer.py): the same training numbers and the same policy
+"""The one PPO trainer (circuit_gym/baselines/ppo_trainer.py): the same training numbers and the same policy
 outputs as the two trainers it replaced, recorded with their code (tests/fixtures/trainer_reference)."""
 
 from __future__ import annotations

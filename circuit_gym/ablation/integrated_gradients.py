@@ -10,7 +10,7 @@ summed over prompts, positions and ``d_head``, with ``m`` the evaluation's score
 the batch. At step ``alpha`` every head's output is set to ``z_ablated + alpha * (z -
 z_ablated)`` (``z``: what the head computes in that pass), ``alpha = k / steps`` for ``k =
 1..steps``; the ``steps`` copies of the batch run stacked, so the cost is **one** forward and
-**one** backward pass. ``baselines/eap_ig.py`` explains the method and its choices; this module
+**one** backward pass. ``circuit_gym/baselines/eap_ig.py`` explains the method and its choices; this module
 holds the computation so that the environments' causal features (``circuit_gym.envs.
 causal_features``) use the same code with another score (the model's own top-1 vs top-2 margin).
 """

@@ -33,6 +33,7 @@ class ZooMember:
     name: str
     seed: int
     identity_layers: int
+    head_dropout: float = 0.0  # the self-repair knob (zoo v2); 0: none, as every zoo v1 member
 
     def train_args(self, out: str, work: str, tokenizer: str) -> list[str]:
         """The arguments of ``scripts/train_toy_model.py`` that train this member."""
@@ -41,7 +42,7 @@ class ZooMember:
             "--seed", str(self.seed), "--identity-layers", str(self.identity_layers),
             "--seed-layers", str(SEED_LAYERS), "--vocab", str(VOCAB), "--steps", str(STEPS),
             "--max-phase1-steps", str(MAX_PHASE1_STEPS), "--eval-every", "250",
-        ]  # fmt: skip
+        ] + (["--head-dropout", str(self.head_dropout)] if self.head_dropout else [])  # fmt: skip
 
 
 def public_members(zoo_seed: int = ZOO_SEED) -> tuple[ZooMember, ...]:
@@ -65,3 +66,17 @@ def private_member(secret_seed: int) -> ZooMember:
 
 
 ZOO = public_members()
+
+# The self-repair pilot (issue 41): one member's draw (zoo2's: seed 2, identity layers 3)
+# trained again at two values of the head-dropout knob; zoo2 itself is the knob's 0.
+PILOT_BASE = "zoo2"
+PILOT_DROPOUTS = (0.1, 0.3)
+
+
+def pilot_members() -> tuple[ZooMember, ...]:
+    """The pilot's models: the base member's seed and placement, one per knob value."""
+    base = next(m for m in ZOO if m.name == PILOT_BASE)
+    return tuple(
+        ZooMember(f"pilot_p{round(p * 100):02d}", base.seed, base.identity_layers, head_dropout=p)
+        for p in PILOT_DROPOUTS
+    )

@@ -28,7 +28,7 @@ attribution's forward and backward pass. A stacked pass of ``k`` circuits counts
 
     rows = circuit_track("toy", HELD_OUT_TASKS, "test", range(4), default_solvers())
 
-Greedy candidates run in one process here; ``baselines/circuit_ray.py``'s ``RayGreedySearch``
+Greedy candidates run in one process here; ``circuit_gym/baselines/circuit_ray.py``'s ``RayGreedySearch``
 fans them out over Ray actors with the same numbers (``scripts/circuit_track.py --ray-workers N``).
 """
 

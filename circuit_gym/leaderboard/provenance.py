@@ -1,7 +1,7 @@
 """What a result file says about how it was made, and the content hash that seals it.
 
 ``provenance`` records the track's benchmark definition and scorer protocol (which decide
-whether the entry is current, ``leaderboard/protocol.py``), the model's weights hash, what
+whether the entry is current, ``circuit_gym/leaderboard/protocol.py``), the model's weights hash, what
 was scored (policy spec or builtin, checkpoint and its digest), and, as provenance only, the
 package version, the git commit and a hash of the policy's source files.
 """
@@ -14,10 +14,11 @@ import subprocess
 from pathlib import Path
 
 import circuit_gym
+from circuit_gym.leaderboard import paths
 from circuit_gym.leaderboard.protocol import SCORER_PROTOCOL
 from circuit_gym.leaderboard.sandbox import policy_files
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = paths.REPO_ROOT
 
 
 def canonical_json(obj) -> str:

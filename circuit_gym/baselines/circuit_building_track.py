@@ -1,12 +1,12 @@
 """The circuit-building track: PPO runs and four solvers on the benchmark's held-out tasks.
 
 Shared by ``scripts/circuit_track.py`` (seeds 0-4, the issue's targets) and the main job
-(``circuit-gym run``, seed 0): PPO (``baselines/circuit_ppo.py``) trains on
+(``circuit-gym run``, seed 0): PPO (``circuit_gym/baselines/circuit_ppo.py``) trains on
 ``CircuitDiscovery-{Toy,GPT2}-Multi-Circuit-v0`` (the benchmark's training tasks, train split),
 one run per seed, checkpoints chosen by CPR on held-back train-split batches; then exact greedy
 search, attribution insertion, random insertion and every PPO run build circuits on the
 held-out tasks (test split, batches ``0 .. episodes - 1``), scored by CPR / CMD and forward
-passes per episode (``baselines/circuit_solvers.py``).
+passes per episode (``circuit_gym/baselines/circuit_solvers.py``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ so it applies to tasks it never saw) plus one STOP logit from the pooled head em
 Illegal actions are masked with the environment's ``info["action_mask"]``, carried next to the
 observation by :class:`~circuit_gym.baselines.ppo_trainer.MaskInObservation`. The builder, the
 training loop (checkpoint selection, resume) and the policy adapter are the single-head PPO's
-(``baselines/ppo_trainer.py``); this module holds the network, the config and the recipe.
+(``circuit_gym/baselines/ppo_trainer.py``); this module holds the network, the config and the recipe.
 
 Checkpoints are chosen on the *training* tasks only: after every epoch the deterministic
 policy builds circuits on train-split batches ``pool_size .. pool_size + selection_episodes - 1``

@@ -1,6 +1,6 @@
 """Score a policy on the held-out tasks and write a verifiable result file.
 
-The track's part of the scorer skeleton (``leaderboard/scoring.py``: checks, episodes, sandbox,
+The track's part of the scorer skeleton (``circuit_gym/leaderboard/scoring.py``: checks, episodes, sandbox,
 provenance, content hash). The policy runs sandboxed (``circuit_gym.leaderboard.sandbox``) and
 sees observations only; its module is imported only in the sandbox's child process; a builtin
 white-box solver (``circuit_gym.solvers.white_box``: greedy, ACDC, EAP-IG) runs in the scorer's
@@ -13,7 +13,7 @@ intervals, plus:
 - generalisation: recovery on each held-out task separately;
 - consistency: agreement (Jaccard) of the policy's top-5 head sets across episodes of a task;
 - compute: the language-model forward, partial and backward passes the solver made inside
-  its rank call, per episode (``leaderboard/passes.py``);
+  its rank call, per episode (``circuit_gym/leaderboard/passes.py``);
 - private scores, when the maintainers pass their private seed file: the same summary on
   those batch seeds, stored with the file's SHA-256 and never the seeds.
 
@@ -184,7 +184,7 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
     machine cannot isolate a submitted policy completely; otherwise an incomplete isolation is
     recorded, for trusted policies only.
 
-    ``sample``: the canary's run (``leaderboard/canary.py``): only the first ``sample`` evaluation
+    ``sample``: the canary's run (``circuit_gym/leaderboard/canary.py``): only the first ``sample`` evaluation
     episodes, their rows under ``scores["episodes"]``, no summaries, no other seeds; its
     ``status`` is "sample", which the board refuses.
     """

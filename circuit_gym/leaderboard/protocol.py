@@ -11,9 +11,9 @@ An entry is current when three things match this checkout:
 The package version, the git commit and the policy's source hash (``policy_files_hash``) stay
 in the result file as provenance only: a docstring edit, a refactor of the baselines or a
 version bump changes none of the three, so no entry goes stale. Whether the code still gives a
-reference's numbers is the canary's job (``leaderboard/canary.py``), which re-scores a sample of
+reference's numbers is the canary's job (``circuit_gym/leaderboard/canary.py``), which re-scores a sample of
 episodes and compares the rows; whether a file claiming to be a reference holds the reviewed
-numbers is the manifest's (``leaderboard/references.py``).
+numbers is the manifest's (``circuit_gym/leaderboard/references.py``).
 
 Bump :data:`SCORER_PROTOCOL` only when what a score means changes (a new summary field is
 not such a change unless it alters an existing one); every result file is then stale until

@@ -9,14 +9,14 @@ policy, its summaries); :func:`score_track` does the rest, the same way for ever
    policy spec or a builtin of this track, the policy located without importing it, the private
    seed file read, isolation required where needed);
 2. the track's environment over its evaluation seeds, and the result's provenance
-   (``leaderboard/provenance.py``);
+   (``circuit_gym/leaderboard/provenance.py``);
 3. the policy: a builtin (``circuit_gym.solvers.white_box``) in the scorer's process, or the
-   submitted policy in its sandbox (``leaderboard/sandbox.py``), closed whatever happens;
+   submitted policy in its sandbox (``circuit_gym/leaderboard/sandbox.py``), closed whatever happens;
 4. the evaluation episodes, the track's other seeds, and the private seeds (no disk cache: their
    tables never reach a file the policy could read); a policy failure is a failure record;
 5. the summaries, rounded, and the content hash (``provenance.content_hash``).
 
-``sample`` (the canary's run, ``leaderboard/canary.py``) plays only the first evaluation
+``sample`` (the canary's run, ``circuit_gym/leaderboard/canary.py``) plays only the first evaluation
 episodes and keeps their rows (``status`` "sample", refused by the board).
 """
 

@@ -16,7 +16,7 @@ A result file is the reference entry ``name`` of its track when the manifest lis
 and the file's scores digest and checkpoint digest are the manifest's, and the checkpoint in
 this checkout still has that digest. A file that uses a reference's name without all of that
 is refused (the name is reserved). Source bytes are not consulted: whether this checkout's code
-still produces the reviewed numbers is the canary's question (``leaderboard/canary.py``).
+still produces the reviewed numbers is the canary's question (``circuit_gym/leaderboard/canary.py``).
 
 The manifest changes only with the result files it names, written together by
 ``circuit-gym leaderboard rescore-references`` (:func:`manifest_entry`, :func:`write_manifest`).
@@ -29,14 +29,15 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from circuit_gym.leaderboard import paths
 from circuit_gym.leaderboard.provenance import REPO_ROOT, canonical_json, checkpoint_digest
 
-MANIFEST = Path(__file__).resolve().parent / "references.json"
+MANIFEST = paths.BOARD_DIR / "references.json"
 TRACKS = ("single-head", "circuit", "transfer-single-head", "transfer-circuit")
 _FIELDS = ("policy", "checkpoint", "checkpoint_digest", "result", "scores_digest")
 DEFAULT_FEATURES = "attention"  # the environments' default observation; unsaid in the manifest
 _ABOUT = (
-    "Reviewed list of the board's reference entries (leaderboard/references.py). Written by "
+    "Reviewed list of the board's reference entries (circuit_gym/leaderboard/references.py). Written by "
     "`circuit-gym leaderboard rescore-references`; review a change like a change of the numbers."
 )
 

@@ -11,7 +11,7 @@ the observation it belongs to (Tianshou stores a step's info with the *next* obs
 
 ``PPOPolicy.load(path)`` gives a :class:`~circuit_gym.policy.HeadRanker` for evaluation. The
 builder, the training loop (checkpoint selection, resume) and the policy adapter are shared with
-the circuit-building PPO (``baselines/ppo_trainer.py``); this module holds the single-head
+the circuit-building PPO (``circuit_gym/baselines/ppo_trainer.py``); this module holds the single-head
 network, its config and its recipe.
 """
 

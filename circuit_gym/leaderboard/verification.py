@@ -1,9 +1,9 @@
 """Which result files go on the board: each verified, references recognised, optionally rescored.
 
 :func:`verify`: the entry name, the content hash, the status, and whether the entry is current
-(``leaderboard/protocol.py``: scorer protocol, the track's benchmark definition, the model's
+(``circuit_gym/leaderboard/protocol.py``: scorer protocol, the track's benchmark definition, the model's
 weights). :func:`collect`: every file verified, reference entries recognised by the reviewed
-manifest (``leaderboard/references.py``), names unique per track, and with ``rescore`` every
+manifest (``circuit_gym/leaderboard/references.py``), names unique per track, and with ``rescore`` every
 entry re-scored (:func:`rescore_matches`), ``jobs`` at once. :func:`missing_references`: the
 board refuses to show a track without its references.
 """
@@ -30,7 +30,7 @@ from circuit_gym.leaderboard.scoring import check_name, read_private_seeds
 
 CIRCUIT = "circuit"
 SINGLE_HEAD = "single-head"
-# Benchmark v6's tracks (``leaderboard/transfer_scorer.py``): the zoo's public models, four
+# Benchmark v6's tracks (``circuit_gym/leaderboard/transfer_scorer.py``): the zoo's public models, four
 # quadrants, and the maintainers' private model. Every track is one of references.TRACKS.
 TRANSFER_TRACKS = tuple(t for t in TRACKS if t.startswith("transfer-"))
 

@@ -7,12 +7,12 @@ unseen task x seen / unseen model). With the maintainers' private model (``priva
 directory trained by the public recipe with a secret seed, never committed) and private seed
 file, it also plays the held-out tasks on that model at the file's first seeds; the result keeps
 only summaries, the private model's weights hash and the seed file's SHA-256, so verifying it
-needs the same weights (``leaderboard/verification.py``) and nobody else can reproduce it.
+needs the same weights (``circuit_gym/leaderboard/verification.py``) and nobody else can reproduce it.
 
-The per-episode play is each track's own (``leaderboard/scorer.py``'s single-head player, with
-oracle recovery, and ``leaderboard/circuit_scorer.py``'s circuit-building player, with CPR and
+The per-episode play is each track's own (``circuit_gym/leaderboard/scorer.py``'s single-head player, with
+oracle recovery, and ``circuit_gym/leaderboard/circuit_scorer.py``'s circuit-building player, with CPR and
 CMD); the checks, sandbox, provenance and content hash are the skeleton's
-(``leaderboard/scoring.py``). What is new here is only the cells: (model, tasks, seeds).
+(``circuit_gym/leaderboard/scoring.py``). What is new here is only the cells: (model, tasks, seeds).
 
 ``features`` picks the observation the policy is given (``circuit_gym.envs.features``: the
 environment's ``features`` argument). The causal columns are attribution and EAP-IG passes made
@@ -212,7 +212,7 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
     ``private_model`` needs ``private_seeds`` (the private model is played at the seed file's
     first seeds, without disk cache). ``models``: only these public models (a quick look; such a
     result is marked ``partial`` and the board refuses it). ``sample``: the canary's run
-    (``leaderboard/canary.py``): only the first ``sample`` episodes of the first public model,
+    (``circuit_gym/leaderboard/canary.py``): only the first ``sample`` episodes of the first public model,
     their rows under ``scores["episodes"]``, ``status`` "sample" (the board refuses it).
     ``features``: the observation (:func:`feature_sets`), recorded in the provenance unless the default.
     """

@@ -16,7 +16,7 @@ a clear record; nothing is clipped or rounded. A submitted policy runs sandboxed
 (``circuit_gym.leaderboard.sandbox``, the same limits as the single-head track: per call, not
 per episode). The white-box references (``builtin``: exact greedy search, attribution-ranked
 insertion, ACDC and EAP-IG, ``circuit_gym.solvers.white_box``) run in the scorer's process. The
-skeleton (checks, episodes, sandbox, provenance, content hash) is ``leaderboard/scoring.py``.
+skeleton (checks, episodes, sandbox, provenance, content hash) is ``circuit_gym/leaderboard/scoring.py``.
 
 Per held-out task and over all episodes (``"all"``): CPR and CMD (means over episodes with 95%
 t-intervals), the built circuit's faithfulness and size, and forward passes per episode: the

@@ -1,9 +1,9 @@
 """Build the leaderboard from scorer-written result files only: verification
-(``leaderboard/verification.py``), then tables (``tables.py``), figures (``charts.py``) and the
+(``circuit_gym/leaderboard/verification.py``), then tables (``tables.py``), figures (``charts.py``) and the
 HTML page (``html_page.py``).
 
 Each file is verified before it is shown: its entry name must be valid, its content hash
-must match its content, and it must be current (``leaderboard/protocol.py``: the scorer
+must match its content, and it must be current (``circuit_gym/leaderboard/protocol.py``: the scorer
 protocol, its track's benchmark definition and the model weights; the package version,
 commit and source hashes are provenance only). A refused file is named with the reason and
 never shown. Every entry's row says how far it was checked:
@@ -16,7 +16,7 @@ never shown. Every entry's row says how far it was checked:
   re-computed from a seed file with the recorded SHA-256 and matched.
 
 The reference entries (random, fixed, greedy, PPO) must be present; they are the files the
-reviewed manifest names (``leaderboard/references.py``: scores and checkpoint digests), and
+reviewed manifest names (``circuit_gym/leaderboard/references.py``: scores and checkpoint digests), and
 their names are reserved for them.
 
 Result files with ``"track": "circuit"`` (``circuit_gym.leaderboard.circuit_scorer``) are
@@ -32,6 +32,7 @@ from pathlib import Path
 
 import circuit_gym
 from circuit_gym import benchmark as B
+from circuit_gym.leaderboard import paths as board_paths
 from circuit_gym.leaderboard.charts import bar_chart, per_task_chart, radar
 from circuit_gym.leaderboard.html_page import Figure, write_page
 from circuit_gym.leaderboard.references import References, load_manifest
@@ -64,16 +65,18 @@ from circuit_gym.leaderboard.verification import (  # noqa: F401 - RefusedResult
     track,
 )
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = board_paths.RESULTS_DIR
 CIRCUIT_RESULTS_DIR = RESULTS_DIR / "circuit"  # the circuit track's committed results
 # The transfer tracks' (benchmark v6) committed results: single head, and circuit building.
 TRANSFER_RESULTS_DIRS = (RESULTS_DIR / "transfer", RESULTS_DIR / "transfer" / "circuit")
 MARK_BEGIN, MARK_END = "<!-- board:begin -->", "<!-- board:end -->"
-PLANTED_RESULTS_DIR = RESULTS_DIR / "planted"  # the Planted track's (leaderboard/planted_scorer.py)
+PLANTED_RESULTS_DIR = (
+    RESULTS_DIR / "planted"
+)  # the Planted track's (circuit_gym/leaderboard/planted_scorer.py)
 
 
 def planted_markdown() -> str:
-    """The Planted track's section (``leaderboard/planted_tables.py``), or nothing without results."""
+    """The Planted track's section (``circuit_gym/leaderboard/planted_tables.py``), or nothing without results."""
     from circuit_gym.leaderboard.planted_tables import planted_tables
 
     paths = sorted(PLANTED_RESULTS_DIR.glob("*.json"))
@@ -99,7 +102,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     ``private_model`` (with ``rescore`` and ``private_seeds``): the transfer tracks' private model,
     to verify their private scores (an entry scored on other weights is refused).
     """
-    out = out or Path(__file__).resolve().parent
+    out = out or board_paths.BOARD_DIR
     paths = sorted(
         result_paths
         or [*RESULTS_DIR.glob("*.json"), *CIRCUIT_RESULTS_DIR.glob("*.json"),

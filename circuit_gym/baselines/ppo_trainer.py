@@ -1,6 +1,6 @@
 """One PPO trainer (Tianshou 2.x) for both environments: builder, training loop, policy adapter.
 
-The single-head (``baselines/ppo.py``) and circuit-building (``baselines/circuit_ppo.py``) PPO
+The single-head (``circuit_gym/baselines/ppo.py``) and circuit-building (``circuit_gym/baselines/circuit_ppo.py``) PPO
 baselines keep only what is their own: a network, a config and a :class:`Recipe` (how to make
 their environments, warm them up, build and load their network, and score a checkpoint on
 held-back training batches). What they share lives here:

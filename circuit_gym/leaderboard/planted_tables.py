@@ -1,4 +1,4 @@
-"""The Planted track's tables (Markdown), from its result files (``leaderboard/planted_scorer.py``).
+"""The Planted track's tables (Markdown), from its result files (``circuit_gym/leaderboard/planted_scorer.py``).
 
 Two tables, public seeds and secret models, one row per entry and one column per circuit kind
 (and all kinds): precision / recall of the proposed circuit and AUC of the ranking against the
@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from circuit_gym.leaderboard import paths
 from circuit_gym.leaderboard.planted_scorer import definition
 from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.tasks.planted import KINDS
 
-RESULTS = Path(__file__).resolve().parent / "results" / "planted"
+RESULTS = paths.RESULTS_DIR / "planted"
 COLUMNS = (*KINDS, "all")
 
 
