@@ -2,6 +2,7 @@
 
     python scripts/train_zoo.py --jobs 2                      # every public member, 2 at a time
     python scripts/train_zoo.py --members zoo1 zoo3           # some of them
+    python scripts/train_zoo.py --generation v2 --jobs 2      # zoo v2 (the self-repair knob drawn per member)
     python scripts/train_zoo.py --pilot                       # issue 41's self-repair pilot (runs/zoo_pilot)
     python scripts/train_zoo.py --private-seed-file SECRET.json --out-root /somewhere/private
                                                               # the maintainer's private model
@@ -26,7 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from circuit_gym.models.zoo_recipe import VOCAB, ZOO, ZooMember, pilot_members, private_member  # noqa: E402
+from circuit_gym.models.zoo_recipe import (  # noqa: E402
+    GENERATIONS,
+    VOCAB,
+    ZooMember,
+    pilot_members,
+    private_member,
+    public_members,
+)
 
 TRAIN_SCRIPT = ROOT / "scripts" / "train_toy_model.py"
 
@@ -52,6 +60,14 @@ def shared_tokenizer(work: Path, vocab: int = VOCAB) -> Path:
     return path
 
 
+def in_repo(path: Path) -> str:
+    """A path as the training log records it: relative to the repository where it lies inside it
+    (the members train with the repository as working directory), so committed logs name no
+    machine's absolute path; the private model's paths, outside it, stay as given."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT)) if ROOT in resolved.parents else str(path)
+
+
 def finished(out: Path) -> bool:
     return (out / "model.safetensors").exists() and (out / "training_log.json").exists()
 
@@ -62,6 +78,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--jobs", type=int, default=2, help="members trained at once (one thread each)")
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "zoo", help="checkpoints, logs, tokenizer")
     p.add_argument("--out-root", type=Path, default=ROOT / "circuit_gym" / "models" / "zoo")
+    p.add_argument(
+        "--generation",
+        choices=sorted(GENERATIONS),
+        default="v1",
+        help="which zoo generation's members (and private draw) to train",
+    )
     p.add_argument(
         "--pilot",
         action="store_true",
@@ -77,18 +99,16 @@ def main(argv: list[str] | None = None) -> None:
             args.out_root = ROOT / "runs" / "zoo_pilot" / "models"
     elif args.private_seed_file is not None:
         secret = json.loads(args.private_seed_file.read_text())["seed"]
-        members: tuple[ZooMember, ...] = (private_member(int(secret)),)
+        members: tuple[ZooMember, ...] = (private_member(int(secret), GENERATIONS[args.generation]),)
         if ROOT in args.out_root.resolve().parents or args.out_root.resolve() == ROOT:
             raise SystemExit("the private model must be written outside the repository (--out-root)")
     else:
-        known = {m.name: m for m in ZOO}
+        known = {m.name: m for m in public_members(generation=GENERATIONS[args.generation])}
         unknown = sorted(set(args.members or ()) - set(known))
         if unknown:
             raise SystemExit(f"unknown zoo members {unknown}; the zoo is {sorted(known)}")
-        members = tuple(known[n] for n in args.members) if args.members else ZOO
+        members = tuple(known[n] for n in args.members) if args.members else tuple(known.values())
     tokenizer = shared_tokenizer(args.work)
-    if ROOT in tokenizer.resolve().parents:  # a training log names repository paths relative to it
-        tokenizer = tokenizer.resolve().relative_to(ROOT)
     queue = [m for m in members if not finished(args.out_root / m.name)]
     for m in members:
         if m not in queue:
@@ -103,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
             cmd = [
                 sys.executable,
                 str(TRAIN_SCRIPT),
-                *m.train_args(str(args.out_root / m.name), str(work), str(tokenizer)),
+                *m.train_args(in_repo(args.out_root / m.name), in_repo(work), in_repo(tokenizer)),
             ]
             log = open(work / "train.log", "a")  # noqa: SIM115  (closed when the process ends)
             log.write(f"# {' '.join(cmd)}\n")
@@ -113,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
             draw = (
                 "draw kept private"
                 if args.private_seed_file
-                else f"seed {m.seed}, identity layers {m.identity_layers}"
+                else f"seed {m.seed}, identity layers {m.identity_layers}, head dropout {m.head_dropout}"
             )
             print(f"{m.name}: training ({draw}); log {work / 'train.log'}", flush=True)
         time.sleep(5)

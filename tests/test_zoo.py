@@ -108,3 +108,28 @@ def test_zoo_multi_samples_the_v6_training_tasks_and_the_split_rule_holds():
     assert B.quadrant("ioi", "zoo1") == "seen_task_seen_model"
     with pytest.raises(ValueError, match="no split"):
         B.quadrant("induction", "zoo1")
+
+
+def test_zoo_v2_draws_one_member_per_knob_stratum_and_leaves_v1_unchanged():
+    """Zoo v2 (issue 41): placements as v1's rule, and the self-repair knob from one stratum each,
+    "none" included; zoo v1's members and private draw are what they were before the knob."""
+    from circuit_gym.models.zoo_recipe import GENERATIONS, KNOB_STRATA_V2, ZOO_V2
+
+    v2 = GENERATIONS["v2"]
+    assert ZOO_V2 == public_members(generation=v2)
+    assert [m.name for m in ZOO_V2] == [f"zoo{i}" for i in range(5, 5 + len(PLACEMENT_STRATA))]
+    assert {m.seed for m in ZOO_V2}.isdisjoint(m.seed for m in public_members())
+    knob_strata = sorted(
+        next(i for i, (lo, hi) in enumerate(KNOB_STRATA_V2) if lo <= m.head_dropout <= hi) for m in ZOO_V2
+    )
+    assert knob_strata == list(range(len(KNOB_STRATA_V2)))
+    assert sum(m.head_dropout == 0 for m in ZOO_V2) == 1  # the range includes none
+    assert all(m.head_dropout == 0 for m in public_members())  # v1 predates the knob
+    for m in ZOO_V2:  # the knob reaches the training script only where it is set
+        args = m.train_args("out", "work", "tok")
+        assert ("--head-dropout" in args) == (m.head_dropout > 0)
+        if m.head_dropout:
+            assert float(args[args.index("--head-dropout") + 1]) == m.head_dropout
+    private = private_member(12345, v2)
+    assert private == private_member(12345, v2) and private != private_member(12345)
+    assert KNOB_STRATA_V2[0][0] <= private.head_dropout <= KNOB_STRATA_V2[-1][1]

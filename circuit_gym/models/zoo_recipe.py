@@ -45,27 +45,76 @@ class ZooMember:
         ] + (["--head-dropout", str(self.head_dropout)] if self.head_dropout else [])  # fmt: skip
 
 
-def public_members(zoo_seed: int = ZOO_SEED) -> tuple[ZooMember, ...]:
-    """The public zoo: one member per placement stratum, seeds 1, 2, ..."""
-    rng = np.random.default_rng(zoo_seed)
+@dataclass(frozen=True)
+class ZooGeneration:
+    """One generation of the zoo: a row of :data:`GENERATIONS`, drawn by one rule.
+
+    Member ``i`` (from 0) is named ``zoo{first + i}`` and trained with seed ``first + i``; it takes
+    its placement from one stratum of :data:`PLACEMENT_STRATA` (a permutation drawn with
+    ``zoo_seed``) and, where the generation has ``knob_strata``, its head-dropout value from one
+    stratum of those (a second permutation, drawn after every placement), uniform inside the
+    stratum and rounded to 0.01. A stratum ``(0, 0)`` is the knob's "none".
+    """
+
+    version: str
+    zoo_seed: int
+    first: int
+    knob_strata: tuple[tuple[float, float], ...] = ()
+
+
+def _draw(rng: np.random.Generator, strata: tuple[tuple[float, float], ...], integer: bool) -> list:
+    order = rng.permutation(len(strata))
+    values = []
+    for stratum in order:
+        lo, hi = strata[int(stratum)]
+        values.append(int(rng.integers(lo, hi + 1)) if integer else round(float(rng.uniform(lo, hi)), 2))
+    return values
+
+
+def public_members(
+    zoo_seed: int = ZOO_SEED, generation: ZooGeneration | None = None
+) -> tuple[ZooMember, ...]:
+    """A generation's public members (default: zoo v1 with ``zoo_seed``): one per placement stratum
+    (and, from v2, one per knob stratum), seeds ``first``, ``first + 1``, ..."""
+    gen = generation or ZooGeneration("v1", zoo_seed, first=1)
+    rng = np.random.default_rng(gen.zoo_seed)
+    # v1's draws are interleaved (stratum, value) per member; kept so its members stay the same
     order = rng.permutation(len(PLACEMENT_STRATA))
-    members = []
-    for i, stratum in enumerate(order):
+    placements = []
+    for stratum in order:
         lo, hi = PLACEMENT_STRATA[int(stratum)]
-        members.append(ZooMember(f"zoo{i + 1}", seed=i + 1, identity_layers=int(rng.integers(lo, hi + 1))))
-    return tuple(members)
-
-
-def private_member(secret_seed: int) -> ZooMember:
-    """The private evaluation model's draw: seed and placement from the maintainer's secret."""
-    rng = np.random.default_rng([secret_seed, ZOO_SEED])
-    lo, hi = PLACEMENT_STRATA[0][0], PLACEMENT_STRATA[-1][1]
-    return ZooMember(
-        "private", seed=int(rng.integers(1_000, 2**31)), identity_layers=int(rng.integers(lo, hi + 1))
+        placements.append(int(rng.integers(lo, hi + 1)))
+    knobs = _draw(rng, gen.knob_strata, integer=False) if gen.knob_strata else [0.0] * len(placements)
+    return tuple(
+        ZooMember(f"zoo{gen.first + i}", seed=gen.first + i, identity_layers=n, head_dropout=p)
+        for i, (n, p) in enumerate(zip(placements, knobs, strict=True))
     )
 
 
+def private_member(secret_seed: int, generation: ZooGeneration | None = None) -> ZooMember:
+    """The private evaluation model's draw: seed, placement (and, from v2, knob) from the
+    maintainer's secret. v1's draw is unchanged by the knob's arrival."""
+    gen = generation or GENERATIONS["v1"]
+    rng = np.random.default_rng([secret_seed, gen.zoo_seed])
+    lo, hi = PLACEMENT_STRATA[0][0], PLACEMENT_STRATA[-1][1]
+    seed, layers = int(rng.integers(1_000, 2**31)), int(rng.integers(lo, hi + 1))
+    knob = 0.0
+    if gen.knob_strata:
+        k_lo, k_hi = gen.knob_strata[int(rng.integers(len(gen.knob_strata)))]
+        knob = round(float(rng.uniform(k_lo, k_hi)), 2)
+    return ZooMember("private", seed=seed, identity_layers=layers, head_dropout=knob)
+
+
+# The self-repair knob's strata for zoo v2 (issue 41): "none" and three ranges of the head-dropout
+# probability, chosen from the pilot below on training tasks only (docs/zoo.md, "Self-repair pilot").
+KNOB_STRATA_V2: tuple[tuple[float, float], ...] = ((0.0, 0.0), (0.05, 0.1), (0.1, 0.2), (0.2, 0.3))
+
+GENERATIONS: dict[str, ZooGeneration] = {
+    "v1": ZooGeneration("v1", ZOO_SEED, first=1),
+    "v2": ZooGeneration("v2", ZOO_SEED + 1, first=5, knob_strata=KNOB_STRATA_V2),
+}
 ZOO = public_members()
+ZOO_V2 = public_members(generation=GENERATIONS["v2"])
 
 # The self-repair pilot (issue 41): one member's draw (zoo2's: seed 2, identity layers 3)
 # trained again at two values of the head-dropout knob; zoo2 itself is the knob's 0.
