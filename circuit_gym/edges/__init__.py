@@ -1,0 +1,23 @@
+"""Circuits as the field counts them: edges (MIB's circuit track, EAP, EAP-IG, ACDC).
+
+One idea per module:
+
+- :mod:`~circuit_gym.edges.names` — the one naming function for nodes and edges (MIB's strings);
+- :mod:`~circuit_gym.edges.graph` — :class:`EdgeGraph`, every edge of a model, in MIB's order;
+- :mod:`~circuit_gym.edges.circuit` — :class:`EdgeCircuit`, a frozen set of edges;
+- :mod:`~circuit_gym.edges.ranking` — :class:`EdgeRanking`, signed scores per edge;
+- :mod:`~circuit_gym.edges.patching` — :class:`EdgePatcher`, the only code that patches edges;
+- :mod:`~circuit_gym.edges.curve` — edge faithfulness curves at MIB's sizes, CPR and CMD;
+- :mod:`~circuit_gym.edges.attribution` — EAP and EAP-IG edge scores;
+- :mod:`~circuit_gym.edges.mib_files` — MIB's circuit files, out and in; ``score_circuit_file``.
+
+See docs/circuits.md ("Edges").
+"""
+
+from circuit_gym.edges.circuit import EdgeCircuit
+from circuit_gym.edges.graph import EdgeGraph
+from circuit_gym.edges.names import edge_name, node_name, parse_edge_name
+from circuit_gym.edges.ranking import EdgeRanking, random_edge_ranking
+
+__all__ = ["EdgeCircuit", "EdgeGraph", "EdgeRanking", "edge_name", "node_name", "parse_edge_name",
+           "random_edge_ranking"]  # fmt: skip
