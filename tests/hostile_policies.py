@@ -576,3 +576,115 @@ def circuit_stops_at_once(checkpoint=None):
 
 def circuit_no_act(checkpoint=None):
     return _Fn(lambda obs: honest_ranking(obs.shape[0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 44: what a policy could carry out of the private part, and what it computes itself.
+# The leakers count their episodes (rank_heads calls; the checkpoint says how many are public)
+# and, in the first private episode, put a summary of what they saw into a channel: an
+# exception's message, their output, a value the scorer's checks quote. The summary is marked
+# PRIVATE-OBS so that a test finds it in any record; their public part's output says PUBLIC-LOG.
+PRIVATE_MARK, PUBLIC_MARK = "PRIVATE-OBS", "PUBLIC-LOG"
+# Numbers the checks would quote: 50,000 + a head (under the child's cap of 65,536 scores).
+LEAK_BASE = 50_000
+LEAK_NUMBER = r"\b50[01]\d\d\b"
+
+
+def obs_summary(obs) -> str:
+    """The top-4 heads of each of the first 5 observation columns: what a memoriser needs."""
+    obs = np.asarray(obs)
+    return ";".join(",".join(map(str, np.argsort(-obs[:, c])[:4])) for c in range(min(5, obs.shape[1])))
+
+
+class _Leaker:
+    """Honest until the private part; there it leaks through ``channel(obs)``."""
+
+    def __init__(self, checkpoint, channel):
+        self.public = json.loads(Path(checkpoint).read_text())["public_episodes"] if checkpoint else 0
+        self.channel, self.episodes, self.last_obs = channel, 0, None
+
+    def _private(self) -> bool:
+        return self.episodes >= self.public
+
+    def rank_heads(self, obs):
+        private = self._private()
+        print(f"{PRIVATE_MARK if private else PUBLIC_MARK} {obs_summary(obs)}", flush=True)
+        self.episodes += 1
+        if private:
+            return self.channel(obs)
+        return honest_ranking(obs.shape[0])
+
+    def act(self, obs, mask):
+        if self._private() and self.channel is _illegal_action:
+            print(f"{PRIVATE_MARK} {obs_summary(obs)}", flush=True)
+            return _illegal_action(obs)
+        return honest_action(obs, mask)
+
+
+def _raises_summary(obs):
+    raise RuntimeError(f"{PRIVATE_MARK} {obs_summary(obs)}")
+
+
+def _summary_in_shape(obs):
+    """Scores of a length that spells the first column's top head (the scores check quotes it)."""
+    return np.zeros(LEAK_BASE + int(np.argmax(np.asarray(obs)[:, 0])))
+
+
+def _illegal_action(obs):
+    """An action number that spells the first column's top head (the action check quotes it)."""
+    return LEAK_BASE + int(np.argmax(np.asarray(obs)[:, 0]))
+
+
+def leaks_in_message(checkpoint=None):
+    return _Leaker(checkpoint, _raises_summary)
+
+
+def leaks_in_scores_shape(checkpoint=None):
+    return _Leaker(checkpoint, _summary_in_shape)
+
+
+def leaks_in_action(checkpoint=None):
+    return _Leaker(checkpoint, _illegal_action)
+
+
+def package_snoop(checkpoint=None):
+    """A policy in a package (``cache.nscheat:package_snoop``, issue 44's attack): whatever else the
+    folders of its package hold (the oracle cache's damage tables, when its package is a namespace
+    spanning the scorer's ``cache/``) is evidence."""
+
+    def attempt(info):
+        package = sys.modules[__name__].__spec__.parent
+        if not package:
+            return None
+        found = []
+        for folder in getattr(sys.modules[package], "__path__", []):
+            for root, _, files in os.walk(folder):
+                found += [os.path.join(root, f) for f in files if not f.endswith((".py", ".pyc"))]
+        return f"{len(found)} files beside the policy: {found[:3]}" if found else None
+
+    return _Attack(checkpoint, attempt)
+
+
+def burns_cpu(checkpoint=None):
+    """Computes for ``seconds`` of CPU in every call (its own model passes, say), then ranks honestly."""
+    seconds = json.loads(Path(checkpoint).read_text())["seconds"] if checkpoint else 0.5
+
+    def rank(obs):
+        start = time.process_time()
+        while time.process_time() - start < seconds:
+            pass
+        return honest_ranking(obs.shape[0])
+
+    return _Fn(rank)
+
+
+def burns_cpu_between_calls(checkpoint=None):
+    """Answers at once, but a thread it starts at load computes all the time."""
+    import threading
+
+    def spin():
+        while True:
+            pass
+
+    threading.Thread(target=spin, daemon=True).start()
+    return _Fn(lambda obs: honest_ranking(obs.shape[0]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 from pathlib import Path
 
@@ -399,3 +400,150 @@ def test_stop_at_once_is_legal_and_scores_its_rank_heads_order(circuit_bench, tm
         areas = batch_scores(base.state.runner, ranking, n_random=B.CIRCUIT_N_RANDOM, seed=episode["seed"])
         assert episode["cpr"] == pytest.approx(areas["cpr"], abs=1e-9)
         assert episode["forward_passes"] == 4  # the environment's setup passes; no head added
+
+
+# ------------------------------------------------------------------ issue 44: sealed scoring, round two
+def test_a_namespace_package_named_like_the_cache_folder_is_refused(bench, tmp_path, monkeypatch):
+    """Issue 44's attack: ``cache.nscheat`` with no ``__init__.py``, scored from a folder that
+    holds the oracle cache as ``cache/``: a namespace package spanning both folders would show the
+    policy the cached damage tables. It is refused before anything runs, saying what to submit."""
+    work, submission = tmp_path / "work", tmp_path / "submission"
+    shutil.copytree(bench["cache"], work / "cache")  # the scorer's working directory holds the cache
+    assert any((work / "cache").rglob("*.json")), "the honest scoring wrote no cache tables"
+    (submission / "cache").mkdir(parents=True)
+    shutil.copy(TESTS_DIR / "hostile_policies.py", submission / "cache" / "nscheat.py")
+    monkeypatch.chdir(work)
+    monkeypatch.syspath_prepend(str(submission))
+    monkeypatch.syspath_prepend(str(work))  # as the CLI does
+    with pytest.raises(sandbox.NamespacePackageError, match=r"namespace package.*__init__\.py"):
+        score("nscheat", policy_spec="cache.nscheat:package_snoop", checkpoint=str(_info(bench, tmp_path)))
+
+
+def test_a_regular_package_named_like_the_cache_folder_sees_only_itself(bench, honest, tmp_path, monkeypatch):
+    """The accepted form of the same submission (``cache/__init__.py``): the sandbox binds that
+    folder alone, the working directory's ``cache/`` stays out of sight, and the policy scores
+    what its honest twin scores."""
+    work, submission = tmp_path / "work", tmp_path / "submission"
+    shutil.copytree(bench["cache"], work / "cache")
+    (submission / "cache").mkdir(parents=True)
+    shutil.copy(TESTS_DIR / "hostile_policies.py", submission / "cache" / "__init__.py")
+    shutil.copy(TESTS_DIR / "hostile_policies.py", submission / "cache" / "nscheat.py")
+    monkeypatch.chdir(work)
+    monkeypatch.syspath_prepend(str(submission))
+    monkeypatch.syspath_prepend(str(work))
+    assert sandbox.policy_location("cache.nscheat:package_snoop") == (submission / "cache", submission)
+    result = score(
+        "nscheat", policy_spec="cache.nscheat:package_snoop", checkpoint=str(_info(bench, tmp_path))
+    )
+    assert SUCCESS not in json.dumps(result), result.get("failure")
+    _same_as_honest(result, honest)
+
+
+def test_the_working_directory_is_no_import_root_but_for_the_policys_own_package(tmp_path, monkeypatch):
+    work, submission = tmp_path / "work", tmp_path / "submission"
+    (work / "cache").mkdir(parents=True)
+    submission.mkdir()
+    shutil.copy(TESTS_DIR / "hostile_policies.py", submission / "elsewhere.py")
+    shutil.copy(TESTS_DIR / "hostile_policies.py", work / "here.py")
+    monkeypatch.chdir(work)
+    monkeypatch.syspath_prepend(str(submission))
+    monkeypatch.syspath_prepend(str(work))
+    assert str(work) not in sandbox.child_sys_path("elsewhere:honest")
+    assert str(submission) in sandbox.child_sys_path("elsewhere:honest")
+    assert str(work) in sandbox.child_sys_path("here:honest")  # its own import root stays
+    assert sandbox.readable_paths("here:honest", None)[-1] == work / "here.py"  # the file, not the folder
+
+
+def _public_episodes(checkpoint_dir: Path, n: int) -> Path:
+    path = checkpoint_dir / "public.json"
+    path.write_text(json.dumps({"public_episodes": n}))
+    return path
+
+
+def _assert_sealed(result: dict, public_episodes: int, check: str) -> None:
+    """A failure in the private part: fixed words, the check, the public count; no policy text."""
+    from hostile_policies import LEAK_NUMBER, PRIVATE_MARK, PUBLIC_MARK
+
+    assert result["status"] == "failed" and "scores" not in result and "private" not in result
+    failure = result["failure"]
+    assert PRIVATE_MARK not in json.dumps(result), failure
+    assert not re.search(LEAK_NUMBER, json.dumps(failure)), failure  # the values the checks would quote
+    assert (failure["check"], failure["public_episodes"]) == (check, public_episodes), failure
+    fixed = (
+        f"the policy failed {sandbox.CHECKS[check]} in the private part, after {public_episodes} public "
+        "episodes (what it said or printed in the private part is not recorded)"
+    )
+    assert failure["reason"].startswith(fixed), failure["reason"]
+    tail = failure["reason"][len(fixed) :]
+    assert not tail or PUBLIC_MARK in tail, tail  # the public part's output may stay, nothing else
+
+
+# Public episodes of the bench: 2 evaluation seeds + 1 other seed of one held-out task.
+SINGLE_HEAD_PUBLIC = 3
+
+
+@pytest.mark.parametrize(
+    "attack, check", [("leaks_in_message", "raised"), ("leaks_in_scores_shape", "scores")]
+)
+def test_a_failure_in_the_private_part_carries_no_policy_text(bench, tmp_path, attack, check):
+    """Issue 44's second attack: fail in the first private episode with what it saw there in the
+    exception's message, its output, or a value the scorer's check quotes."""
+    result = score(attack, policy_spec=f"hostile_policies:{attack}", private_seeds=bench["seeds"],
+                   checkpoint=str(_public_episodes(tmp_path, SINGLE_HEAD_PUBLIC)))  # fmt: skip
+    _assert_sealed(result, SINGLE_HEAD_PUBLIC, check)
+
+
+def test_a_failure_in_the_public_part_keeps_its_message(bench, tmp_path):
+    """Only the private part is sealed: a policy failing on public episodes is told why."""
+    result = score("leaks", policy_spec="hostile_policies:leaks_in_message",
+                   checkpoint=str(_public_episodes(tmp_path, 1)))  # fmt: skip
+    assert result["status"] == "failed" and "PRIVATE-OBS" in result["failure"]["reason"]
+    assert "check" not in result["failure"]
+
+
+@pytest.mark.parametrize("attack, check", [("leaks_in_message", "raised"), ("leaks_in_action", "action")])
+def test_a_failure_in_the_private_part_of_the_circuit_track_carries_no_policy_text(
+    circuit_bench, tmp_path, attack, check
+):
+    result = score_circuit(attack, policy_spec=f"hostile_policies:{attack}", private_seeds=circuit_bench["seeds"],
+                           checkpoint=str(_public_episodes(tmp_path, len(B.CIRCUIT_EVAL_SEEDS))))  # fmt: skip
+    assert result["track"] == "circuit"
+    _assert_sealed(result, len(B.CIRCUIT_EVAL_SEEDS), check)
+
+
+def test_the_policys_own_computing_is_recorded_and_capped(bench, honest, tmp_path, monkeypatch):
+    """Issue 44's third attack: a policy computing on its own (no LM pass of the board's count)
+    shows in the result's CPU record, and past the documented limit per call it fails."""
+    checkpoint = tmp_path / "burn.json"
+    checkpoint.write_text(json.dumps({"seconds": 0.4}))
+    result = score("burner", policy_spec="hostile_policies:burns_cpu", checkpoint=str(checkpoint))
+    assert result["status"] == "scored", result.get("failure")
+    cpu = result["diagnostics"]["policy_cpu"]
+    assert cpu["measured"] and cpu["calls"] == SINGLE_HEAD_PUBLIC, cpu
+    assert cpu["per_call_max_s"] >= 0.3 and cpu["calls_s"] >= 0.3 * SINGLE_HEAD_PUBLIC, cpu
+    assert cpu["limit_per_call_s"] == sandbox.CALL_CPU_LIMIT_S
+    assert result["scores"]["compute"] == honest["scores"]["compute"]  # the board's passes: the same
+    monkeypatch.setattr(sandbox, "CALL_CPU_LIMIT_S", 0.2)
+    capped = score("burner", policy_spec="hostile_policies:burns_cpu", checkpoint=str(checkpoint))
+    assert capped["status"] == "failed", capped.get("scores")
+    assert re.search(
+        r"CPU time limit of 0.2 s per call exceeded while ranking heads", capped["failure"]["reason"]
+    )
+
+
+def test_computing_between_calls_is_charged_to_the_next_call(tmp_path, monkeypatch):
+    """A thread computing while the scorer works is charged too: CPU time from one answer to the
+    next. (Waits of growing length: on a loaded machine the thread gets a share of a core only.)"""
+    import time
+
+    import numpy as np
+
+    monkeypatch.setattr(sandbox, "PRELOAD", ())
+    monkeypatch.setattr(sandbox, "CALL_CPU_LIMIT_S", 0.3)
+    obs = np.zeros((16, 12), dtype=np.float32)
+    with sandbox.SandboxedPolicy("hostile_policies:burns_cpu_between_calls", timeout_s=30) as policy:
+        with pytest.raises(sandbox.PolicyFailureError, match="CPU time limit of 0.3 s per call") as err:
+            for wait in (0.5, 1, 2, 4, 8, 16):
+                time.sleep(wait)  # the scorer at work; the policy's thread spins meanwhile
+                policy.rank_heads(obs)  # answers at once: a call-only count would charge ~0
+    assert err.value.check == "cpu"

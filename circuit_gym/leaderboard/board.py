@@ -35,6 +35,7 @@ from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import paths as board_paths
 from circuit_gym.leaderboard.charts import bar_chart, per_task_chart, radar
 from circuit_gym.leaderboard.html_page import Figure, write_page
+from circuit_gym.leaderboard.probing import probing_markdown
 from circuit_gym.leaderboard.references import References, load_manifest
 from circuit_gym.leaderboard.scoring import check_name
 from circuit_gym.leaderboard.tables import (
@@ -117,6 +118,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     entries, refused, failed = collect(
         paths, weights, rescore, private_seeds, model_path, require_isolation, jobs, references, private_model
     )
+    probed = probing_markdown([*entries, *failed])  # each private scoring's count (issue 44)
     transfer = []  # (track, about, ranked rows) of each transfer track with entries
     for t in TRANSFER_TRACKS:
         t_entries = [e for e in entries if track(e) == t]
@@ -163,7 +165,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
         body += f"\n{circuit_markdown(crows)}\n"
     if not single:  # the single-head table, which lists them, is not there
         body += "\n".join(failures_markdown(failed, refused)) + "\n"
-    readme.write_text(f"{head}{MARK_BEGIN}\n{body}{MARK_END}{tail}")
+    readme.write_text(f"{head}{MARK_BEGIN}\n{body}{probed}{MARK_END}{tail}")
     about = (f"Benchmark {B.BENCHMARK_VERSION}: held-out tasks {', '.join(B.HELD_OUT_TASKS)} ({B.SPLIT} split), "
              f"{len(B.EVAL_SEEDS)} seeds, {B.ABLATION} ablation, lambda {B.LAM}. Recovery: sum of chosen rewards / "
              "sum of oracle rewards over the episodes with a positive oracle; above memoriser: minus the fixed-head "

@@ -50,8 +50,9 @@ from circuit_gym import benchmark as B
 from circuit_gym.envs.planted import PlantedEnv
 from circuit_gym.envs.registration import PLANTED_CIRCUIT, PLANTED_TASK_SETS_V0
 from circuit_gym.leaderboard.isolation import probe
+from circuit_gym.leaderboard.probing import record_private_scoring
 from circuit_gym.leaderboard.provenance import content_hash, files_hash, make_provenance
-from circuit_gym.leaderboard.sandbox import SandboxedPolicy, split_spec
+from circuit_gym.leaderboard.sandbox import SandboxedPolicy, failure_record, sandbox_usage, seal, split_spec
 from circuit_gym.leaderboard.scoring import (
     POLICY_FAILURES,
     _in_process_isolation,
@@ -242,7 +243,12 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
     require_isolation = isolation_required(policy_spec, private, require_isolation)
     start = time.time()
     envs = make_planted_envs(PUBLIC_SEEDS)
-    result: dict = {"name": name, "track": TRACK, "isolation": _in_process_isolation()}
+    result: dict = {
+        "name": name,
+        "track": TRACK,
+        "isolation": _in_process_isolation(),
+        **record_private_scoring(private_seeds, name, policy_spec or f"builtin:{builtin}", TRACK),
+    }
     weights: dict[int, str] = {}
     sandbox = None
     try:
@@ -258,6 +264,7 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
         jobs = [(kind, seed) for kind in KINDS for seed in PUBLIC_SEEDS]
         public = play_episodes(_player(envs, play_inner, weights), jobs, "planted: public seeds")
         if private is not None:
+            seal(sandbox)  # the secret models: a failure from here on carries no policy text
             seeds = private_model_seeds(private[0])
             with _private_cache():
                 private_envs = make_planted_envs(seeds)
@@ -266,7 +273,7 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
                 for env in private_envs.values():
                     env.close()
     except POLICY_FAILURES as err:
-        result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
+        result.update(status="failed", failure=failure_record(err, sandbox))
     else:
         result.update(
             status="scored", scores=_round({"summary": summary(public), **chosen, "episodes": public})
@@ -281,7 +288,7 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
         name=f"planted-v{VERSION}", weights_hash=_weights_hash(weights) if len(weights) == len(PUBLIC_SEEDS) else None))  # fmt: skip
     result["provenance"] = make_provenance(definition(), model, policy_spec or f"builtin:{builtin}", checkpoint,
                                            policy_hash, white_box=builtin is not None)  # fmt: skip
-    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1)}
+    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1), **sandbox_usage(sandbox)}
     result["content_hash"] = content_hash(result)
     return result
 

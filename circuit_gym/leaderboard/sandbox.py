@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -63,10 +64,29 @@ from circuit_gym.leaderboard.policy_child import (  # noqa: F401 - re-exported: 
     send_frame,
     split_spec,
 )
+from circuit_gym.leaderboard.process_cpu import cpu_seconds, process_tree
 
 
 class PolicyFailureError(RuntimeError):
-    """The policy could not produce scores; ``reason`` says why."""
+    """The policy could not produce scores; the message says why, ``check`` names the check it
+    failed (one of :data:`CHECKS`)."""
+
+    def __init__(self, message: str, check: str = "reply") -> None:
+        super().__init__(message)
+        self.check = check
+
+
+# The checks a policy can fail, by the sandbox's name for them: the only thing a failure in the
+# private part reports (with the public part's episode count), since every message of that part
+# may carry what the policy saw there.
+CHECKS = {
+    "start": "its process starting", "load": "loading the policy", "time": "the time limit per call",
+    "cpu": "the CPU time limit per call", "exit": "its process staying alive (it exited)",
+    "reply": "its reply's form", "raised": "its method returning (it raised)",
+    "scores": "the scores check", "action": "the action check",
+}  # fmt: skip
+# The scorer's own checks of what the policy answered (circuit_gym.policy), by exception type.
+_CHECK_OF_TYPE = {"InvalidScoresError": "scores", "InvalidActionError": "action"}
 
 
 def _find_spec(name: str, path: list[str] | None):
@@ -115,15 +135,72 @@ def locate_module(module_name: str) -> importlib.machinery.ModuleSpec:
     return spec
 
 
+class NamespacePackageError(ModuleNotFoundError):
+    """The policy's top-level package is a namespace package (a folder without ``__init__.py``)."""
+
+
+def policy_location(spec: str) -> tuple[Path, Path]:
+    """``(what the sandbox binds, the import root)`` of the policy module ``spec``: its own file
+    when its top-level module is a single file, else its top-level *regular* package's own
+    directory; the root is the folder holding either. Located without importing
+    (:func:`locate_module`).
+
+    A namespace package (a folder without ``__init__.py``) is refused: it spans every folder of
+    its name beside any ``sys.path`` entry (the working directory's ``cache/`` among them), so
+    binding it would show the policy whatever such folders hold."""
+    module_name = split_spec(spec)[0]
+    locate_module(module_name)  # the whole path exists (a clear error naming the missing part)
+    top_name = module_name.split(".")[0]
+    top = locate_module(top_name)
+    if top.submodule_search_locations is not None:  # a package
+        if top.origin is None or not top.has_location or Path(top.origin).name != "__init__.py":
+            portions = ", ".join(str(p) for p in top.submodule_search_locations)
+            raise NamespacePackageError(
+                f"the policy's top-level package {top_name!r} is a namespace package (no __init__.py; "
+                f"folders of that name found: {portions}). Submit a regular package (a folder "
+                f"{top_name}/ with an __init__.py, holding every file the policy imports) or a single "
+                "module file; the sandbox gives the policy exactly that package's folder or that file",
+                name=top_name,
+            )
+        package = Path(top.origin).parent
+        return package, package.parent
+    if top.origin is None or not top.has_location:
+        raise ModuleNotFoundError(
+            f"the policy's module {top_name!r} has no file to load it from", name=top_name
+        )
+    return Path(top.origin), Path(top.origin).parent
+
+
 def policy_files(spec: str) -> list[Path]:
     """The file(s) the policy module ``spec`` is loaded from: the module's file, or every ``.py``
-    file of a package; located without importing (:func:`locate_module`)."""
+    file of a (regular) package; located without importing. A policy in a namespace package is
+    refused here (:func:`policy_location`), before anything is scored."""
+    policy_location(spec)
     module_spec = locate_module(split_spec(spec)[0])
-    if module_spec.submodule_search_locations:  # a package (regular or namespace)
+    if module_spec.submodule_search_locations:  # a package
         roots = [Path(p) for p in module_spec.submodule_search_locations if Path(p).is_dir()]
         return sorted({f for root in roots for f in root.rglob("*.py") if f.is_file()})
     origin = Path(module_spec.origin) if module_spec.origin and module_spec.has_location else None
     return [origin] if origin is not None and origin.is_file() else []
+
+
+def child_sys_path(spec: str) -> list[str]:
+    """The child's ``sys.path``: the scorer's, less the working directory unless it is the
+    policy's own import root. The working directory is no implicit import root: inside the
+    sandbox nothing of it but the policy's own file or package is bound anyway, and without
+    namespaces (trusted scoring) it would let the policy import the neighbours of its package."""
+    root = str(policy_location(spec)[1].resolve())
+    cwd = os.path.realpath(os.getcwd())
+    out: list[str] = []
+    for p in sys.path:
+        if not p:
+            continue
+        full = os.path.abspath(p)
+        if os.path.realpath(full) == cwd and os.path.realpath(full) != root:
+            continue
+        if full not in out:
+            out.append(full)
+    return out
 
 
 # The child's other limits (besides memory and the per-call time the parent enforces).
@@ -136,20 +213,30 @@ PRELOAD = ("circuit_gym",)
 # Seconds the child's bootstrap may take to start the interpreter and import torch, before
 # the policy's own start-up limit (3x the call limit) begins.
 BOOT_TIMEOUT_S = 120.0
+# CPU seconds the policy's processes may use per answer (rank_heads or act), counted from its
+# previous answer: work a background thread does between calls is charged to the next one. What
+# the policy computes itself (its own model passes) costs CPU, never an LM pass of the board's
+# count; this limit caps it and the result records it (``diagnostics.policy_cpu``).
+CALL_CPU_LIMIT_S = 60.0
+
+
+def passes_note() -> str:
+    """The board's sentence on what its passes count (the tables' captions use it)."""
+    return (
+        "A submitted policy's own computing in its sandbox is no LM pass here: its CPU time per call is "
+        f"recorded in its result (diagnostics.policy_cpu) and capped at {CALL_CPU_LIMIT_S:g} s per call."
+    )
 
 
 def readable_paths(spec: str, checkpoint: str | None) -> list[Path]:
-    """What the child may read: the interpreter, circuit_gym's source, the policy's top-level
-    package (or module file) and its checkpoint. Located without importing anything."""
+    """What the child may read: the interpreter, circuit_gym's source, the policy's own file or
+    regular package (:func:`policy_location`, never other folders of its name) and its
+    checkpoint. Located without importing anything."""
     paths = interpreter_paths()
     for name in ("circuit_gym", "circuit_gym.baselines", "circuit_gym.leaderboard"):
         module_spec = locate_module(name)
         paths += [Path(p) for p in module_spec.submodule_search_locations or ()]
-    top = locate_module(split_spec(spec)[0].split(".")[0])
-    if top.submodule_search_locations:
-        paths += [Path(p) for p in top.submodule_search_locations]
-    elif top.origin and top.has_location:
-        paths.append(Path(top.origin))
+    paths.append(policy_location(spec)[0])
     if checkpoint is not None:
         paths.append(Path(checkpoint))
     return paths
@@ -168,6 +255,9 @@ class SandboxedPolicy:
         split_spec(spec)
         self.timeout_s, self.memory_mb = timeout_s, memory_mb
         self.proc: subprocess.Popen | None = None
+        self.episodes_answered = 0  # rank_heads answers: one per played episode, on every track
+        self.sealed: _Sealed | None = None
+        self._cpu = _CpuAccount(CALL_CPU_LIMIT_S)
         found = probe()
         if not isolate:  # trusted code only: no namespaces, the limits as this machine gives them
             found = Isolation("setrlimit" + (" + seccomp" if found.limits else ""), False, False, False, True,
@@ -185,7 +275,7 @@ class SandboxedPolicy:
         config = {"fd": child_sock.fileno(), "spec": spec, "checkpoint": checkpoint, "threads": threads,
                   "memory_mb": memory_mb, "cpu_s": CPU_LIMIT_S, "file_mb": FILE_SIZE_LIMIT_MB,
                   "open_files": OPEN_FILES_LIMIT, "preload": list(PRELOAD), "methods": list(methods), "seccomp": not any("seccomp" in m for m in found.missing),
-                  "sys_path": [os.path.abspath(p) for p in sys.path if p]}  # fmt: skip
+                  "sys_path": child_sys_path(spec)}  # fmt: skip
         argv = [sys.executable, "-I", str(Path(__file__).with_name("policy_child.py")), json.dumps(config)]
         if found.bwrap is not None:
             cmd, env, cwd = (
@@ -204,8 +294,29 @@ class SandboxedPolicy:
                                              start_new_session=True)  # fmt: skip
         finally:
             child_sock.close()  # the child holds its end; EOF here then means the child is gone
-        self._expect("starting the policy's process", BOOT_TIMEOUT_S, "booted")
-        self._expect("loading the policy", 3 * timeout_s, "ready")
+        self._expect("starting the policy's process", BOOT_TIMEOUT_S, "booted", check="start")
+        self._expect("loading the policy", 3 * timeout_s, "ready", check="load")
+        self._cpu.start(process_tree(self.proc.pid))
+
+    def seal(self) -> None:
+        """The private part begins: from now on a failure reports only which check failed and
+        the public part's episode count (:data:`CHECKS`), never a message or output of the
+        policy's, and the CPU record stays the public part's."""
+        if self.sealed is None:
+            self.sealed = _Sealed(self.episodes_answered, self._log_tail(), self._cpu.record())
+
+    def sealed_reason(self, check: str) -> str:
+        """The whole reason of a failure in the private part: fixed text, the check, the count."""
+        assert self.sealed is not None
+        return (
+            f"the policy failed {CHECKS.get(check, check)} in the private part, after "
+            f"{self.sealed.public_episodes} public episodes (what it said or printed in the private "
+            "part is not recorded)" + self.sealed.public_tail
+        )
+
+    def usage(self) -> dict:
+        """The policy's CPU record (:class:`_CpuAccount`); the public part's once sealed."""
+        return self.sealed.cpu if self.sealed is not None else self._cpu.record()
 
     def _log_tail(self) -> str:
         try:
@@ -214,41 +325,56 @@ class SandboxedPolicy:
             return ""
         return f"\nlast output of the policy's process:\n{text}" if text else ""
 
-    def _fail(self, message: str):
+    def _fail(self, message: str, check: str):
         tail = self._log_tail()
         self.close()
-        raise PolicyFailureError(message + tail)
+        if self.sealed is not None:
+            raise PolicyFailureError(self.sealed_reason(check), check)
+        raise PolicyFailureError(message + tail, check)
 
-    def _expect(self, what: str, timeout_s: float, status: str = "ok", field: str = "scores"):
+    def _expect(
+        self, what: str, timeout_s: float, status: str = "ok", field: str = "scores", check: str = "reply"
+    ):
         deadline = time.monotonic() + timeout_s
         try:
             frame = recv_frame(self.conn, deadline)
         except TimeoutError:
-            self._fail(f"time limit of {timeout_s:g} s exceeded while {what}")
+            self._fail(
+                f"time limit of {timeout_s:g} s exceeded while {what}", "time" if check == "reply" else check
+            )
         except ValueError as err:
-            self._fail(f"the policy's process sent {err} while {what}")
+            self._fail(f"the policy's process sent {err} while {what}", check)
         except OSError:
             frame = None
         if frame is None:
             code = self.proc.wait(timeout=5) if self.proc is not None else None
             self._fail(
                 f"the policy process exited (code {code}) while {what} (a process at its memory limit of "
-                f"{self.memory_mb:g} MB can die this way)"
+                f"{self.memory_mb:g} MB can die this way)",
+                "exit" if check == "reply" else check,
             )
         try:
             reply = json.loads(frame)
             got = reply["status"]
         except (ValueError, KeyError, TypeError):
-            self._fail(f"the policy's process sent something that is not a reply while {what}")
+            self._fail(f"the policy's process sent something that is not a reply while {what}", check)
         if got == "error":
-            self._fail(str(reply.get("message")))
+            self._fail(str(reply.get("message")), "raised" if check == "reply" else check)
         if got != status:
-            self._fail(f"the policy's process sent {got!r} instead of {status!r} while {what}")
+            self._fail(f"the policy's process sent {got!r} instead of {status!r} while {what}", check)
+        if status == "ok":
+            used = self._cpu.charge()
+            if used is not None and used > self._cpu.limit_s:
+                self._fail(
+                    f"CPU time limit of {self._cpu.limit_s:g} s per call exceeded while {what} ({used:.1f} s "
+                    "of CPU since the previous answer)",
+                    "cpu",
+                )
         return reply.get(field)
 
     def _request(self, kind: bytes, *arrays: np.ndarray) -> None:
         if self.proc is None:
-            raise PolicyFailureError("the policy process is no longer running")
+            raise PolicyFailureError("the policy process is no longer running", "exit")
         buffer = io.BytesIO(kind)
         buffer.seek(len(kind))
         for array in arrays:
@@ -256,7 +382,7 @@ class SandboxedPolicy:
         try:
             send_frame(self.conn, buffer.getvalue())
         except OSError:
-            self._fail("the policy process is no longer running")
+            self._fail("the policy process is no longer running", "exit")
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray):
         """What the policy's ``act`` returned, as a JSON number or boolean (or None): validated by
@@ -268,7 +394,8 @@ class SandboxedPolicy:
         self._request(RANK, np.asarray(observation, dtype=np.float32))
         scores = self._expect("ranking heads", self.timeout_s)
         if scores is None:
-            raise PolicyFailureError("rank_heads returned None")
+            raise PolicyFailureError("rank_heads returned None", "scores")
+        self.episodes_answered += 1
         return scores  # validated by the scorer (circuit_gym.policy.check_scores)
 
     def close(self) -> None:
@@ -295,3 +422,74 @@ class SandboxedPolicy:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+@dataclass(frozen=True)
+class _Sealed:
+    """What the sandbox kept at the start of the private part."""
+
+    public_episodes: int
+    public_tail: str
+    cpu: dict
+
+
+class _CpuAccount:
+    """The policy's CPU time, read from ``/proc`` by the parent (:mod:`process_cpu`): loading
+    (everything before its first answer), then per answer since the previous one."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self.pids: tuple[int, ...] = ()
+        self.mark: float | None = None
+        self.loading_s: float | None = None
+        self.calls, self.total_s, self.max_s = 0, 0.0, 0.0
+
+    def start(self, pids: tuple[int, ...]) -> None:
+        self.pids = pids
+        self.mark = cpu_seconds(pids)
+        self.loading_s = self.mark
+
+    def charge(self) -> float | None:
+        """CPU seconds since the previous answer (None where it cannot be read), recorded."""
+        now = cpu_seconds(self.pids)
+        if now is None or self.mark is None:
+            return None
+        used, self.mark = max(now - self.mark, 0.0), now
+        self.calls += 1
+        self.total_s += used
+        self.max_s = max(self.max_s, used)
+        return used
+
+    def record(self) -> dict:
+        """The result's ``policy_cpu``: seconds of CPU (``None`` where ``/proc`` is missing)."""
+        measured = self.loading_s is not None
+        return {
+            "measured": measured, "limit_per_call_s": self.limit_s, "calls": self.calls,
+            "loading_s": round(self.loading_s, 2) if measured else None,
+            "calls_s": round(self.total_s, 2) if measured else None,
+            "per_call_mean_s": round(self.total_s / self.calls, 4) if measured and self.calls else None,
+            "per_call_max_s": round(self.max_s, 2) if measured else None,
+        }  # fmt: skip
+
+
+def seal(sandbox: SandboxedPolicy | None, private: bool = True) -> None:
+    """Mark the start of the private part (``private``) on ``sandbox`` (None: a builtin, trusted)."""
+    if sandbox is not None and private:
+        sandbox.seal()
+
+
+def failure_record(err: BaseException, sandbox: SandboxedPolicy | None) -> dict:
+    """A result's ``failure`` for ``err``. Before the private part: its type and message. Once
+    the private part has begun (:meth:`SandboxedPolicy.seal`): its type, the check it failed and
+    the public part's episode count, in fixed words; nothing the policy chose to say (a message,
+    a value it returned, its output) reaches the record."""
+    if sandbox is None or sandbox.sealed is None:
+        return {"type": type(err).__name__, "reason": str(err)}
+    check = getattr(err, "check", None) or _CHECK_OF_TYPE.get(type(err).__name__, "reply")
+    return {"type": type(err).__name__, "check": check, "public_episodes": sandbox.sealed.public_episodes,
+            "reason": sandbox.sealed_reason(check)}  # fmt: skip
+
+
+def sandbox_usage(sandbox: SandboxedPolicy | None) -> dict:
+    """``{"policy_cpu": ...}`` for a result's diagnostics, ``{}`` for a builtin."""
+    return {} if sandbox is None else {"policy_cpu": sandbox.usage()}

@@ -35,8 +35,16 @@ import numpy as np
 
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.isolation import IsolationUnavailableError, probe
+from circuit_gym.leaderboard.probing import record_private_scoring
 from circuit_gym.leaderboard.provenance import content_hash, files_hash, make_provenance
-from circuit_gym.leaderboard.sandbox import PolicyFailureError, SandboxedPolicy, split_spec
+from circuit_gym.leaderboard.sandbox import (
+    PolicyFailureError,
+    SandboxedPolicy,
+    failure_record,
+    sandbox_usage,
+    seal,
+    split_spec,
+)
 from circuit_gym.policy import InvalidActionError, InvalidScoresError
 from circuit_gym.progress import progress_iter
 from circuit_gym.solvers.white_box import WhiteBox, builtin
@@ -225,7 +233,10 @@ def score_track(track: Track, name: str, policy_spec: str | None = None, checkpo
     model = model or B.MODEL
     start = time.time()
     env = track.make_env(model, model_path, track.eval_seeds() + other, True)
-    result: dict = {"name": name}
+    result: dict = {
+        "name": name,
+        **record_private_scoring(private_seeds, name, policy_spec or f"builtin:{builtin_name}", track.name),
+    }
     if track.name != "single-head":
         result["track"] = track.name
     result["provenance"] = make_provenance(track.definition(), env.unwrapped.model, policy_spec or f"builtin:{builtin_name}",
@@ -243,11 +254,12 @@ def score_track(track: Track, name: str, policy_spec: str | None = None, checkpo
             else []
         )
         if private is not None:
+            seal(sandbox)  # the private part: a failure from here on carries no policy text
             seeds = track.private_seeds(private[0])
             private_env = track.make_env(model, model_path, seeds, False)
             hidden = play_episodes(player(private_env), episode_jobs(seeds), f"{track.name}: private seeds")
     except POLICY_FAILURES as err:
-        result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
+        result.update(status="failed", failure=failure_record(err, sandbox))
     else:
         if sample is not None:
             result.update(status="sample", scores=_round({"episodes": track.sample_rows(main)}))
@@ -259,7 +271,7 @@ def score_track(track: Track, name: str, policy_spec: str | None = None, checkpo
     finally:
         if sandbox is not None:
             sandbox.close()
-    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1)}
+    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1), **sandbox_usage(sandbox)}
     result["content_hash"] = content_hash(result)
     return result
 

@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 
 from circuit_gym import benchmark as B
+from circuit_gym.leaderboard.sandbox import passes_note
 from circuit_gym.stats import recovery_difference_ci95
 
 
@@ -110,6 +111,7 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
         "rewards / sum of oracle rewards over the episodes with a positive oracle reward (95% paired "
         "bootstrap interval); private: the same on the maintainers' private seeds. LM passes: language-model "
         "passes the solver made per episode inside its rank call (full forward / partial / backward). "
+        f"{passes_note()} "
         "Check: hash-checked (content hash and provenance only), rescored (`render --rescore` matched), "
         "verified (rescored, private scores included).",
         "",

@@ -32,8 +32,10 @@ import gymnasium as gym
 from circuit_gym import benchmark as B
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.leaderboard import circuit_scorer, scorer
+from circuit_gym.leaderboard.probing import record_private_scoring
 from circuit_gym.leaderboard.provenance import content_hash, make_provenance
 from circuit_gym.leaderboard.references import DEFAULT_FEATURES
+from circuit_gym.leaderboard.sandbox import failure_record, sandbox_usage, seal
 from circuit_gym.leaderboard.scoring import (
     POLICY_FAILURES,
     _round,
@@ -255,7 +257,13 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
     if private_dir is not None:
         check_card_weights(private_dir, envs[PRIVATE].unwrapped.model.circuit_gym_info.weights_hash)
     definition = B.transfer_definition(track)
-    result: dict = {"name": name, "track": definition["track"]}
+    result: dict = {
+        "name": name,
+        "track": definition["track"],
+        **record_private_scoring(
+            private_seeds, name, policy_spec or f"builtin:{builtin}", definition["track"]
+        ),
+    }
     first = envs[plan[0].model].unwrapped
     result["provenance"] = {
         **make_provenance(definition, first.model, policy_spec or f"builtin:{builtin}", checkpoint, policy_hash,
@@ -275,12 +283,13 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
         player = players(spec_track, builtin, sandbox)
         rows: dict[str, list[dict]] = {}
         for cell in plan:
+            seal(sandbox, cell.model == PRIVATE)  # the private cell: failures carry no policy text
             play_one = player(envs[cell.model])
             jobs = cell.jobs()[:sample] if sample is not None else cell.jobs()
             played = play_episodes(play_one, jobs, f"{definition['track']}: {cell.model}")
             rows[cell.model] = [{"model": cell.model, **row} for row in played]
     except POLICY_FAILURES as err:
-        result.update(status="failed", failure={"type": type(err).__name__, "reason": str(err)})
+        result.update(status="failed", failure=failure_record(err, sandbox))
     else:
         public = [r for c in plan if c.model != PRIVATE for r in rows[c.model]]
         if sample is not None:
@@ -301,7 +310,7 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
             sandbox.close()
         for env in envs.values():
             env.close()
-    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1)}
+    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1), **sandbox_usage(sandbox)}
     result["content_hash"] = content_hash(result)
     return result
 

@@ -9,6 +9,7 @@ model ranks below every entry that has it, by its unseen-task-unseen-model colum
 from __future__ import annotations
 
 from circuit_gym import benchmark as B
+from circuit_gym.leaderboard.sandbox import passes_note
 from circuit_gym.leaderboard.tables import _ci, _num
 
 SHORT = {"seen_task_seen_model": "seen task, seen model", "unseen_task_seen_model": "unseen task, seen model",
@@ -73,7 +74,8 @@ def transfer_about(track: str) -> str:
         f"{', '.join(B.TRANSFER_HELD_OUT_TASKS)}; test split, {len(seeds)} batches per (model, task). "
         "Private model (the ranking column): the held-out tasks it performs (its inclusion gate) on a model "
         "trained by the zoo's public recipe with a secret seed; only the maintainers can reproduce it. The four quadrant columns anyone can "
-        "reproduce from the package."
+        "reproduce from the package. LM passes / episode: the passes the environment made for the policy's "
+        "observation, and a white-box reference's own. " + passes_note()
     )
 
 

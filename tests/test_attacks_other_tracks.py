@@ -1,0 +1,149 @@
+"""Issue 44's attacks on the tracks with secret material besides private seeds: the Planted
+track (secret planted models) and benchmark v6's transfer tracks (the private model, single-head
+and circuit). Per track: a namespace package named like the cache folder is refused; a policy
+failing in the first private episode with what it saw there (in its message, its output, or a
+value a check quotes) leaves a fixed failure record; the policy's own CPU time is recorded.
+The single-head and circuit tracks' versions are in tests/test_attacks.py.
+
+Small settings: one kind and two seeds (Planted); one public model, one seed and one private
+seed on a stand-in private model (transfer), so each scoring is one small run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from circuit_gym import benchmark as B
+from circuit_gym.leaderboard import planted_scorer as PS
+from circuit_gym.leaderboard import sandbox
+from circuit_gym.leaderboard.isolation import probe
+from circuit_gym.leaderboard.probing import LEDGER_NAME
+from circuit_gym.leaderboard.transfer_scorer import all_tasks, score_transfer
+from circuit_gym.models.loading import embedded_dir
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+if not probe().complete:
+    if os.environ.get("CI"):
+        raise RuntimeError(f"the sandbox's isolation is not available in CI: {probe().missing}")
+    pytest.skip(f"isolation not available here: {probe().missing}", allow_module_level=True)
+
+
+def _public_episodes(tmp_path: Path, n: int) -> str:
+    path = tmp_path / "public.json"
+    path.write_text(json.dumps({"public_episodes": n}))
+    return str(path)
+
+
+def _assert_sealed(result: dict, public_episodes: int, check: str) -> None:
+    """As in tests/test_attacks.py: fixed words, the check, the public count; no policy text."""
+    from hostile_policies import LEAK_NUMBER, PRIVATE_MARK, PUBLIC_MARK
+
+    assert result["status"] == "failed" and "scores" not in result and "private" not in result
+    failure = result["failure"]
+    assert PRIVATE_MARK not in json.dumps(result), failure
+    assert not re.search(LEAK_NUMBER, json.dumps(failure)), failure
+    assert (failure["check"], failure["public_episodes"]) == (check, public_episodes), failure
+    fixed = (
+        f"the policy failed {sandbox.CHECKS[check]} in the private part, after {public_episodes} public "
+        "episodes (what it said or printed in the private part is not recorded)"
+    )
+    assert failure["reason"].startswith(fixed), failure["reason"]
+    tail = failure["reason"][len(fixed) :]
+    assert not tail or PUBLIC_MARK in tail, tail
+
+
+def _namespace_cheat(tmp_path: Path, monkeypatch) -> str:
+    """``cache.nscheat`` without ``__init__.py``, beside a working directory holding ``cache/``."""
+    work, submission = tmp_path / "work", tmp_path / "submission"
+    (work / "cache").mkdir(parents=True)
+    (work / "cache" / "table.json").write_text("{}")
+    (submission / "cache").mkdir(parents=True)
+    shutil.copy(TESTS_DIR / "hostile_policies.py", submission / "cache" / "nscheat.py")
+    monkeypatch.chdir(work)
+    monkeypatch.syspath_prepend(str(submission))
+    monkeypatch.syspath_prepend(str(work))
+    return "cache.nscheat:package_snoop"
+
+
+# ------------------------------------------------------------------ the Planted track
+@pytest.fixture
+def small_track(monkeypatch, tmp_path):
+    """Two public seeds, two secret models, the multi-hop kind; a seed file outside the repository."""
+    monkeypatch.setattr(PS, "PUBLIC_SEEDS", (0, 1))
+    monkeypatch.setattr(PS, "N_PRIVATE_MODELS", 2)
+    monkeypatch.setattr(PS, "KINDS", ("multihop",))
+    monkeypatch.setattr(sandbox, "PRELOAD", ())
+    seeds = tmp_path / "private" / "private_seeds.json"
+    seeds.parent.mkdir()
+    seeds.write_text(json.dumps([987654, 5]))
+    return seeds
+
+
+def test_planted_a_namespace_package_policy_is_refused(small_track, tmp_path, monkeypatch):
+    spec = _namespace_cheat(tmp_path, monkeypatch)
+    with pytest.raises(sandbox.NamespacePackageError, match="__init__.py"):
+        PS.score_planted("nscheat", policy_spec=spec)
+
+
+@pytest.mark.parametrize("attack, check", [("leaks_in_message", "raised"), ("leaks_in_action", "action")])
+def test_planted_a_failure_on_a_secret_model_carries_no_policy_text(small_track, tmp_path, attack, check):
+    public = len(PS.PUBLIC_SEEDS) * len(PS.KINDS)
+    result = PS.score_planted(attack, policy_spec=f"hostile_policies:{attack}", private_seeds=small_track,
+                              checkpoint=_public_episodes(tmp_path, public))  # fmt: skip
+    _assert_sealed(result, public, check)
+    assert result["diagnostics"]["policy_cpu"]["calls"] > 0  # the public part's CPU record
+    ledger = small_track.parent / LEDGER_NAME  # the scoring counted, beside the seed file
+    assert [json.loads(line)["submitter"] for line in ledger.read_text().splitlines()] == [attack]
+    assert result["probing"]["submitter_scorings"] == 1
+
+
+# ------------------------------------------------------------------ the transfer tracks (v6)
+@pytest.fixture
+def small_transfer(monkeypatch, tmp_path):
+    """One seed per cell, one private seed, a circuit budget of 3; a stand-in private model (a copy
+    of a public member: what matters here is that it is scored as the private model)."""
+    monkeypatch.setattr(B, "TRANSFER_SEEDS", (0,))
+    monkeypatch.setattr(B, "TRANSFER_PRIVATE_SEEDS", 1)
+    monkeypatch.setattr(B, "TRANSFER_CIRCUIT_SEEDS", (0,))
+    monkeypatch.setattr(B, "TRANSFER_CIRCUIT_PRIVATE_SEEDS", 1)
+    monkeypatch.setattr(B, "CIRCUIT_BUDGET", 3)
+    monkeypatch.setattr(B, "CIRCUIT_N_RANDOM", 2)
+    monkeypatch.setattr(sandbox, "PRELOAD", ())
+    monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))
+    private = tmp_path / "private"
+    shutil.copytree(embedded_dir(B.TRAIN_MODELS[0]), private / "model")
+    seeds = private / "private_seeds.json"
+    seeds.write_text(json.dumps([5, 11]))
+    return private / "model", seeds
+
+
+def test_transfer_a_namespace_package_policy_is_refused(small_transfer, tmp_path, monkeypatch):
+    model, seeds = small_transfer
+    spec = _namespace_cheat(tmp_path, monkeypatch)
+    with pytest.raises(sandbox.NamespacePackageError, match="__init__.py"):
+        score_transfer("nscheat", policy_spec=spec, private_model=model, private_seeds=seeds)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "track, attack, check",
+    [("single-head", "leaks_in_message", "raised"), ("single-head", "leaks_in_scores_shape", "scores"),
+     ("circuit", "leaks_in_action", "action")],
+)  # fmt: skip
+def test_transfer_a_failure_on_the_private_model_carries_no_policy_text(
+    small_transfer, tmp_path, track, attack, check
+):
+    model, seeds = small_transfer
+    public = len(all_tasks())  # one public model, one seed per task
+    result = score_transfer(attack, track, policy_spec=f"hostile_policies:{attack}", private_model=model,
+                            private_seeds=seeds, models=(B.TRAIN_MODELS[0],),
+                            checkpoint=_public_episodes(tmp_path, public))  # fmt: skip
+    _assert_sealed(result, public, check)
+    assert str(model) not in json.dumps(result)
+    assert result["probing"]["submitter_scorings"] == 1
