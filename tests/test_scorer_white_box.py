@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from circuit_gym import benchmark as B
+from circuit_gym.ablation.gim import gim_importance
 from circuit_gym.ablation.integrated_gradients import integrated_gradients
 from circuit_gym.circuits import Circuit, CircuitRunner
 from circuit_gym.leaderboard.circuit_scorer import score_circuit
@@ -40,8 +41,8 @@ def _runner(model, seed: int) -> CircuitRunner:
 
 
 def test_one_builtin_list_for_both_tracks():
-    assert set(builtins("single-head")) == {"greedy", "acdc", "eap_ig"}
-    assert set(builtins("circuit")) == {"greedy_search", "attribution", "acdc", "eap_ig"}
+    assert set(builtins("single-head")) == {"greedy", "acdc", "eap_ig", "gim"}
+    assert set(builtins("circuit")) == {"greedy_search", "attribution", "acdc", "eap_ig", "gim"}
     with pytest.raises(ValueError, match="on the circuit track"):
         score_circuit("x", builtin="greedy")
     with pytest.raises(ValueError, match="on the single-head track"):
@@ -51,8 +52,8 @@ def test_one_builtin_list_for_both_tracks():
 def test_acdc_and_eap_ig_on_the_single_head_track(small, tiny_model):
     """Their top-5 heads are those of ACDC's sweep and EAP-IG's attribution run here on the
     episode's batch; their passes: the runner's 2 forward passes and check pass, then ACDC's empty
-    circuit and one partial pass per circuit tried, EAP-IG's one stacked forward and backward."""
-    for name in ("acdc", "eap_ig"):
+    circuit and one partial pass per circuit tried, EAP-IG's (and GIM's) one forward and backward."""
+    for name in ("acdc", "eap_ig", "gim"):
         result = score(name, builtin=name)
         assert result["status"] == "scored" and result["provenance"]["white_box"], result.get("failure")
         assert result["provenance"]["policy"] == f"builtin:{name}"
@@ -63,7 +64,8 @@ def test_acdc_and_eap_ig_on_the_single_head_track(small, tiny_model):
                 scores = _finite(np.asarray(sweep.ranking.scores))
                 passes = {"forward": 2, "partial": 1 + 1 + sweep.tries, "backward": 0}
             else:
-                scores = integrated_gradients(runner.engine, EAP_IG_STEPS)
+                scores = (integrated_gradients(runner.engine, EAP_IG_STEPS) if name == "eap_ig"
+                          else gim_importance(runner.engine))  # fmt: skip
                 passes = {"forward": 3, "partial": 1, "backward": 1}
             assert episode["top5"] == top_k_heads(scores, 5, np.ones(16, dtype=bool)), name
             assert episode["lm_passes"] == passes, name

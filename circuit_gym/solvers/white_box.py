@@ -17,9 +17,12 @@ The solvers:
 - ``attribution`` (circuit): attribution patching's estimate, heads added while it beats alpha;
 - ``acdc`` (both): ACDC's threshold sweep at head level (:mod:`circuit_gym.solvers.acdc`);
 - ``eap_ig`` (both): EAP-IG at node level, 5 integrated-gradient steps stacked in one forward
-  and one backward pass (:mod:`circuit_gym.ablation.integrated_gradients`).
+  and one backward pass (:mod:`circuit_gym.ablation.integrated_gradients`);
+- ``gim`` (both): GIM at head level, attribution patching with GIM's backward rules (frozen
+  LayerNorm scale, softmax gradient at temperature 2, Q/K/V gradient scaling;
+  :mod:`circuit_gym.ablation.gim`), one forward and one backward pass.
 
-On the circuit track ACDC and EAP-IG play as attribution does (:class:`RankingInsertion`): their
+On the circuit track ACDC, EAP-IG and GIM play as attribution does (:class:`RankingInsertion`): their
 scores, in faithfulness units (divided by ``m(full) - m(empty)``), order the heads, which are
 added while the score beats ``alpha``. For ACDC that is the circuit its sweep keeps at the
 threshold ``alpha * |m(full) - m(empty)|``. On the single-head track their scores (task-metric
@@ -35,6 +38,7 @@ import gymnasium as gym
 import numpy as np
 
 from circuit_gym.ablation.attribution import attribution_patching
+from circuit_gym.ablation.gim import gim_importance
 from circuit_gym.ablation.integrated_gradients import integrated_gradients
 from circuit_gym.circuits import CircuitRunner
 from circuit_gym.envs.circuit_building import CircuitBuildingEnv
@@ -152,6 +156,18 @@ def eap_ig_rank(env: gym.Env) -> np.ndarray:
     return integrated_gradients(_episode_runner(env).engine, EAP_IG_STEPS)
 
 
+def gim_faithfulness(env: CircuitBuildingEnv) -> tuple[np.ndarray, int]:
+    """GIM's scores of the episode's heads in faithfulness units, and its passes (one forward,
+    one backward)."""
+    state = env.state
+    return gim_importance(state.runner.engine) / (state.full_metric - state.empty_metric), ATTRIBUTION_PASSES
+
+
+def gim_rank(env: gym.Env) -> np.ndarray:
+    """Single-head track: GIM's scores of the episode's heads (most important = ablate first)."""
+    return gim_importance(_episode_runner(env).engine)
+
+
 @dataclass(frozen=True)
 class WhiteBox:
     """A builtin white-box solver: what it does, and how it plays each track (None: not that one)."""
@@ -180,6 +196,8 @@ BUILTINS: dict[str, WhiteBox] = {
                  build=lambda: RankingInsertion("acdc", acdc_faithfulness)),
         WhiteBox("eap_ig", "EAP-IG, 5 integrated-gradient steps", rank=eap_ig_rank,
                  build=lambda: RankingInsertion("eap_ig", eap_ig_faithfulness)),
+        WhiteBox("gim", "GIM: attribution patching with self-repair-corrected gradients", rank=gim_rank,
+                 build=lambda: RankingInsertion("gim", gim_faithfulness)),
     )
 }  # fmt: skip
 
