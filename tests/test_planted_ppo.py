@@ -1,64 +1,78 @@
-"""The Planted PPO's training script (scripts/train_planted_ppo.py): its seeds, environments and
-selection score, and the shipped run it trained."""
+"""The Planted PPO (circuit_gym/baselines/planted_ppo.py): its seeds, environments and selection
+score, and the shipped run it trained."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from circuit_gym.baselines import circuit_ppo
+from circuit_gym.baselines import circuit_ppo, planted_ppo
+from circuit_gym.baselines.ppo_trainer import training_env
 from circuit_gym.envs.planted import TRUTH_KEY
+from circuit_gym.leaderboard import planted_scorer
 from circuit_gym.leaderboard.planted_scorer import PUBLIC_SEEDS
+from circuit_gym.models.planted.generator import truth_of
 from circuit_gym.tasks.planted import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "docs" / "results" / "planted" / "ppo_planted"
 
 
-@pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location(
-        "train_planted_ppo", ROOT / "scripts" / "train_planted_ppo.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
-
-
-def test_training_and_selection_seeds_never_meet_the_boards_seeds(script):
-    assert not set(script.TRAIN_SEEDS) & set(PUBLIC_SEEDS)
-    assert not set(script.SELECTION_SEEDS) & set(PUBLIC_SEEDS)
-    assert not set(script.TRAIN_SEEDS) & set(script.SELECTION_SEEDS)
+def test_training_and_selection_seeds_never_meet_the_boards_seeds():
+    assert not set(planted_ppo.TRAIN_SEEDS) & set(PUBLIC_SEEDS)
+    assert not set(planted_ppo.SELECTION_SEEDS) & set(PUBLIC_SEEDS)
+    assert not set(planted_ppo.TRAIN_SEEDS) & set(planted_ppo.SELECTION_SEEDS)
     shipped = json.loads((RUN / "planted_run.json").read_text())
     assert (shipped["train_seeds"], shipped["selection_seeds"]) == (
-        list(script.TRAIN_SEEDS),
-        list(script.SELECTION_SEEDS),
+        list(planted_ppo.TRAIN_SEEDS),
+        list(planted_ppo.SELECTION_SEEDS),
     )
 
 
-def test_the_training_environments_play_the_kinds_in_turn_on_training_seeds_and_carry_no_truth(script):
-    config = script.PlantedPPOConfig(batch_size_prompts=4)
+def test_the_training_environments_play_the_kinds_in_turn_on_training_seeds_and_carry_no_truth():
+    config = planted_ppo.PlantedPPOConfig(batch_size_prompts=4)
     for seed in range(len(KINDS)):
-        env = script.make_training_env(config, seed)
+        env = training_env(planted_ppo.RECIPE, config, seed)  # as the trainer makes it
         base = env.unwrapped
-        assert base.kind == KINDS[seed % len(KINDS)] and base.seeds == script.TRAIN_SEEDS
+        assert base.kind == KINDS[seed % len(KINDS)] and base.seeds == planted_ppo.TRAIN_SEEDS
         obs, info = env.reset(seed=seed)
-        assert int(info["model"].rsplit("-", 1)[1]) in script.TRAIN_SEEDS
+        assert int(info["model"].rsplit("-", 1)[1]) in planted_ppo.TRAIN_SEEDS
         obs, reward, terminated, _, info = env.step(base.stop_action)
         assert terminated and TRUTH_KEY not in info and set(obs) == {"obs", "mask"}
         env.close()
 
 
-def test_f1(script):
-    assert script.f1(1.0, 1.0) == 1.0 and script.f1(0.0, 0.0) == 0.0
-    assert script.f1(0.5, 1.0) == pytest.approx(2 / 3)
+def test_f1():
+    assert planted_ppo.f1(1.0, 1.0) == 1.0 and planted_ppo.f1(0.0, 0.0) == 0.0
+    assert planted_ppo.f1(0.5, 1.0) == pytest.approx(2 / 3)
+
+
+def test_it_plays_the_tracks_ids_and_scores_episodes_as_the_track_does():
+    """Baselines do not import the leaderboard, so the Planted PPO names the track's IDs and scores
+    its selection episodes itself: both as the track's scorer does."""
+    assert [planted_ppo.kind_env_id(k) for k in KINDS] == [planted_scorer.env_id(k) for k in KINDS]
+    ranking = np.random.default_rng(0).permutation(144)  # every head of a planted model
+    for kind in KINDS:
+        truth = sorted(truth_of(1000).circuit(kind))
+        order = [truth[0], next(int(h) for h in ranking if h not in truth)]  # precision 1/2, recall 1/n
+        played = {"order": order, "ranking": _Ranking(ranking), "circuit_size": 2, "faithfulness": 0.5,
+                  "forward_passes": 7}  # fmt: skip
+        ours, track = (
+            planted_ppo.truth_scores(kind, 1000, played),
+            planted_scorer.episode_scores(kind, 1000, played),
+        )
+        assert ours == {k: track[k] for k in ours} and ours["precision"] == 0.5
+
+
+class _Ranking:
+    def __init__(self, order: np.ndarray) -> None:
+        self._order = order
+
+    def order(self) -> np.ndarray:
+        return self._order
 
 
 def test_the_shipped_policy_loads_and_its_choice_is_the_best_selection_score():

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -39,6 +39,7 @@ from circuit_gym.baselines.ppo_trainer import (  # noqa: F401  (re-exported: the
     CHECKPOINT,
     MaskInObservation,
     PolicyAdapter,
+    PPOConfigBase,
     build_algorithm,
     cells,
     selection_indices,
@@ -48,7 +49,6 @@ from circuit_gym.circuits import cpr, faithfulness_curve
 from circuit_gym.envs.circuit_building import MEMBER_COLUMN, N_CIRCUIT_FEATURES, CircuitBuildingEnv
 from circuit_gym.envs.circuit_registration import circuit_env_id
 from circuit_gym.envs.features import CIRCUIT_FEATURE_SETS
-from circuit_gym.progress import progress_iter
 
 REWARDS = ("gain", "area")
 NETWORKS = ("circuit_scorer", "state_scorer")
@@ -68,47 +68,37 @@ class AreaReward(gym.Wrapper):
 
 
 @dataclass
-class CircuitPPOConfig:
+class CircuitPPOConfig(PPOConfigBase):
+    NETWORKS: ClassVar[tuple[str, ...]] = NETWORKS
+
     env_id: str = circuit_env_id("Toy", "Multi")  # the benchmark's training tasks, embedded model
-    model: str | None = None  # None: the ID's model
-    model_path: str | None = None
-    device: str = "cpu"
-    split: str = "train"
-    pool_size: int = 16  # training batches per task: indices 0 .. pool_size - 1
-    selection_episodes: int = 2  # held-back batches per task for checkpoint selection
-    batch_size_prompts: int = 8
+    pool_size: int = 16
+    selection_episodes: int = 2
+    n_envs: int = 4
+    epochs: int = 4
+    steps_per_epoch: int = 512
+    steps_per_collect: int = 128
+    lr: float = 1e-3
+    ent_coef: float = 0.03
+    # The policy network: "circuit_scorer" (CircuitScorer, the reference's) or "state_scorer"
+    # (baselines.state_scorer: the circuit state kept apart, two attention layers, a STOP logit).
+    network: str = "circuit_scorer"
     budget: int = 16
     # Training's cost per head. 0, not the env's 0.01: with a cost, adding a random head pays
     # -alpha and STOP pays 0, so an untrained policy learns to STOP at once (seen in a 256-step
     # smoke run: every circuit empty) before it finds the few heads that raise faithfulness;
     # CPR, the selection score, does not charge for size.
     alpha: float = 0.0
-    n_envs: int = 4
-    epochs: int = 4
-    steps_per_epoch: int = 512
-    steps_per_collect: int = 128
-    minibatch: int = 64
-    repeat: int = 4
-    lr: float = 1e-3
-    ent_coef: float = 0.03
     gamma: float = 1.0  # finite episodes; the return is J(final) - J(empty)
-    hidden: int = 64
-    return_scaling: bool = True  # rewards are faithfulness changes, ~0.01-1
-    seed: int = 0
     # Training reward: "gain" = the env's reward (change of faithfulness; with gamma 1 the return
     # is f of the final circuit); "area" = f(C_t) after every head added (AreaReward: the return
     # is the area under the episode's faithfulness curve, as CPR is, so early heads count more).
     reward: str = "gain"
-    features: str = "attention"  # the env's observation columns ("attention" or "causal")
-    # The policy network: "circuit_scorer" (CircuitScorer, the reference's) or "state_scorer"
-    # (baselines.state_scorer: the circuit state kept apart, two attention layers, a STOP logit).
-    network: str = "circuit_scorer"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
-        if self.network not in NETWORKS:
-            raise ValueError(f"network must be one of {NETWORKS}, got {self.network!r}")
 
 
 class CircuitScorer(nn.Module):
@@ -172,14 +162,13 @@ def load_policy(checkpoint: str) -> CircuitPPOPolicy:
 
 def make_env(config: CircuitPPOConfig, pool_size: int | None = None, oracle_info: bool = False) -> gym.Env:
     """The configured environment; batch ``i`` is the same whatever ``pool_size``."""
-    kwargs = dict(split=config.split, pool_size=pool_size or config.pool_size, budget=config.budget,
-                  alpha=config.alpha, batch_size=config.batch_size_prompts, device=config.device,
-                  oracle_info=oracle_info, features=config.features)  # fmt: skip
-    if config.model:
-        kwargs["model"] = config.model
-    if config.model_path:
-        kwargs["model_path"] = config.model_path
-    return gym.make(config.env_id, **kwargs)
+    return gym.make(config.env_id, budget=config.budget, alpha=config.alpha, oracle_info=oracle_info,
+                    **config.env_kwargs(pool_size))  # fmt: skip
+
+
+def with_reward(config: CircuitPPOConfig, env: gym.Env) -> gym.Env:
+    """``env`` paying ``config.reward``: the env's own ("gain") or :class:`AreaReward`'s ("area")."""
+    return AreaReward(env) if config.reward == "area" else env
 
 
 def episode_cpr(env: gym.Env, solver, task: str, index: int) -> float:
@@ -240,27 +229,17 @@ def selection_cpr(
 
 def warm_up(config: CircuitPPOConfig, progress: bool | None = None) -> float:
     """Compute every training and selection batch's features and circuit runner once."""
-    start = time.time()
-    for label, inner, task in cells(make_env(config, config.pool_size + config.selection_episodes)):
-        base = inner.unwrapped
-        for i in progress_iter(
-            range(base.pool_size), f"circuit runners ({label})", unit="batch", requested=progress
-        ):
-            base.reset(options={"task": task, "batch_index": i})
-    return time.time() - start
+    return ppo_trainer.warm_up_cells(make_env(config, config.selection_pool), "circuit runners", progress)
 
 
 def make_training_env(config: CircuitPPOConfig, seed: int) -> gym.Env:
-    base = make_env(config)
-    env = MaskInObservation(AreaReward(base) if config.reward == "area" else base)
-    env.reset(seed=seed)
-    return env
+    return with_reward(config, make_env(config))
 
 
 def selection(config: CircuitPPOConfig, out: Path, reference: dict | None) -> tuple:
     """The checkpoint-selection score (:func:`selection_cpr`) against greedy search's CPR on the
     held-back batches: a resumed run's ``reference``, else the cache beside ``out`` or computed."""
-    env = make_env(config, config.pool_size + config.selection_episodes)
+    env = make_env(config, config.selection_pool)
     if reference is None:
         reference = cached_greedy_reference(config, env, out.parent / REFERENCE_CACHE)
     return (lambda net: selection_cpr(net, env, selection_indices(config), reference)), reference
@@ -289,8 +268,7 @@ def train(config: CircuitPPOConfig, out: Path, progress: bool | None = True) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
-    config, out = ppo_trainer.parse_config(CircuitPPOConfig, "runs/circuit_ppo", argv, __doc__)
-    print(train(config, out))
+    ppo_trainer.main(RECIPE, "runs/circuit_ppo", argv, __doc__)
 
 
 if __name__ == "__main__":

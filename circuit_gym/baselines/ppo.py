@@ -17,9 +17,9 @@ network, its config and its recipe.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -28,12 +28,16 @@ from torch import nn
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym.baselines import ppo_trainer
-from circuit_gym.baselines.ppo_trainer import MaskInObservation, PolicyAdapter, cells, selection_indices
+from circuit_gym.baselines.ppo_trainer import (
+    MaskInObservation,
+    PolicyAdapter,
+    PPOConfigBase,
+    selection_indices,
+)
 from circuit_gym.baselines.state_scorer import StateScorer, state_columns
 from circuit_gym.benchmark import multi_env_id
 from circuit_gym.envs.features import ABLATED_COLUMN, FEATURE_SETS, N_FEATURES
 from circuit_gym.envs.model_draw import per_model
-from circuit_gym.progress import progress_iter
 
 NETWORKS = ("head_scorer", "state_scorer")
 
@@ -41,44 +45,29 @@ __all__ = ["HeadScorer", "MaskInObservation", "PPOConfig", "PPOPolicy", "RECIPE"
 
 
 @dataclass
-class PPOConfig:
+class PPOConfig(PPOConfigBase):
+    NETWORKS: ClassVar[tuple[str, ...]] = NETWORKS
+
     env_id: str = multi_env_id()  # the benchmark's training tasks on the embedded model
-    model: str | None = None  # None: the ID's model
-    model_path: str | None = None
-    device: str = "cpu"  # of the language model; the small policy network trains on the CPU
-    split: str = "train"
-    tasks: str | None = None  # comma-separated task names; None: the ID's own tasks
-    features: str = "attention"  # the env's observation columns ("attention" or "prediction")
     pool_size: int = 48  # per training task: the same batches as the suite's train-split measure
-    # Checkpoint selection: per training task, the train-split batches pool_size ..
-    # pool_size + selection_episodes - 1, held back from training and never reported. The kept
-    # policy.pt has the best mean oracle recovery (best-of-1 and best-of-5, mean over tasks)
-    # there, not the best raw return (which mostly measured the sampled task mix: oracle
-    # rewards differ 35-fold between tasks).
+    # The kept policy.pt has the best mean oracle recovery (best-of-1 and best-of-5, mean over
+    # tasks) on the held-back batches, not the best raw return (which mostly measured the sampled
+    # task mix: oracle rewards differ 35-fold between tasks).
     selection_episodes: int = 8
-    batch_size_prompts: int = 8
-    episode_length: int = 1
     n_envs: int = 8
     epochs: int = 8
     steps_per_epoch: int = 2048
     steps_per_collect: int = 256
-    minibatch: int = 64
-    repeat: int = 4
     lr: float = 3e-3
     # A strong entropy bonus: with 0.003-0.02 the policy collapsed onto one head per task
     # within ~100 updates (IOI: always 2.1) and never learned which name order needs 1.0;
     # 0.1 learned it for 5 of 5 seeds (README, "what was tried").
     ent_coef: float = 0.1
-    hidden: int = 64
-    return_scaling: bool = True  # critic targets on a unit scale (rewards are ~5-25)
-    seed: int = 0
     # The policy network: "head_scorer" (HeadScorer, the reference's) or "state_scorer"
     # (baselines.state_scorer: the state columns kept apart, two attention layers).
     network: str = "head_scorer"
-
-    def __post_init__(self) -> None:
-        if self.network not in NETWORKS:
-            raise ValueError(f"network must be one of {NETWORKS}, got {self.network!r}")
+    tasks: str | None = None  # comma-separated task names; None: the ID's own tasks
+    episode_length: int = 1
 
     @property
     def gamma(self) -> float:
@@ -123,38 +112,23 @@ class HeadScorer(nn.Module):
 
 
 def make_env(config: PPOConfig, pool_size: int | None = None) -> gym.Env:
-    """The configured environment (unwrapped by MaskInObservation); ``pool_size`` defaults to the
-    training pool's. Batch ``i`` is the same batch whatever the pool size."""
-    kwargs = dict(split=config.split, pool_size=pool_size or config.pool_size,
-                  batch_size=config.batch_size_prompts, episode_length=config.episode_length,
-                  device=config.device, features=config.features)  # fmt: skip
+    """The configured environment; ``pool_size`` defaults to the training pool's."""
+    kwargs = config.env_kwargs(pool_size)
     if config.tasks:
         kwargs["tasks"] = tuple(config.tasks.split(","))
-    if config.model:
-        kwargs["model"] = config.model
-    if config.model_path:
-        kwargs["model_path"] = config.model_path
-    return gym.make(config.env_id, **kwargs)
+    return gym.make(config.env_id, episode_length=config.episode_length, **kwargs)
 
 
 def make_training_env(config: PPOConfig, seed: int) -> gym.Env:
-    env = MaskInObservation(make_env(config))
-    env.reset(seed=seed)
-    return env
+    return make_env(config)
 
 
 def warm_up(config: PPOConfig, progress: bool | None = None) -> float:
     """Compute every training and selection episode's observation and oracle table once (the
     tables then cached on disk)."""
-    start = time.time()
-    for label, inner, task in cells(make_env(config, config.pool_size + config.selection_episodes)):
-        base = inner.unwrapped
-        for i in progress_iter(
-            range(base.pool_size), f"oracle tables ({label})", unit="batch", requested=progress
-        ):
-            base.reset(options={"task": task, "batch_index": i})  # computes the observation
-            _ = base.episode.table
-    return time.time() - start
+    return ppo_trainer.warm_up_cells(
+        make_env(config, config.selection_pool), "oracle tables", progress, lambda base: base.episode.table
+    )
 
 
 def selection_recovery(net: HeadScorer, env: gym.Env, indices: range) -> dict:
@@ -183,7 +157,7 @@ def selection_recovery(net: HeadScorer, env: gym.Env, indices: range) -> dict:
 
 def selection(config: PPOConfig, out: Path, reference: None) -> tuple:
     """The checkpoint-selection score (:func:`selection_recovery` on the held-back batches); no reference."""
-    env = make_env(config, config.pool_size + config.selection_episodes)
+    env = make_env(config, config.selection_pool)
     return (lambda net: selection_recovery(net, env, selection_indices(config))), None
 
 
@@ -218,8 +192,7 @@ class PPOPolicy(PolicyAdapter):
 
 
 def main(argv: list[str] | None = None) -> None:
-    config, out = ppo_trainer.parse_config(PPOConfig, "runs/ppo", argv, __doc__)
-    print(train(config, out))
+    ppo_trainer.main(RECIPE, "runs/ppo", argv, __doc__)
 
 
 def load_policy(checkpoint: str) -> PPOPolicy:

@@ -1,15 +1,19 @@
-"""One PPO trainer (Tianshou 2.x) for both environments: builder, training loop, policy adapter.
+"""One PPO recipe (Tianshou 2.x) for every environment: config base, builder, training loop, policy adapter.
 
-The single-head (``circuit_gym/baselines/ppo.py``) and circuit-building (``circuit_gym/baselines/circuit_ppo.py``) PPO
-baselines keep only what is their own: a network, a config and a :class:`Recipe` (how to make
-their environments, warm them up, build and load their network, and score a checkpoint on
-held-back training batches). What they share lives here:
+The single-head (``circuit_gym/baselines/ppo.py``), circuit-building
+(``circuit_gym/baselines/circuit_ppo.py``) and Planted (``circuit_gym/baselines/planted_ppo.py``)
+PPO agents keep only what is their own: a network, a config (a :class:`PPOConfigBase` with their
+defaults and their own fields) and a :class:`Recipe` (how to make their environments, build and
+load their network, and score a checkpoint on held-back training batches). What they share lives
+here:
 
+- :class:`PPOConfigBase`: the fields every recipe has (environment, pools, the PPO schedule);
+- :func:`warm_up_cells`: every training and selection batch of every (model, task) cell built once;
 - :class:`MaskInObservation`: the action mask travels with the observation it belongs to
   (Tianshou stores a step's info with the *next* observation);
 - :func:`build_algorithm`: a Tianshou ``PPO`` over a categorical actor from a network's
   masked logits and a critic from its state value;
-- :func:`train`: the training loop. After every epoch's test step the recipe's selection score
+- :func:`train`: the training loop (its environments wrapped in :class:`MaskInObservation`). After every epoch's test step the recipe's selection score
   (a held-back train-split measure, never a held-out one) is put on ``curve.json``; the best
   parameters go to ``policy.pt``; ``checkpoint.pt`` then holds the algorithm (network,
   optimiser, return normalisation), the curve and the best score, so a run started again with
@@ -26,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -34,7 +38,7 @@ import torch
 from torch import nn
 
 from circuit_gym.envs.model_draw import per_model
-from circuit_gym.progress import progress_enabled
+from circuit_gym.progress import progress_enabled, progress_iter
 
 CHECKPOINT = "checkpoint.pt"
 # Seeds of a resumed run's environments are offset by this times the epochs done, so a resumed
@@ -75,25 +79,65 @@ class ScorerNet(Protocol):
     def state_value(self, obs: torch.Tensor) -> torch.Tensor: ...
 
 
-class TrainerConfig(Protocol):
-    """The fields of a PPO config that the loop reads (both configs have them)."""
+@dataclass
+class PPOConfigBase:
+    """The fields every PPO recipe's config has; a recipe's config subclasses it with its own
+    defaults (the fields without one here) and its own fields. ``gamma`` (the discount) is each
+    recipe's: a field, or a property of other fields."""
 
-    seed: int
+    NETWORKS: ClassVar[tuple[str, ...]] = ()  # the recipe's network names; ``network`` is one of them
+
+    env_id: str
+    pool_size: int  # training batches per (model, task) cell: indices 0 .. pool_size - 1
+    # Checkpoint selection: per cell, the train-split batches pool_size .. pool_size +
+    # selection_episodes - 1, held back from training and never reported.
+    selection_episodes: int
     n_envs: int
     epochs: int
     steps_per_epoch: int
     steps_per_collect: int
-    minibatch: int
-    repeat: int
     lr: float
     ent_coef: float
-    gamma: float
-    return_scaling: bool
-    pool_size: int
-    selection_episodes: int
+    network: str
+    model: str | None = None  # None: the ID's model
+    model_path: str | None = None
+    device: str = "cpu"  # of the language model; the small policy network trains on the CPU
+    split: str = "train"
+    features: str = "attention"  # the env's observation columns (``envs.features``)
+    batch_size_prompts: int = 8
+    minibatch: int = 64
+    repeat: int = 4
+    hidden: int = 64
+    return_scaling: bool = True  # critic targets on a unit scale
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.network not in self.NETWORKS:
+            raise ValueError(f"network must be one of {self.NETWORKS}, got {self.network!r}")
+
+    @property
+    def gamma(self) -> float:
+        raise NotImplementedError(f"{type(self).__name__} gives its discount")
+
+    @property
+    def selection_pool(self) -> int:
+        """The pool size whose batches include the held-back selection batches."""
+        return self.pool_size + self.selection_episodes
+
+    def env_kwargs(self, pool_size: int | None = None) -> dict[str, Any]:
+        """The keywords of ``gym.make(self.env_id, ...)`` every recipe passes: split, pool (the
+        training pool's by default; batch ``i`` is the same batch whatever the pool size), prompts
+        per batch, device, observation, and the model where one is named."""
+        kwargs: dict[str, Any] = dict(split=self.split, pool_size=pool_size or self.pool_size,
+                                      batch_size=self.batch_size_prompts, device=self.device, features=self.features)  # fmt: skip
+        if self.model:
+            kwargs["model"] = self.model
+        if self.model_path:
+            kwargs["model_path"] = self.model_path
+        return kwargs
 
 
-def build_algorithm(config: TrainerConfig, action_space: gym.Space, net: nn.Module):
+def build_algorithm(config: PPOConfigBase, action_space: gym.Space, net: nn.Module):
     """Tianshou's PPO over ``net``: a categorical actor on ``net.logits(obs, mask)`` and a
     critic on ``net.state_value(obs)`` (one module, two heads); discount ``config.gamma``."""
     from tianshou.algorithm import PPO
@@ -137,8 +181,8 @@ def build_algorithm(config: TrainerConfig, action_space: gym.Space, net: nn.Modu
 class Recipe:
     """What the loop needs of one environment's PPO.
 
-    - ``make_env(config, seed)``: a training environment wrapped in :class:`MaskInObservation`,
-      reset with ``seed``;
+    - ``make_env(config, seed)``: training environment ``seed`` (the loop numbers its environments
+      ``seed + i``), which the loop wraps in :class:`MaskInObservation` and resets with ``seed``;
     - ``make_net(config, n_features)``: a fresh network for observations of ``n_features`` columns;
     - ``n_features(config)``: the observation's column count under ``config`` (loading);
     - ``warm_up(config, progress)``: compute every training and selection batch once; seconds;
@@ -148,7 +192,7 @@ class Recipe:
     - ``tensorboard``: write TensorBoard logs under ``out/tensorboard``.
     """
 
-    config_type: type
+    config_type: type[PPOConfigBase]
     score_key: str
     make_env: Callable[[Any, int], gym.Env]
     make_net: Callable[[Any, int], nn.Module]
@@ -167,9 +211,30 @@ def cells(env: gym.Env) -> list[tuple[str, gym.Env, str]]:
             for model, inner in per_model(env).items() for task in inner.unwrapped.tasks]  # fmt: skip
 
 
-def selection_indices(config: TrainerConfig) -> range:
+def selection_indices(config: PPOConfigBase) -> range:
     """The held-back train-split batches checkpoints are chosen on (never trained on, never reported)."""
-    return range(config.pool_size, config.pool_size + config.selection_episodes)
+    return range(config.pool_size, config.selection_pool)
+
+
+def warm_up_cells(env: gym.Env, what: str, progress: bool | None = None,
+                  visit: Callable[[gym.Env], object] | None = None) -> float:  # fmt: skip
+    """Reset every batch of every (model, task) cell of ``env`` once (computing and caching what an
+    episode needs), then ``visit(base_env)`` if given; seconds taken. ``what`` names the bar."""
+    start = time.time()
+    for label, inner, task in cells(env):
+        base = inner.unwrapped
+        for i in progress_iter(range(base.pool_size), f"{what} ({label})", unit="batch", requested=progress):
+            base.reset(options={"task": task, "batch_index": i})
+            if visit is not None:
+                visit(base)
+    return time.time() - start
+
+
+def training_env(recipe: Recipe, config: PPOConfigBase, seed: int) -> gym.Env:
+    """The recipe's training environment ``seed``, its mask carried in the observation, reset with ``seed``."""
+    env = MaskInObservation(recipe.make_env(config, seed))
+    env.reset(seed=seed)
+    return env
 
 
 def load_checkpoint(config, out: Path) -> dict | None:
@@ -192,7 +257,7 @@ def load_checkpoint(config, out: Path) -> dict | None:
     return torch.load(path, weights_only=False)  # our own file: the optimiser and RunningMeanStd states
 
 
-def train(config: TrainerConfig, recipe: Recipe, out: Path, progress: bool | None = True) -> dict:
+def train(config: PPOConfigBase, recipe: Recipe, out: Path, progress: bool | None = True) -> dict:
     """Train PPO; writes ``policy.pt`` (best selection score), ``policy_last.pt``, ``config.json``,
     ``curve.json`` (per epoch: env steps, test return, the selection score and its details),
     ``checkpoint.pt`` and ``train_summary.json`` to ``out``.
@@ -212,7 +277,7 @@ def train(config: TrainerConfig, recipe: Recipe, out: Path, progress: bool | Non
     warm_seconds = recipe.warm_up(config, progress)
 
     def env_fn(seed: int) -> Callable[[], gym.Env]:
-        return lambda: recipe.make_env(config, seed)
+        return lambda: training_env(recipe, config, seed)
 
     epochs_done = resumed["epochs_done"] if resumed else 0
     seed = config.seed + RESUME_SEED_STRIDE * epochs_done
@@ -354,3 +419,9 @@ def parse_config(config_type: type, default_out: str, argv: list[str] | None, de
     args = vars(parser.parse_args(argv))
     out = args.pop("out")
     return config_type(**args), out
+
+
+def main(recipe: Recipe, default_out: str, argv: list[str] | None, description: str) -> None:
+    """A recipe's command line: its config from the options (:func:`parse_config`), trained into ``--out``."""
+    config, out = parse_config(recipe.config_type, default_out, argv, description)
+    print(train(config, recipe, out))
