@@ -24,6 +24,12 @@ from circuit_gym.envs.circuit_registration import circuit_env_id
 # ratios). Result files of another version are refused.
 BENCHMARK_VERSION = "circuit-gym-heldout-v5"
 MODEL = "toy"
+# The board's kinds of play, spelled once (circuit_gym/leaderboard/tracks.py: the table of tracks):
+# single head (rank the heads, best-of-k ablated) and circuit building (add heads until STOP).
+SINGLE_HEAD = "single-head"
+CIRCUIT = "circuit"
+TRANSFER_PREFIX = "transfer-"  # benchmark v6's tracks: transfer-single-head, transfer-circuit
+PLANTED = "planted"  # the Planted track: circuit building on generated models with known circuits
 # Held-out tasks, chosen by circuit_gym.suite.choose_held_out among the tasks the inclusion
 # gate admits on the test split (docs/suite/suite_toy_test.json: all eight), from the
 # oracle-head histograms of the *train* split (docs/suite/suite_toy_train.json), so no test
@@ -95,7 +101,7 @@ def circuit_env(model: str = MODEL) -> str:
 def circuit_definition() -> dict:
     """The circuit track's definition, recorded in (and checked against) its result files."""
     return {
-        "benchmark_version": CIRCUIT_BENCHMARK_VERSION, "track": "circuit", "tasks": list(HELD_OUT_TASKS),
+        "benchmark_version": CIRCUIT_BENCHMARK_VERSION, "track": CIRCUIT, "tasks": list(HELD_OUT_TASKS),
         "train_tasks": list(TRAIN_TASKS), "split": SPLIT, "seeds": list(CIRCUIT_EVAL_SEEDS),
         "private_seeds_used": CIRCUIT_PRIVATE_SEEDS, "ablation": ABLATION,
         "prompts_per_episode": PROMPTS_PER_EPISODE, "circuit_env_version": CIRCUIT_ENV_VERSION,
@@ -151,12 +157,12 @@ def quadrant(task: str, model: str) -> str:
     return f"{'seen' if task in TRANSFER_TRAIN_TASKS else 'unseen'}_task_{'seen' if model in TRAIN_MODELS else 'unseen'}_model"
 
 
-def transfer_definition(track: str = "single-head") -> dict:
+def transfer_definition(track: str = SINGLE_HEAD) -> dict:
     """A transfer track's definition, recorded in (and checked against) its result files."""
-    circuit = track == "circuit"
+    circuit = track == CIRCUIT
     return {
         "benchmark_version": TRANSFER_CIRCUIT_BENCHMARK_VERSION if circuit else TRANSFER_BENCHMARK_VERSION,
-        "track": f"transfer-{track}", "train_models": list(TRAIN_MODELS), "held_out_models": list(HELD_OUT_MODELS),
+        "track": f"{TRANSFER_PREFIX}{track}", "train_models": list(TRAIN_MODELS), "held_out_models": list(HELD_OUT_MODELS),
         "tasks": list(TRANSFER_HELD_OUT_TASKS), "train_tasks": list(TRANSFER_TRAIN_TASKS), "split": SPLIT,
         "seeds": list(TRANSFER_CIRCUIT_SEEDS if circuit else TRANSFER_SEEDS),
         "private_seeds_used": TRANSFER_CIRCUIT_PRIVATE_SEEDS if circuit else TRANSFER_PRIVATE_SEEDS,

@@ -10,13 +10,7 @@ import pytest
 
 import circuit_gym
 from circuit_gym import benchmark as B
-from circuit_gym.leaderboard.board import (
-    CIRCUIT_RESULTS_DIR,
-    RESULTS_DIR,
-    TRANSFER_RESULTS_DIRS,
-    collect,
-    track,
-)
+from circuit_gym.leaderboard.board import board_files, collect, track
 from circuit_gym.leaderboard.references import load_manifest
 from circuit_gym.models.loading import load_model
 
@@ -25,15 +19,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize("version", [circuit_gym.__version__, "99.0.0"])
 def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypatch, version):
-    """The shipped result files (leaderboard/results/ and its circuit/ folder) are exactly the
+    """The shipped result files (the folder of every track of the table) are exactly the
     manifest's references, each current (scorer protocol, benchmark definition, the embedded
     model's weights) and recognised (reviewed scores digest, checkpoint digest as in this
     checkout), under this package version and under a bumped one (the version is provenance
     only). New reference weights or a benchmark change without rescoring fail here."""
     monkeypatch.setattr(circuit_gym, "__version__", version)
     manifest = load_manifest()
-    paths = sorted([*RESULTS_DIR.glob("*.json"), *CIRCUIT_RESULTS_DIR.glob("*.json"),
-                    *(p for d in TRANSFER_RESULTS_DIRS for p in d.glob("*.json"))])  # fmt: skip
+    paths = board_files()  # every track's folder (circuit_gym/leaderboard/tracks.py)
     entries, refused, failed = collect(
         paths, load_model(B.MODEL).circuit_gym_info.weights_hash, references=manifest
     )
@@ -44,7 +37,9 @@ def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypat
         r.result for refs in manifest.values() for r in refs.values()
     }
     for entry in entries:  # verified boards carry private scores
-        if track(entry) == "circuit":
+        if track(entry) == "planted":  # secret models drawn from the private seed file
+            assert entry["private"]["n_models"] == 20
+        elif track(entry) == "circuit":
             assert entry["private"]["n_seeds"] == B.CIRCUIT_PRIVATE_SEEDS
         elif track(entry).startswith("transfer-"):  # ranked on the private model: its weights recorded
             private = entry["private"]

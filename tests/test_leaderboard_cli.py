@@ -48,6 +48,8 @@ def test_a_policy_in_the_working_directory_is_found_and_the_run_is_estimated_fir
         "--no-progress",
         "leaderboard",
         "score",
+        "--track",
+        "single-head",
         "--name",
         "team",
         "--policy",
@@ -68,6 +70,8 @@ def test_a_missing_module_says_where_the_scorer_looked(small, tmp_path, monkeypa
     argv = [
         "leaderboard",
         "score",
+        "--track",
+        "single-head",
         "--name",
         "x",
         "--policy",
@@ -90,13 +94,53 @@ def test_the_estimate_is_what_the_committed_reference_took_per_episode():
     assert "no estimate" in estimate("circuit", "acdc")  # no committed reference measured it
 
 
-def test_the_command_line_offers_every_board_track_and_only_those():
-    from circuit_gym.cli import BOARD_TRACKS, build_parser
-    from circuit_gym.leaderboard.references import TRACKS
+def test_a_policy_is_estimated_by_the_tracks_model_of_the_work_cold_or_warm():
+    """episodes x the track's measured seconds per episode, the cold figure on a cold cache."""
+    from circuit_gym.leaderboard.tracks import TRACKS
 
-    assert BOARD_TRACKS == TRACKS
+    row = TRACKS["transfer-single-head"]
+    n = 4 * 9 * len(B.TRANSFER_SEEDS)  # every task on every public model
+    for cold, per in ((True, row.cost.cold_s), (False, row.cost.warm_s)):
+        line = estimate("transfer-single-head", None, cold=cold)
+        assert line.startswith(f"scoring {n} episodes: about ") and f"({per:.1f} s per episode" in line
+        assert f"{n * per / 60:.0f} min" in line and ("cold cache" in line) == cold
+
+
+def test_the_command_line_offers_every_board_track_and_scores_the_benchmark_in_force_by_default():
+    from circuit_gym.cli import build_parser
+    from circuit_gym.leaderboard.references import TRACKS
+    from circuit_gym.leaderboard.tracks import BENCHMARKS, IN_FORCE, retired
+
+    parsed = build_parser().parse_args(["leaderboard", "score", "--name", "x"])
+    assert parsed.track == "transfer-single-head" and B.transfer_definition()["benchmark_version"].endswith(
+        IN_FORCE
+    )
+    assert BENCHMARKS[IN_FORCE] is None and retired("single-head") and "hand-picked" in retired("single-head")
+    assert parsed.out is None  # written to the track's folder of the board
     for command in (["score", "--name", "x", "--out", "x.json"], ["canary"], ["rescore-references"]):
         with pytest.raises(SystemExit):  # argparse refuses a track the board does not have
             build_parser().parse_args(["leaderboard", *command, "--track", "multi"])
-        parsed = build_parser().parse_args(["leaderboard", *command, "--track", "transfer-circuit"])
-        assert parsed.track == "transfer-circuit"
+        for track in TRACKS:
+            assert build_parser().parse_args(["leaderboard", *command, "--track", track]).track == track
+
+
+def test_the_core_imports_neither_app_and_every_app_registers_its_commands():
+    """circuit_gym/cli.py only dispatches: no import of circuit_gym.baselines or circuit_gym.leaderboard
+    in the core's command modules (an AST walk, function bodies included); the apps' commands are there."""
+    import ast
+    from pathlib import Path
+
+    import circuit_gym
+    from circuit_gym.cli import APPS, build_parser
+
+    root = Path(circuit_gym.__file__).parent
+    for module in ("cli.py", "commands.py"):
+        tree = ast.parse((root / module).read_text())
+        names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        assert not [m for m in names if m.startswith(("circuit_gym.baselines", "circuit_gym.leaderboard"))], (
+            module
+        )
+    assert {"circuit_gym.baselines.commands", "circuit_gym.leaderboard.commands"} <= set(APPS)
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert {"run", "circuits", "leaderboard", "info", "list", "doctor", "play"} <= set(commands)

@@ -21,7 +21,7 @@ from circuit_gym.envs.arguments import (
     reset_choice,
 )
 from circuit_gym.envs.causal_features import CircuitCausalState, episode_causal
-from circuit_gym.envs.features import CIRCUIT_FEATURE_SETS, FEATURE_BOUND, N_STATIC
+from circuit_gym.envs.features import CIRCUIT_FEATURE_SETS, DEFAULT_FEATURES, FEATURE_BOUND, N_STATIC
 from circuit_gym.envs.pool import EnvPools, Episode, shared_model
 from circuit_gym.envs.render import render_grid
 from circuit_gym.heads import head_name
@@ -224,7 +224,7 @@ class CircuitBuildingEnv(gym.Env):
                  start: str = "empty", alpha: float = 0.01, budget: int = 16, ablation: str | None = None,
                  batch_size: int = 8, pool_size: int = 32, cache: bool = True, model_path: str | None = None,
                  render_mode: str | None = None, oracle_info: bool = True, device: str = "cpu",
-                 features: str = "attention") -> None:  # fmt: skip
+                 features: str = DEFAULT_FEATURES) -> None:  # fmt: skip
         tasks, ablation = common_arguments(model, tasks, split, ablation, batch_size, pool_size, cache, oracle_info,
                                            render_mode, self.metadata["render_modes"])  # fmt: skip
         check_choice("start", start, STARTS)

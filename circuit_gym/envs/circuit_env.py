@@ -20,7 +20,14 @@ from circuit_gym.envs.arguments import (
     reset_choice,
 )
 from circuit_gym.envs.causal_features import episode_causal, single_head_columns, single_head_passes
-from circuit_gym.envs.features import ABLATED_COLUMN, FEATURE_BOUND, FEATURE_SETS, N_FEATURES, N_STATIC
+from circuit_gym.envs.features import (
+    ABLATED_COLUMN,
+    DEFAULT_FEATURES,
+    FEATURE_BOUND,
+    FEATURE_SETS,
+    N_FEATURES,
+    N_STATIC,
+)
 from circuit_gym.envs.pool import EnvPools, Episode, shared_model
 from circuit_gym.envs.render import render_grid
 from circuit_gym.heads import head_name
@@ -180,7 +187,7 @@ class CircuitDiscoveryEnv(gym.Env):
                  episode_length: int = 1, lam: float = 1.0, ablation: str | None = None, batch_size: int = 8,
                  pool_size: int = 32, cache: bool = True, model_path: str | None = None,
                  reference: str | None = None, render_mode: str | None = None,
-                 oracle_info: bool = True, device: str = "cpu", features: str = "attention") -> None:  # fmt: skip
+                 oracle_info: bool = True, device: str = "cpu", features: str = DEFAULT_FEATURES) -> None:  # fmt: skip
         tasks, ablation = common_arguments(model, tasks, split, ablation, batch_size, pool_size, cache, oracle_info,
                                            render_mode, self.metadata["render_modes"])  # fmt: skip
         check_choice("features", features, tuple(FEATURE_SETS))

@@ -101,7 +101,9 @@ N_STATIC = N_FEATURES - 2  # the last two change within an episode
 ABLATED_COLUMN = N_STATIC  # the same column in every feature set
 PREDICTION_FEATURE_NAMES = ("top_direct", "top_attribution", "general_damage")
 CAUSAL_FEATURE_NAMES = ("margin_attribution", "margin_eap_ig", "steps_left")
-FEATURE_SETS = {"attention": FEATURE_NAMES, "prediction": FEATURE_NAMES + PREDICTION_FEATURE_NAMES,
+# The observation every environment gives unless asked for another (and the board's default).
+DEFAULT_FEATURES = "attention"
+FEATURE_SETS = {DEFAULT_FEATURES: FEATURE_NAMES, "prediction": FEATURE_NAMES + PREDICTION_FEATURE_NAMES,
                 "causal": FEATURE_NAMES + CAUSAL_FEATURE_NAMES}  # fmt: skip
 # The circuit-building environment's columns (its feature sets: "attention" and "causal").
 CIRCUIT_FEATURE_NAMES = FEATURE_NAMES[:N_STATIC] + ("member", "faithfulness", "budget_used")
@@ -111,7 +113,7 @@ CIRCUIT_CAUSAL_NAMES = ("margin_attribution", "margin_eap_ig", "position", "fait
 STATE_FEATURES = frozenset({"step_fraction", "faithfulness", "budget_used", "faithfulness_change",
                             "margin_faithfulness", "margin_faithfulness_change", "steps_left"})  # fmt: skip
 CIRCUIT_FEATURE_SETS = {
-    "attention": CIRCUIT_FEATURE_NAMES,
+    DEFAULT_FEATURES: CIRCUIT_FEATURE_NAMES,
     "causal": CIRCUIT_FEATURE_NAMES + CIRCUIT_CAUSAL_NAMES,
 }
 FEATURE_BOUND = 10.0

@@ -49,6 +49,7 @@ from circuit_gym.leaderboard.tables import (
     rank_rows,
     single_head_row,
 )
+from circuit_gym.leaderboard.tracks import TRACKS, retired
 from circuit_gym.leaderboard.transfer_tables import (
     rank_transfer_rows,
     transfer_about,
@@ -66,26 +67,29 @@ from circuit_gym.leaderboard.verification import (  # noqa: F401 - RefusedResult
     track,
 )
 
+PLANTED = B.PLANTED
 RESULTS_DIR = board_paths.RESULTS_DIR
-CIRCUIT_RESULTS_DIR = RESULTS_DIR / "circuit"  # the circuit track's committed results
-# The transfer tracks' (benchmark v6) committed results: single head, and circuit building.
-TRANSFER_RESULTS_DIRS = (RESULTS_DIR / "transfer", RESULTS_DIR / "transfer" / "circuit")
+# Each track's committed results (its row of circuit_gym/leaderboard/tracks.py says where).
+CIRCUIT_RESULTS_DIR = TRACKS[B.CIRCUIT].results_dir
+TRANSFER_RESULTS_DIRS = tuple(TRACKS[t].results_dir for t in TRANSFER_TRACKS)
+PLANTED_RESULTS_DIR = TRACKS[PLANTED].results_dir
 MARK_BEGIN, MARK_END = "<!-- board:begin -->", "<!-- board:end -->"
-PLANTED_RESULTS_DIR = (
-    RESULTS_DIR / "planted"
-)  # the Planted track's (circuit_gym/leaderboard/planted_scorer.py)
 
 
-def planted_markdown() -> str:
+def board_files() -> list[Path]:
+    """Every result file of the board's folders, one folder per track (what ``render`` reads)."""
+    return sorted(p for t in TRACKS.values() for p in t.results_dir.glob("*.json"))
+
+
+def planted_markdown(paths: list[Path]) -> str:
     """The Planted track's section (``circuit_gym/leaderboard/planted_tables.py``), or nothing without results."""
     from circuit_gym.leaderboard.planted_tables import planted_tables
 
-    paths = sorted(PLANTED_RESULTS_DIR.glob("*.json"))
     if not paths:
         return ""
     return (
         "### Planted track (every seed a new model with its circuits at new heads)\n\n"
-        f"{planted_tables(paths)}\n"
+        f"{planted_tables(sorted(paths))}\n"
     )
 
 
@@ -104,11 +108,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     to verify their private scores (an entry scored on other weights is refused).
     """
     out = out or board_paths.BOARD_DIR
-    paths = sorted(
-        result_paths
-        or [*RESULTS_DIR.glob("*.json"), *CIRCUIT_RESULTS_DIR.glob("*.json"),
-            *(p for d in TRANSFER_RESULTS_DIRS for p in d.glob("*.json"))]
-    )  # fmt: skip
+    paths = sorted(result_paths or board_files())
     if private_seeds is not None and not rescore:
         raise ValueError(
             "private_seeds only makes sense with rescore=True (the private scores are re-computed)"
@@ -125,7 +125,10 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
         if t_entries:
             missing_references(t_entries, references[t], refused, f"{t} track: ")
             transfer.append((t, transfer_about(t), rank_transfer_rows([transfer_row(e) for e in t_entries])))
-    entries = [e for e in entries if track(e) not in TRANSFER_TRACKS]
+    planted_entries = [e for e in entries if track(e) == PLANTED]
+    if planted_entries:
+        missing_references(planted_entries, references[PLANTED], refused, "planted track: ")
+    entries = [e for e in entries if track(e) not in (*TRANSFER_TRACKS, PLANTED)]
     circuit_entries = [e for e in entries if track(e) == CIRCUIT]
     entries = [e for e in entries if track(e) != CIRCUIT]
     # The single-head (v5) references are required unless the board holds other tracks only.
@@ -156,10 +159,10 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     head, rest = text.split(MARK_BEGIN, 1)
     tail = rest.split(MARK_END, 1)[1]
     body = "".join(f"{transfer_markdown(rows_t, t)}\n\n" for t, _, rows_t in transfer)
-    planted = planted_markdown() if result_paths is None else ""
+    planted = planted_markdown([Path(e["board"]["path"]) for e in planted_entries])
     body += planted
     if transfer and single:
-        body += "### Benchmark v5 (the held-out tasks on `toy`)\n\n"
+        body += f"### Benchmark v5 (the held-out tasks on `toy`), {retired(B.SINGLE_HEAD)}\n\n"
     body += f"{table}\n\n![board](board.png)\n![per task](per_task.png)\n" if single else ""
     if crows:
         body += f"\n{circuit_markdown(crows)}\n"
@@ -175,5 +178,12 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
                failed=failed, refused=refused, radar={r["name"]: radar_dir / f"{check_name(r['name'])}.png" for r in rows},
                figures=figures, circuit_rows=crows, circuit_about=circuit_about() if crows else "",
                transfer=transfer, planted=planted)  # fmt: skip
+    read: dict[str, int] = {}
+    for path in paths:
+        read[str(path.parent)] = read.get(str(path.parent), 0) + 1
+    boards = {**{t: rows_t for t, _, rows_t in transfer},
+              PLANTED: [{"name": e["name"], "check": e["board"]["check"]} for e in planted_entries],
+              B.SINGLE_HEAD: rows, B.CIRCUIT: crows}  # fmt: skip
     return {"rows": rows, "circuit_rows": crows, "refused": refused, "failed": [f["name"] for f in failed],
-            "transfer_rows": {t: rows_t for t, _, rows_t in transfer}}  # fmt: skip
+            "transfer_rows": {t: rows_t for t, _, rows_t in transfer}, "read": read,
+            "boards": {t: r for t, r in boards.items() if r}}  # fmt: skip

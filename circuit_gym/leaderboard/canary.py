@@ -5,7 +5,9 @@ few evaluation episodes with the manifest's policy and checkpoint (a prefix of t
 so a policy that keeps state between calls sees the same calls as in the full run) and compares
 the per-episode rows with the reference's committed result file (``compare.differences``: heads,
 orders and pass counts exactly, floats to ``compare.ATOL`` / ``compare.RTOL``). A refactor that keeps the numbers
-passes; one that moves them fails here in minutes, where a full rescore takes some 45.
+passes; one that moves them fails here in minutes, where a full rescore takes hours.
+Every track of the table (``circuit_gym/leaderboard/tracks.py``) is played the same way,
+through ``tracks.score_reference``.
 
     circuit-gym leaderboard canary            # every reference, every track
 """
@@ -18,30 +20,22 @@ from pathlib import Path
 from circuit_gym.leaderboard.compare import differences
 from circuit_gym.leaderboard.provenance import REPO_ROOT
 from circuit_gym.leaderboard.references import MANIFEST, TRACKS, Reference, load_manifest
+from circuit_gym.leaderboard.tracks import TRACKS as _TRACK_TABLE
+from circuit_gym.leaderboard.tracks import reference_request, score_reference, track
 
-# Episodes per reference: a circuit-track episode of exact greedy search costs ~2,000 passes.
-CANARY_EPISODES = {"single-head": 2, "circuit": 1, "transfer-single-head": 2, "transfer-circuit": 1}
+# Episodes per reference, per track (each row's canary_episodes): a circuit-track episode of exact
+# greedy search costs ~2,000 passes.
+CANARY_EPISODES = {t.name: t.canary_episodes for t in _TRACK_TABLE.values()}
 
 
 def canary(reference: Reference, episodes: int | None = None, root: Path = REPO_ROOT) -> list[str]:
-    """Differences between ``reference``'s first ``episodes`` rows re-scored now and its committed
-    rows (empty: the canary passes)."""
-    from circuit_gym.leaderboard.circuit_scorer import score_circuit
-    from circuit_gym.leaderboard.scorer import score
-
-    n = CANARY_EPISODES[reference.track] if episodes is None else episodes
+    """Differences between ``reference``'s first ``episodes`` rows (default: its track's
+    ``canary_episodes``) re-scored now and its committed rows (empty: the canary passes)."""
+    n = track(reference.track).canary_episodes if episodes is None else episodes
     committed = json.loads(reference.result_path(root).read_text())
-    kwargs = dict(policy_spec=reference.policy_spec, builtin=reference.builtin,
-                  checkpoint=reference.checkpoint_path(root), sample=n, require_isolation=False)  # fmt: skip
-    if reference.track.startswith("transfer-"):  # the first episodes of the first public model
-        from circuit_gym.leaderboard.transfer_scorer import score_transfer
-
-        fresh = score_transfer(
-            reference.name, reference.track.removeprefix("transfer-"), features=reference.features, **kwargs
-        )
-    else:
-        scorer = score_circuit if reference.track == "circuit" else score
-        fresh = scorer(reference.name, model=committed["provenance"]["model"], **kwargs)
+    request = reference_request(reference.track, reference.policy, reference.checkpoint_path(root), reference.features,
+                                model=committed["provenance"].get("model"), sample=n, require_isolation=False)  # fmt: skip
+    fresh = score_reference(reference.track, reference.name, request)
     if fresh["status"] != "sample":
         failure = fresh.get("failure") or {}
         return [

@@ -38,12 +38,13 @@ import gymnasium as gym
 from circuit_gym import benchmark as B
 from circuit_gym.circuits import batch_scores
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
-from circuit_gym.leaderboard.scoring import PlayOne, Track, score_track
+from circuit_gym.leaderboard.scoring import PlayOne, TrackPlay, score_track
 from circuit_gym.policy import check_action, check_scores
 from circuit_gym.solvers.episodes import play, play_episode, summarize_track
 from circuit_gym.solvers.white_box import WhiteBox
+from circuit_gym.track_envs import board_env
 
-TRACK = "circuit"
+TRACK = B.CIRCUIT
 # Per-episode fields of the result, besides task and seed.
 EPISODE_FIELDS = ("order", "circuit_size", "faithfulness", "return", "forward_passes", "cpr", "cmd",
                   "cpr_random", "cmd_random")  # fmt: skip
@@ -51,12 +52,7 @@ EPISODE_FIELDS = ("order", "circuit_size", "faithfulness", "return", "forward_pa
 
 def make_circuit_env(model: str, model_path: str | None, seeds, cache: bool = True) -> gym.Env:
     """The circuit track's environment over the test-split pool up to ``max(seeds)``."""
-    kwargs = dict(model=model, split=B.SPLIT, pool_size=max(seeds) + 1, batch_size=B.PROMPTS_PER_EPISODE,
-                  ablation=B.ABLATION, start=B.CIRCUIT_START, budget=B.CIRCUIT_BUDGET, alpha=B.CIRCUIT_ALPHA,
-                  oracle_info=False, cache=cache)  # fmt: skip
-    if model_path:
-        kwargs["model_path"] = model_path
-    return gym.make(B.circuit_env(model), **kwargs)
+    return board_env(B.CIRCUIT, model, max(seeds) + 1, cache=cache, model_path=model_path)
 
 
 def _with_areas(env: gym.Env, play_one, name: str) -> PlayOne:
@@ -103,7 +99,7 @@ def _rows(episodes: list[dict]) -> list[dict]:
     return [{k: v for k, v in row.items() if k != "solver"} for row in episodes]
 
 
-CIRCUIT = Track(
+CIRCUIT = TrackPlay(
     name=TRACK, definition=B.circuit_definition, eval_seeds=lambda: B.CIRCUIT_EVAL_SEEDS, other_seeds=tuple,
     private_seeds=lambda seeds: seeds[: B.CIRCUIT_PRIVATE_SEEDS], make_env=make_circuit_env,
     methods=("rank_heads", "act"), builtin_player=_builtin_player, sandbox_player=_sandbox_player,

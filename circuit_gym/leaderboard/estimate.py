@@ -1,62 +1,56 @@
-"""How long a scoring run will take, said before it starts.
+"""How long a scoring run will take, said before it starts: a model of the work.
 
-From what the committed reference result files measured (``diagnostics.wall_seconds`` over the
-episodes they played, public and private): a builtin that has a reference on the track costs
-what that reference cost per episode; a sandboxed policy costs what the track's random
-reference cost (the sandbox, the environment and the scorer's own curves dominate; a slow
-policy adds its own time). Measured on the machine that scored the references, with whatever
-else ran there: an estimate, not a promise.
+``episodes x seconds per episode``. The episodes are the track's (``tracks.Track.episodes``, with
+the private seeds asked for). The seconds per episode:
+
+- a builtin with a committed reference on the track: what that reference took per episode where
+  it was scored (its ``diagnostics.wall_seconds``; the references are scored with the oracle
+  tables cached);
+- a submitted policy: the track's measured cost (``tracks.Track.cost``: the random reference,
+  cold and warm cache), cold when this machine's sweep cache is empty. The sandbox, the
+  environment's tables and the scorer's own curves dominate; a slow policy adds its own time.
+
+An estimate, not a promise: the machine and whatever else runs on it change it.
 """
 
 from __future__ import annotations
 
-import json
-
-from circuit_gym import benchmark as B
+from circuit_gym.ablation.cache import cache_dir
 from circuit_gym.leaderboard.references import load_manifest
+from circuit_gym.leaderboard.tracks import measured_seconds_per_episode, track
 
 
-def _transfer_episodes(definition: dict, n_private: int) -> int:
-    """Episodes of a transfer track's run: every task on every public model, then the held-out
-    tasks on the private model at ``n_private`` seeds (at most the track's number)."""
-    models = len(definition["train_models"]) + len(definition["held_out_models"])
-    tasks = len(definition["tasks"]) + len(definition["train_tasks"])
-    private = min(n_private, definition["private_seeds_used"])
-    return models * tasks * len(definition["seeds"]) + len(definition["tasks"]) * private
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
-def episodes(track: str, n_private: int = 0) -> int:
-    """Episodes a scoring run of ``track`` plays with ``n_private`` private seeds."""
-    if track.startswith("transfer-"):
-        return _transfer_episodes(B.transfer_definition(track.removeprefix("transfer-")), n_private)
-    tasks = len(B.HELD_OUT_TASKS)
-    if track == "circuit":
-        return tasks * (len(B.CIRCUIT_EVAL_SEEDS) + min(n_private, B.CIRCUIT_PRIVATE_SEEDS))
-    return tasks * (len(B.EVAL_SEEDS) + len(B.REPRO_SEEDS) + n_private)
+def cache_is_empty() -> bool:
+    """Whether this machine's sweep cache holds no table yet (the first run computes them all)."""
+    directory = cache_dir()
+    return not directory.is_dir() or not any(directory.iterdir())
 
 
-def seconds_per_episode(track: str, builtin: str | None) -> tuple[float, str] | None:
-    """(seconds per episode, which reference measured it), or None without a measurement."""
-    references = load_manifest()[track]
-    reference = references.get(builtin) if builtin else references.get("random")
-    if reference is None or (builtin is not None and reference.builtin != builtin):
-        return None
-    result = json.loads(reference.result_path().read_text())
-    prov, n_private = result["provenance"], (result.get("private") or {}).get("n_seeds", 0)
-    if track.startswith("transfer-"):
-        played = _transfer_episodes(prov, n_private)
-    else:
-        played = len(prov["tasks"]) * (len(prov["seeds"]) + len(prov.get("repro_seeds", ())) + n_private)
-    return result["diagnostics"]["wall_seconds"] / played, f"{track}/{reference.name}"
-
-
-def estimate(track: str, builtin: str | None, n_private: int = 0) -> str:
-    """One line: how many episodes, and about how long they take."""
-    n = episodes(track, n_private)
-    measured = seconds_per_episode(track, builtin)
-    if measured is None:
-        return f"scoring {n} episodes; no committed reference measured {builtin!r} on the {track} track, so no estimate"
-    per, source = measured
-    total = n * per
-    about = f"{total:.0f} s" if total < 90 else f"{total / 60:.0f} min"
-    return f"scoring {n} episodes: about {about} ({per:.1f} s per episode, as the reference {source} took where it was scored)"
+def estimate(track_name: str, builtin: str | None, n_private: int = 0, cold: bool | None = None) -> str:
+    """One line: how many episodes, and about how long they take (``cold``: whether the cache is
+    cold; default: whether this machine's cache is empty)."""
+    row = track(track_name)
+    n = row.episodes(n_private)
+    if builtin is not None:
+        reference = load_manifest()[track_name].get(builtin)
+        if reference is None or reference.builtin != builtin:
+            return (
+                f"scoring {n} episodes; no committed reference measured {builtin!r} on the {track_name} track, "
+                "so no estimate"
+            )
+        per = measured_seconds_per_episode(track_name, reference.result_path())
+        return (
+            f"scoring {n} episodes: about {_duration(n * per)} ({per:.1f} s per episode, as the reference "
+            f"{track_name}/{reference.name} took where it was scored)"
+        )
+    cold = cache_is_empty() if cold is None else cold
+    per = row.cost.cold_s if cold else row.cost.warm_s
+    state = "a cold cache (the oracle tables are computed on first use)" if cold else "a warm cache"
+    return (
+        f"scoring {n} episodes: about {_duration(n * per)} on {state} ({per:.1f} s per episode, measured: "
+        f"{row.cost.measured}; {row.cost.cold_s:.1f} s cold, {row.cost.warm_s:.1f} s warm)"
+    )

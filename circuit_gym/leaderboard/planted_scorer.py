@@ -28,12 +28,11 @@ and the seed file's SHA-256, never a seed. The pieces are the other tracks' (``s
 checks and episode loop, ``provenance.py``, ``sandbox.py``); the skeleton itself plays held-out
 tasks of one model, which this track does not have.
 
-    python -m circuit_gym.leaderboard.planted_scorer --builtin acdc --out leaderboard/results/planted/acdc.json
+    circuit-gym leaderboard score --track planted --builtin acdc --out leaderboard/results/planted/acdc.json
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import tempfile
@@ -48,7 +47,6 @@ import numpy as np
 
 from circuit_gym import benchmark as B
 from circuit_gym.envs.planted import PlantedEnv
-from circuit_gym.envs.registration import PLANTED_CIRCUIT, PLANTED_TASK_SETS_V0
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.probing import record_private_scoring
 from circuit_gym.leaderboard.provenance import content_hash, files_hash, make_provenance
@@ -61,7 +59,6 @@ from circuit_gym.leaderboard.scoring import (
     isolation_required,
     play_episodes,
     read_private_seeds,
-    write_result,
 )
 from circuit_gym.models.planted.generator import VERSION, truth_of
 from circuit_gym.models.planted.recovery import precision_recall, ranking_auc
@@ -71,21 +68,19 @@ from circuit_gym.solvers.episodes import CircuitSolver, play, play_episode
 from circuit_gym.solvers.white_box import builtins as white_boxes
 from circuit_gym.stats import mean_ci95
 from circuit_gym.tasks.planted import KINDS, task_name
+from circuit_gym.track_envs import PLANTED_BATCH_INDEX as BATCH_INDEX
+from circuit_gym.track_envs import PLANTED_BATCH_SIZE as BATCH_SIZE
+from circuit_gym.track_envs import PLANTED_SPLIT as SPLIT
+from circuit_gym.track_envs import planted_env, planted_env_id
 
-TRACK = "planted"
+TRACK = B.PLANTED
 BENCHMARK_VERSION = "circuit-gym-planted-v0"
 PUBLIC_SEEDS = tuple(range(20))
 N_PRIVATE_MODELS = 20
 _PRIVATE_SALT = 0x5EC2E7  # keeps the private models' seeds apart from other uses of the file's seed
-SPLIT, BATCH_SIZE, BATCH_INDEX = "test", 8, 0
 RULES = ("random", "shallow_first", "feature", "memoriser")
 METRICS = ("precision", "recall", "auc", "exact", "faithfulness", "circuit_size")
-# The ID part of each kind (the registry's task parts of the planted lines).
-KIND_IDS = {sets[0].removeprefix("planted_"): key for key, sets in PLANTED_TASK_SETS_V0.items()}
-
-
-def env_id(kind: str) -> str:
-    return PLANTED_CIRCUIT.env_id("Planted", KIND_IDS[kind], 0)
+env_id = planted_env_id  # the kind's circuit-building Planted ID
 
 
 def definition() -> dict:
@@ -112,10 +107,8 @@ def private_model_seeds(file_seeds: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def make_planted_envs(seeds: tuple[int, ...]) -> dict[str, gym.Env]:
-    """One circuit-building Planted environment per kind, over ``seeds``."""
-    kwargs = dict(seeds=seeds, split=SPLIT, pool_size=BATCH_INDEX + 1, batch_size=BATCH_SIZE, start=B.CIRCUIT_START,
-                  budget=B.CIRCUIT_BUDGET, alpha=B.CIRCUIT_ALPHA, oracle_info=False)  # fmt: skip
-    return {kind: gym.make(env_id(kind), **kwargs) for kind in KINDS}
+    """One circuit-building Planted environment per kind, over ``seeds`` (``track_envs.planted_env``)."""
+    return {kind: planted_env(kind, seeds) for kind in KINDS}
 
 
 @contextmanager
@@ -226,9 +219,13 @@ def _weights_hash(weights: dict[int, str]) -> str:
 
 def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | None = None,
                   builtin: str | None = None, private_seeds: str | Path | None = None,
-                  require_isolation: bool | None = None) -> dict:  # fmt: skip
+                  require_isolation: bool | None = None, sample: int | None = None) -> dict:  # fmt: skip
     """Score one circuit-building policy (``policy_spec``, sandboxed) or builtin on the Planted
-    track; the result dict (``track`` "planted", ``status`` "scored" or "failed")."""
+    track; the result dict (``track`` "planted", ``status`` "scored" or "failed").
+
+    ``sample``: the canary's run (``circuit_gym/leaderboard/canary.py``): only the first ``sample``
+    public episodes (kind by kind, seed by seed), their rows under ``scores["episodes"]``, no
+    summaries, ``status`` "sample" (the board refuses it)."""
     check_name(name)
     if (policy_spec is None) == (builtin is None):
         raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
@@ -241,6 +238,13 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
     policy_hash = files_hash(policy_spec or "circuit_gym.solvers.planted_rules:ScoreRule", checkpoint)
     private = read_private_seeds(private_seeds) if private_seeds is not None else None
     require_isolation = isolation_required(policy_spec, private, require_isolation)
+    jobs = [(kind, seed) for kind in KINDS for seed in PUBLIC_SEEDS]
+    if sample is not None:
+        if private is not None:
+            raise ValueError("a sample run (the canary's) does not score private models")
+        if not 1 <= sample <= len(jobs):
+            raise ValueError(f"sample must be between 1 and {len(jobs)} episodes, got {sample}")
+        jobs = jobs[:sample]
     start = time.time()
     envs = make_planted_envs(PUBLIC_SEEDS)
     result: dict = {
@@ -261,7 +265,6 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
             sandbox = SandboxedPolicy(policy_spec, checkpoint, timeout_s=B.CALL_TIMEOUT_S, memory_mb=B.MEMORY_LIMIT_MB,
                                       require_isolation=require_isolation, methods=("rank_heads", "act"))  # fmt: skip
             play_inner = _sandbox_play(sandbox)
-        jobs = [(kind, seed) for kind in KINDS for seed in PUBLIC_SEEDS]
         public = play_episodes(_player(envs, play_inner, weights), jobs, "planted: public seeds")
         if private is not None:
             seal(sandbox)  # the secret models: a failure from here on carries no policy text
@@ -275,9 +278,12 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
     except POLICY_FAILURES as err:
         result.update(status="failed", failure=failure_record(err, sandbox))
     else:
-        result.update(
-            status="scored", scores=_round({"summary": summary(public), **chosen, "episodes": public})
-        )
+        if sample is not None:
+            result.update(status="sample", scores=_round({"episodes": public}))
+        else:
+            result.update(
+                status="scored", scores=_round({"summary": summary(public), **chosen, "episodes": public})
+            )
         if private is not None:
             result["private"] = {"seed_file_sha256": private[1], "n_models": len(seeds),
                                  "scores": _round({"summary": summary(hidden)})}  # fmt: skip
@@ -291,32 +297,3 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
     result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1), **sandbox_usage(sandbox)}
     result["content_hash"] = content_hash(result)
     return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--name", help="entry name (default: the builtin's)")
-    parser.add_argument(
-        "--policy", help="package.module:factory: act(observation, action_mask) and rank_heads"
-    )
-    parser.add_argument("--checkpoint", help="passed to the factory")
-    parser.add_argument("--builtin", choices=track_builtins(), help="a reference run in the scorer's process")
-    parser.add_argument("--private-seeds", metavar="FILE", help="maintainers only: the private seed file")
-    parser.add_argument("--require-isolation", action=argparse.BooleanOptionalAction, default=None)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    name = args.name or args.builtin
-    if name is None:
-        parser.error("--name is required with --policy")
-    result = score_planted(
-        name, args.policy, args.checkpoint, args.builtin, args.private_seeds, args.require_isolation
-    )
-    path = write_result(result, args.out)
-    print(f"{path}: {result['status']}, public all: " + ", ".join(
-        f"{m} {result['scores']['summary']['all'][m]:.3f}" for m in ("precision", "recall", "auc")
-    ) if result["status"] == "scored" else f"{path}: {result['status']}")  # fmt: skip
-    return 0 if result["status"] == "scored" else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -68,3 +68,15 @@ def planted_tables(paths: list[Path] | None = None) -> str:
         f"### Public seeds ({len(definition()['public_seeds'])} per kind)", "", planted_table(results),
         secret, "", planted_table(results, secret=True),
     ])  # fmt: skip
+
+
+def planted_headline(result: dict) -> list[str]:
+    """A scored Planted result, for the terminal: precision / recall / AUC over all kinds."""
+    lines = [
+        "public seeds, all kinds: "
+        + _cell(result["scores"]["summary"], "all")
+        + " (precision / recall / AUC)"
+    ]
+    if "private" in result:
+        lines.append("secret models, all kinds: " + _cell(result["private"]["scores"]["summary"], "all"))
+    return lines

@@ -9,7 +9,7 @@
 - ``result``: its committed result file (relative to the repository root);
 - ``scores_digest``: the SHA-256 of that file's status, scores and private scores
   (:func:`scores_digest`): the numbers a reviewer accepted;
-- ``features`` (only when not the default ``"attention"``): the observation the policy is scored
+- ``features`` (only when not the environments' default, ``envs.features.DEFAULT_FEATURES``): the observation the policy is scored
   with (``transfer_scorer.feature_sets``), so rescoring and the canary give it the same one.
 
 A result file is the reference entry ``name`` of its track when the manifest lists that name
@@ -29,13 +29,14 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from circuit_gym.envs.features import DEFAULT_FEATURES  # unsaid in the manifest
 from circuit_gym.leaderboard import paths
 from circuit_gym.leaderboard.provenance import REPO_ROOT, canonical_json, checkpoint_digest
+from circuit_gym.leaderboard.tracks import TRACKS as _TRACK_TABLE
 
 MANIFEST = paths.BOARD_DIR / "references.json"
-TRACKS = ("single-head", "circuit", "transfer-single-head", "transfer-circuit")
+TRACKS = tuple(_TRACK_TABLE)  # every board track (circuit_gym/leaderboard/tracks.py)
 _FIELDS = ("policy", "checkpoint", "checkpoint_digest", "result", "scores_digest")
-DEFAULT_FEATURES = "attention"  # the environments' default observation; unsaid in the manifest
 _ABOUT = (
     "Reviewed list of the board's reference entries (circuit_gym/leaderboard/references.py). Written by "
     "`circuit-gym leaderboard rescore-references`; review a change like a change of the numbers."

@@ -23,25 +23,18 @@ from circuit_gym.leaderboard.references import (
     manifest_entry,
     write_manifest,
 )
+from circuit_gym.leaderboard.tracks import reference_request, score_reference, track
 
 
 def _score(reference: Reference, private_seeds: Path | None, require_isolation: bool | None,
            private_model: Path | None = None) -> dict:  # fmt: skip
-    from circuit_gym.leaderboard.circuit_scorer import score_circuit
-    from circuit_gym.leaderboard.scorer import score
-    from circuit_gym.leaderboard.transfer_scorer import score_transfer
-
-    kwargs = dict(policy_spec=reference.policy_spec, builtin=reference.builtin, checkpoint=reference.checkpoint_path(),
-                  private_seeds=private_seeds, require_isolation=require_isolation)  # fmt: skip
-    if reference.track.startswith("transfer-"):
-        if (private_model is None) != (private_seeds is None):
-            raise ValueError(
-                "the transfer tracks' references are rescored with both the private model and seeds, or neither"
-            )
-        return score_transfer(reference.name, reference.track.removeprefix("transfer-"), private_model=private_model,
-                              features=reference.features, **kwargs)  # fmt: skip
-    scorer = score_circuit if reference.track == "circuit" else score
-    return scorer(reference.name, **kwargs)
+    """The full scoring of ``reference`` (``tracks.score_reference``); the private model goes to the
+    tracks ranked on it only."""
+    row = track(reference.track)
+    request = reference_request(reference.track, reference.policy, reference.checkpoint_path(), reference.features,
+                                private_seeds=private_seeds, require_isolation=require_isolation,
+                                private_model=private_model if row.private_model else None)  # fmt: skip
+    return score_reference(reference.track, reference.name, request)
 
 
 def rescore_references(tracks: tuple[str, ...] = TRACKS, private_seeds: Path | None = None, jobs: int = 1,

@@ -35,20 +35,17 @@ from circuit_gym.envs import HideOracleInfo
 from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.leaderboard.passes import PassCounter
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
-from circuit_gym.leaderboard.scoring import PlayOne, Track, score_track
+from circuit_gym.leaderboard.scoring import PlayOne, TrackPlay, score_track
 from circuit_gym.planning import top_k_heads
 from circuit_gym.policy import check_scores
 from circuit_gym.solvers.white_box import WhiteBox
+from circuit_gym.track_envs import board_env
 
 __all__ = ["PassCounter", "score"]  # PassCounter: re-exported for the tests that count passes with it
 
 
 def _make_env(model: str, model_path: str | None, seeds: tuple[int, ...], cache: bool = True) -> gym.Env:
-    kwargs = dict(split=B.SPLIT, pool_size=max(seeds) + 1, batch_size=B.PROMPTS_PER_EPISODE,
-                  ablation=B.ABLATION, lam=B.LAM, cache=cache, model=model)  # fmt: skip
-    if model_path:
-        kwargs["model_path"] = model_path
-    return HideOracleInfo(gym.make(B.multi_env_id(model), **kwargs))
+    return HideOracleInfo(board_env(B.SINGLE_HEAD, model, max(seeds) + 1, cache=cache, model_path=model_path))
 
 
 def _player(env: gym.Env, rank, prepare=None) -> PlayOne:
@@ -160,8 +157,8 @@ def _private_scores(hidden: list[dict]) -> dict:
             "circuits": _circuits(hidden)}  # fmt: skip
 
 
-SINGLE_HEAD = Track(
-    name="single-head", definition=B.definition, eval_seeds=lambda: B.EVAL_SEEDS, other_seeds=lambda: B.REPRO_SEEDS,
+SINGLE_HEAD = TrackPlay(
+    name=B.SINGLE_HEAD, definition=B.definition, eval_seeds=lambda: B.EVAL_SEEDS, other_seeds=lambda: B.REPRO_SEEDS,
     private_seeds=lambda seeds: seeds, make_env=_make_env, methods=("rank_heads",), builtin_player=_builtin_player,
     sandbox_player=_sandbox_player, scores=_scores, private_scores=_private_scores,
 )  # fmt: skip

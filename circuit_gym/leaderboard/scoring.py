@@ -1,7 +1,7 @@
 """One scorer skeleton for every track: checks -> episodes -> sandboxed policy -> provenance ->
 content hash.
 
-A :class:`Track` says what differs between the leaderboard's tracks (its benchmark definition,
+A :class:`TrackPlay` says how a track is played where it differs from the others (its benchmark definition,
 its environment, how one episode is played by a builtin white-box solver or by the sandboxed
 policy, its summaries); :func:`score_track` does the rest, the same way for every track:
 
@@ -60,7 +60,7 @@ PlayOne = Callable[..., dict]  # (task, seed, detailed=True) -> the episode's ro
 
 
 @dataclass(frozen=True)
-class Track:
+class TrackPlay:
     """What one track's scoring needs beyond the skeleton (read at call time, so a test's
     patched benchmark applies)."""
 
@@ -198,7 +198,7 @@ def isolation_record(builtin_name: str | None) -> dict:
 
 
 def open_sandbox(
-    track: Track, policy_spec: str, checkpoint: str | None, require_isolation: bool
+    track: TrackPlay, policy_spec: str, checkpoint: str | None, require_isolation: bool
 ) -> SandboxedPolicy:
     """The submitted policy in its sandbox, with the track's limits and methods."""
     return SandboxedPolicy(policy_spec, checkpoint, timeout_s=track.per_call_limit_s(), memory_mb=B.MEMORY_LIMIT_MB,
@@ -206,7 +206,7 @@ def open_sandbox(
 
 
 def players(
-    track: Track, builtin_name: str | None, sandbox: SandboxedPolicy | None
+    track: TrackPlay, builtin_name: str | None, sandbox: SandboxedPolicy | None
 ) -> Callable[[gym.Env], PlayOne]:
     """``player(env) -> play_one`` for the builtin ``builtin_name`` (one solver for every
     environment, reset once) or else the sandboxed policy."""
@@ -217,7 +217,7 @@ def players(
     return lambda env: track.sandbox_player(env, sandbox)
 
 
-def score_track(track: Track, name: str, policy_spec: str | None = None, checkpoint: str | None = None,
+def score_track(track: TrackPlay, name: str, policy_spec: str | None = None, checkpoint: str | None = None,
                 builtin_name: str | None = None, model: str | None = None, model_path: str | None = None,
                 private_seeds: str | Path | None = None, require_isolation: bool | None = None,
                 sample: int | None = None) -> dict:  # fmt: skip
@@ -237,7 +237,7 @@ def score_track(track: Track, name: str, policy_spec: str | None = None, checkpo
         "name": name,
         **record_private_scoring(private_seeds, name, policy_spec or f"builtin:{builtin_name}", track.name),
     }
-    if track.name != "single-head":
+    if track.name != B.SINGLE_HEAD:
         result["track"] = track.name
     result["provenance"] = make_provenance(track.definition(), env.unwrapped.model, policy_spec or f"builtin:{builtin_name}",
                                            checkpoint, policy_hash, white_box=builtin_name is not None)  # fmt: skip

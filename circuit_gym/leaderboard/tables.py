@@ -241,3 +241,45 @@ def circuit_markdown(rows: list[dict]) -> str:
             f"- {r['name']}: {r['isolation']}" for r in unisolated
         ]
     return "\n".join(lines)
+
+
+def _stored(v) -> str:
+    """A stored number for the terminal (NaN is stored as None)."""
+    return "nan" if v is None else f"{v:.3f}"
+
+
+def single_head_headline(result: dict) -> list[str]:
+    """A scored single-head (v5) result in a line or two, for the terminal."""
+    k5, k1 = (result["scores"]["overall"][k] for k in ("k5", "k1"))
+    passes = result["scores"]["compute"]
+    lines = [
+        f"held-out best-of-5 recovery {_stored(k5['recovery'])} [{_stored(k5['recovery_ci95'][0])}, "
+        f"{_stored(k5['recovery_ci95'][1])}], best-of-1 {_stored(k1['recovery'])}, top-1 {k1['top1_rate']:.2f} "
+        f"({k5['episodes']} episodes, {k5['episodes_without_positive_oracle']} without a positive oracle); LM passes "
+        f"per episode: {passes['forward_passes_per_episode']:g} forward, {passes['partial_passes_per_episode']:g} "
+        f"partial, {passes['backward_passes_per_episode']:g} backward"
+    ]  # fmt: skip
+    if result.get("private"):
+        private = result["private"]
+        pk5, pk1 = (private["scores"]["overall"][k] for k in ("k5", "k1"))
+        lines.append(f"private seeds ({private['n_seeds']}, file sha256 {private['seed_file_sha256'][:12]}): best-of-5 "
+                     f"{_stored(pk5['recovery'])} [{_stored(pk5['recovery_ci95'][0])}, {_stored(pk5['recovery_ci95'][1])}], "
+                     f"best-of-1 {_stored(pk1['recovery'])}")  # fmt: skip
+    return lines
+
+
+def _circuit_line(s: dict) -> str:
+    return (f"CPR {_stored(s['cpr'])} [{_stored(s['cpr_ci95'][0])}, {_stored(s['cpr_ci95'][1])}], CMD {_stored(s['cmd'])} "
+            f"[{_stored(s['cmd_ci95'][0])}, {_stored(s['cmd_ci95'][1])}], faithfulness {_stored(s['faithfulness'])}, "
+            f"circuit size {_stored(s['circuit_size'])}, {s['forward_passes']:g} forward passes per episode "
+            f"({s['episodes']} episodes)")  # fmt: skip
+
+
+def circuit_headline(result: dict) -> list[str]:
+    """A scored circuit-track (v5) result, for the terminal."""
+    lines = [f"circuit track: {_circuit_line(result['scores']['summary']['all'])}"]
+    if result.get("private"):
+        private = result["private"]
+        lines.append(f"private seeds ({private['n_seeds']}, file sha256 {private['seed_file_sha256'][:12]}): "
+                     f"{_circuit_line(private['scores']['summary']['all'])}")  # fmt: skip
+    return lines

@@ -31,10 +31,10 @@ import gymnasium as gym
 
 from circuit_gym import benchmark as B
 from circuit_gym.envs import HideOracleInfo
+from circuit_gym.envs.features import DEFAULT_FEATURES
 from circuit_gym.leaderboard import circuit_scorer, scorer
 from circuit_gym.leaderboard.probing import record_private_scoring
 from circuit_gym.leaderboard.provenance import content_hash, make_provenance
-from circuit_gym.leaderboard.references import DEFAULT_FEATURES
 from circuit_gym.leaderboard.sandbox import failure_record, sandbox_usage, seal
 from circuit_gym.leaderboard.scoring import (
     POLICY_FAILURES,
@@ -45,8 +45,9 @@ from circuit_gym.leaderboard.scoring import (
     play_episodes,
     players,
 )
+from circuit_gym.track_envs import board_env
 
-TRACKS = ("single-head", "circuit")
+TRACKS = (B.SINGLE_HEAD, B.CIRCUIT)
 PRIVATE = "private"  # the private model's name in results (its weights are named by their hash)
 # The private model must have the zoo's head grid and the zoo tokenizer's tasks.
 PRIVATE_MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
@@ -63,11 +64,11 @@ def all_tasks() -> tuple[str, ...]:
 
 
 def seeds_of(track: str) -> tuple[int, ...]:
-    return B.TRANSFER_CIRCUIT_SEEDS if track == "circuit" else B.TRANSFER_SEEDS
+    return B.TRANSFER_CIRCUIT_SEEDS if track == B.CIRCUIT else B.TRANSFER_SEEDS
 
 
 def n_private_seeds(track: str) -> int:
-    return B.TRANSFER_CIRCUIT_PRIVATE_SEEDS if track == "circuit" else B.TRANSFER_PRIVATE_SEEDS
+    return B.TRANSFER_CIRCUIT_PRIVATE_SEEDS if track == B.CIRCUIT else B.TRANSFER_PRIVATE_SEEDS
 
 
 @dataclass(frozen=True)
@@ -136,31 +137,18 @@ def feature_sets(track: str) -> tuple[str, ...]:
     """The observations a policy may ask for on ``track``."""
     from circuit_gym.envs.features import CIRCUIT_FEATURE_SETS, FEATURE_SETS
 
-    return tuple(CIRCUIT_FEATURE_SETS if track == "circuit" else FEATURE_SETS)
+    return tuple(CIRCUIT_FEATURE_SETS if track == B.CIRCUIT else FEATURE_SETS)
 
 
-def _single_head_env(cell: Cell, features: str) -> gym.Env:
-    kwargs = dict(model=cell.model, tasks=cell.tasks, split=B.SPLIT, pool_size=max(cell.seeds) + 1,
-                  batch_size=B.PROMPTS_PER_EPISODE, ablation=B.TRANSFER_ABLATION, reference=B.TRANSFER_REFERENCE,
-                  lam=B.LAM, cache=cell.cache, features=features)  # fmt: skip
-    if cell.path:
-        kwargs["model_path"] = cell.path
-    return HideOracleInfo(gym.make(B.multi_env_id(B.TRAIN_MODELS[0]), **kwargs))
+def cell_env(track: str, cell: Cell, features: str) -> gym.Env:
+    """The environment of ``cell`` on ``track`` (``benchmark.SINGLE_HEAD`` or ``benchmark.CIRCUIT``)."""
+    env = board_env(track, cell.model, max(cell.seeds) + 1, tasks=cell.tasks, cache=cell.cache,
+                    model_path=cell.path, transfer=True, features=features)  # fmt: skip
+    return HideOracleInfo(env) if track == B.SINGLE_HEAD else env
 
 
-def _circuit_env(cell: Cell, features: str) -> gym.Env:
-    kwargs = dict(model=cell.model, tasks=cell.tasks, split=B.SPLIT, pool_size=max(cell.seeds) + 1,
-                  batch_size=B.PROMPTS_PER_EPISODE, ablation=B.TRANSFER_ABLATION, start=B.CIRCUIT_START,
-                  budget=B.CIRCUIT_BUDGET, alpha=B.CIRCUIT_ALPHA, oracle_info=False, cache=cell.cache,
-                  features=features)  # fmt: skip
-    if cell.path:
-        kwargs["model_path"] = cell.path
-    return gym.make(B.circuit_env(B.TRAIN_MODELS[0]), **kwargs)
-
-
-# Per track: the environment of a cell, the players (builtin, sandboxed), the policy's methods.
-_ENV = {"single-head": _single_head_env, "circuit": _circuit_env}
-_TRACK = {"single-head": scorer.SINGLE_HEAD, "circuit": circuit_scorer.CIRCUIT}
+# Per track: the players (builtin, sandboxed) and the policy's methods.
+_TRACK = {B.SINGLE_HEAD: scorer.SINGLE_HEAD, B.CIRCUIT: circuit_scorer.CIRCUIT}
 
 
 def summary(track: str, rows: list[dict]) -> dict:
@@ -168,7 +156,7 @@ def summary(track: str, rows: list[dict]) -> dict:
     single-head track; CPR, CMD, faithfulness, size and passes on the circuit track."""
     if not rows:
         return {}
-    if track == "circuit":
+    if track == B.CIRCUIT:
         return circuit_scorer._summary(rows)["all"]
     from circuit_gym.circuits.preferences import areas_summary
 
@@ -185,7 +173,7 @@ def transfer_scores(track: str, rows: list[dict]) -> dict:
         for m in public_models()
     }
     out = {"quadrants": quadrants, "per_model_task": per_cell, "episodes": rows}
-    if track == "single-head":  # the circuit track's summaries hold their passes already
+    if track == B.SINGLE_HEAD:  # the circuit track's summaries hold their passes already
         out["compute"] = scorer._compute(rows)
     return out
 
@@ -203,7 +191,7 @@ def cells(
     return out
 
 
-def score_transfer(name: str, track: str = "single-head", policy_spec: str | None = None,
+def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | None = None,
                    checkpoint: str | None = None, builtin: str | None = None,
                    private_model: str | Path | None = None, private_seeds: str | Path | None = None,
                    require_isolation: bool | None = None, models: tuple[str, ...] | None = None,
@@ -253,7 +241,7 @@ def score_transfer(name: str, track: str = "single-head", policy_spec: str | Non
             raise ValueError(f"models must be public zoo members {list(public_models())}, got {unknown}")
         plan = [c for c in plan if c.model in models or c.model == PRIVATE]
     start = time.time()
-    envs = {c.model: _ENV[track](c, features) for c in plan}
+    envs = {c.model: cell_env(track, c, features) for c in plan}
     if private_dir is not None:
         check_card_weights(private_dir, envs[PRIVATE].unwrapped.model.circuit_gym_info.weights_hash)
     definition = B.transfer_definition(track)
@@ -320,7 +308,8 @@ def _line(track: str, s: dict) -> str:
         return "no episodes"
     if track == "transfer-circuit":
         return f"CPR {s['cpr']:.3f}, CMD {s['cmd']:.3f} ({s['episodes']} episodes)"
-    return (f"best-of-1 {s['k1']['recovery']:.3f} {s['k1']['recovery_ci95']}, best-of-5 {s['k5']['recovery']:.3f} "
+    ci = ", ".join("nan" if v is None else f"{v:.3f}" for v in s["k1"]["recovery_ci95"])
+    return (f"best-of-1 {s['k1']['recovery']:.3f} [{ci}], best-of-5 {s['k5']['recovery']:.3f} "
             f"({s['k1']['episodes']} episodes)")  # fmt: skip
 
 

@@ -14,12 +14,12 @@ import json
 from pathlib import Path
 
 from circuit_gym import benchmark as B
+from circuit_gym.leaderboard import tracks
 from circuit_gym.leaderboard.compare import differences
 from circuit_gym.leaderboard.protocol import stale_reason
 from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.leaderboard.references import (
     DEFAULT_FEATURES,
-    TRACKS,
     Reference,
     ReferenceMismatchError,
     References,
@@ -28,18 +28,16 @@ from circuit_gym.leaderboard.references import (
 )
 from circuit_gym.leaderboard.scoring import check_name, read_private_seeds
 
-CIRCUIT = "circuit"
-SINGLE_HEAD = "single-head"
+CIRCUIT = B.CIRCUIT
+SINGLE_HEAD = B.SINGLE_HEAD
 # Benchmark v6's tracks (``circuit_gym/leaderboard/transfer_scorer.py``): the zoo's public models, four
-# quadrants, and the maintainers' private model. Every track is one of references.TRACKS.
-TRANSFER_TRACKS = tuple(t for t in TRACKS if t.startswith("transfer-"))
+# quadrants, and the maintainers' private model.
+TRANSFER_TRACKS = tuple(t.name for t in tracks.TRACKS.values() if t.private_model)
 
 
 def definition_of(track_name: str) -> dict:
     """The benchmark definition a result of ``track_name`` must have been scored under."""
-    if track_name in TRANSFER_TRACKS:
-        return B.transfer_definition(track_name.removeprefix("transfer-"))
-    return B.circuit_definition() if track_name == CIRCUIT else B.definition()
+    return tracks.track(track_name).definition()
 
 
 def public_weights() -> dict[str, str]:
@@ -83,7 +81,7 @@ def verify(path: Path, weights_hash: str | None) -> dict:
     if content_hash(result) != result["content_hash"]:
         raise RefusedResultError(f"{path}: content hash mismatch: the file was edited after scoring")
     track = result.get("track", SINGLE_HEAD)
-    if track not in TRACKS:
+    if track not in tracks.TRACKS:
         raise RefusedResultError(f"{path}: unknown track {track!r}")
     if result.get("status") not in ("scored", "failed"):
         raise RefusedResultError(
@@ -94,7 +92,9 @@ def verify(path: Path, weights_hash: str | None) -> dict:
     if not isinstance(prov, dict):
         raise RefusedResultError(f"{path}: no provenance")
     transfer = track in TRANSFER_TRACKS
-    stale = stale_reason(prov, definition_of(track), None if transfer else weights_hash)
+    # one benchmark model's weights (v5); v6 checks the zoo's below, Planted's are generated
+    one_model = tracks.track(track).single_model
+    stale = stale_reason(prov, definition_of(track), weights_hash if one_model else None)
     if stale is None and transfer:
         stale = _transfer_stale(result, prov)
     if stale is not None:
@@ -133,9 +133,9 @@ def rescore_matches(
     prov = result["provenance"]
     policy = reference.policy if reference is not None else prov["policy"]
     checkpoint = reference.checkpoint_path() if reference is not None else prov.get("checkpoint")
-    builtin = policy.split(":", 1)[1] if policy.startswith("builtin:") else None
     private = result.get("private") or None
     transfer = track(result) in TRANSFER_TRACKS
+    one_model = tracks.track(track(result)).single_model
     with_private = (
         private is not None
         and private_seeds is not None
@@ -150,21 +150,13 @@ def rescore_matches(
         check_private_weights(
             path, result, shared_model(PRIVATE, str(private_model)).circuit_gym_info.weights_hash
         )
-    kwargs = dict(policy_spec=None if builtin else policy, checkpoint=checkpoint, builtin=builtin,
-                  private_seeds=private_seeds if with_private else None, require_isolation=require_isolation)  # fmt: skip
+    request = tracks.reference_request(track(result), policy, checkpoint, prov.get("features", DEFAULT_FEATURES),
+                                       model=prov.get("model"), model_path=model_path if one_model else None,
+                                       private_seeds=private_seeds if with_private else None,
+                                       private_model=private_model if with_private and transfer else None,
+                                       require_isolation=require_isolation)  # fmt: skip
     try:
-        if transfer:
-            from circuit_gym.leaderboard.transfer_scorer import score_transfer
-
-            fresh = score_transfer(result["name"], track(result).removeprefix("transfer-"),
-                                   private_model=private_model if with_private else None,
-                                   features=prov.get("features", DEFAULT_FEATURES), **kwargs)  # fmt: skip
-        else:
-            from circuit_gym.leaderboard.circuit_scorer import score_circuit
-            from circuit_gym.leaderboard.scorer import score
-
-            scorer = score_circuit if track(result) == CIRCUIT else score  # same arguments
-            fresh = scorer(result["name"], model=prov["model"], model_path=model_path, **kwargs)
+        fresh = tracks.score_reference(track(result), result["name"], request)
     except (ImportError, ValueError) as err:  # e.g. the policy's module is gone
         raise RefusedResultError(f"{path}: cannot re-score {policy}: {err}") from None
     found = differences(
@@ -221,11 +213,11 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
     else:
         checks = ["hash-checked"] * len(pending)
     entries, failed = [], []
-    for (_, result, reference), check in zip(pending, checks, strict=True):
+    for (path, result, reference), check in zip(pending, checks, strict=True):
         if isinstance(check, RefusedResultError):
             refused.append(str(check))
             continue
-        result["board"] = {"check": check, "reference": reference}
+        result["board"] = {"check": check, "reference": reference, "path": str(path)}
         (entries if result.get("status") == "scored" else failed).append(result)
     return entries, refused, failed
 

@@ -1,0 +1,90 @@
+"""The baselines' subcommands of ``circuit-gym``: ``run`` (the main job: train and evaluate the
+reference solvers) and ``circuits`` (MIB circuit files of the reference solvers).
+
+Registered by :func:`register`, which ``circuit_gym/cli.py`` finds in its registry of apps.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from circuit_gym.commands import add_model_args
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+    from pathlib import Path
+
+    from circuit_gym.baselines.ppo import PPOConfig
+    from circuit_gym.baselines.run_all import run
+
+    config, circuit_ppo = PPOConfig(), None
+    if args.quick:  # a smoke run of the whole pipeline, for tests
+        config = replace(config, epochs=1, steps_per_epoch=256, pool_size=8, n_envs=2, batch_size_prompts=4)
+        circuit_ppo = dict(epochs=1, budget=4, steps_per_epoch=64, steps_per_collect=32, pool_size=2, selection_episodes=1,
+                           n_envs=2, batch_size_prompts=4, minibatch=16, repeat=1)  # fmt: skip
+    run(Path(args.out), model=args.model, model_path=args.model_path,
+        eval_episodes=4 if args.quick else args.eval_episodes, ppo=config, seed=args.seed, device=args.device,
+        workers=args.workers, circuit_episodes=1 if args.quick else args.circuit_episodes,
+        circuit_build_episodes=1 if args.quick else args.circuit_build_episodes, circuit_ppo=circuit_ppo)  # fmt: skip
+    return 0
+
+
+def _cmd_circuits(args: argparse.Namespace) -> int:
+    import json
+
+    from circuit_gym.baselines.circuit_export import export, score_file
+    from circuit_gym.models import load_model
+
+    model = load_model(args.model, path=args.model_path, device=args.device, threads=args.threads)
+    batches = range(args.episodes)
+    if args.circuits_command == "export":
+        paths = export(model, args.solver, args.task, args.split, batches, args.out, size=args.size)
+        print(f"wrote {len(paths)} MIB circuit files to {args.out}")
+    else:
+        print(json.dumps(score_file(model, args.file, args.task, args.split, batches), indent=1))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """``run`` and ``circuits``."""
+    circuits = sub.add_parser(
+        "circuits", help="MIB circuit files: export a solver's circuits, or score a file"
+    )
+    circuits_sub = circuits.add_subparsers(dest="circuits_command", required=True)
+    p = circuits_sub.add_parser("export", help="write a reference solver's circuit of each batch as MIB JSON")
+    add_model_args(p)
+    p.add_argument("--solver", choices=["acdc", "eap_ig", "attribution"], default="eap_ig")
+    p.add_argument("--size", type=int, default=None, help="heads in each circuit (default: 10%% of them)")
+    p.add_argument("--out", required=True, help="output directory")
+    p2 = circuits_sub.add_parser("score", help="faithfulness of the head circuit in a MIB circuit file")
+    add_model_args(p2)
+    p2.add_argument("file", help="a MIB circuit JSON file (nodes a{layer}.h{head} with in_graph)")
+    for q in (p, p2):
+        q.add_argument("--task", default="ioi")
+        q.add_argument("--split", default="test")
+        q.add_argument(
+            "--episodes", type=int, default=8, help="prompt batches (seeds 0..N-1), 8 prompts each"
+        )
+        q.set_defaults(func=_cmd_circuits)
+
+    p = sub.add_parser("run", help="the main job: train and evaluate the reference solvers")
+    add_model_args(p)
+    p.add_argument("--out", default="results", help="output directory")
+    p.add_argument("--eval-episodes", type=int, default=48, help="evaluation episodes per task")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="tiny settings: checks the wiring in a minute")
+    p.add_argument("--workers", type=int, default=2, help="processes that sweep the pools before training")
+    p.add_argument(
+        "--circuit-episodes",
+        type=int,
+        default=8,
+        help="held-out episodes per task for the circuit scores (CPR/CMD, with ACDC and EAP-IG)",
+    )
+    p.add_argument(
+        "--circuit-build-episodes",
+        type=int,
+        default=2,
+        help="held-out episodes per task for the circuit-building solvers (greedy search: ~2,000 passes each)",
+    )
+    p.set_defaults(func=_cmd_run)

@@ -1,0 +1,271 @@
+"""Every board track in one table, and the one function that scores an entry on any of them.
+
+A row (:class:`Track`) holds what the rest of the leaderboard asks of a track: its definition
+(the benchmark version, tasks, models and seeds its results are checked against), how an entry
+is scored on it (its scorer, whose environment comes from the one builder
+``circuit_gym.track_envs``), its builtins, the episodes a run plays and what one costs (the
+estimate's model of the work), its terminal summary and board table, its results folder, and
+whether the board still ranks on it. :func:`score_reference` serves every row: the command
+line's ``score``, the canary, ``rescore-references`` and ``render --rescore`` all call it.
+
+Adding a track is a row here plus its table renderer (and its scorer, if it plays differently).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from circuit_gym import benchmark as B
+from circuit_gym.envs.features import DEFAULT_FEATURES
+from circuit_gym.leaderboard import paths
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one scoring run is asked to do: who plays (``policy_spec`` sandboxed, or a
+    ``builtin``), with what, and on which seeds and models."""
+
+    policy_spec: str | None = None
+    builtin: str | None = None
+    checkpoint: str | None = None
+    private_seeds: str | Path | None = None
+    private_model: str | Path | None = None
+    require_isolation: bool | None = None
+    sample: int | None = None  # the canary's run: only the first episodes, status "sample"
+    features: str = DEFAULT_FEATURES
+    model: str | None = None  # v5's tracks: the benchmark model unless another is named
+    model_path: str | None = None
+
+    @classmethod
+    def of(cls, policy: str, **kwargs) -> Request:
+        """The request for ``policy`` as a manifest or a result's provenance writes it:
+        ``package.module:factory`` or ``builtin:NAME``."""
+        if policy.startswith("builtin:"):
+            return cls(builtin=policy.removeprefix("builtin:"), **kwargs)
+        return cls(policy_spec=policy, **kwargs)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The estimate's model of a run: ``episodes x seconds per episode``, measured on a cold
+    cache (no oracle table computed yet: the first run on a machine) and on a warm one."""
+
+    cold_s: float  # seconds per episode, cold cache
+    warm_s: float  # seconds per episode, warm cache
+    measured: str  # where and how (command, machine, date)
+
+
+@dataclass(frozen=True)
+class Track:
+    name: str
+    benchmark: str  # the board version it belongs to (BENCHMARKS)
+    definition: Callable[[], dict]
+    score: Callable[[str, Request], dict]  # (entry name, request) -> result
+    builtins: Callable[[], tuple[str, ...]]
+    episodes: Callable[[int], int]  # episodes a run plays with n private seeds
+    headline: Callable[[dict], list[str]]  # a scored result, for the terminal
+    results_dir: Path
+    cost: Cost
+    canary_episodes: int  # the canary's prefix (exact greedy search plays ~2,000 passes an episode)
+    features: Callable[[], tuple[str, ...]] = lambda: (DEFAULT_FEATURES,)
+    single_model: bool = False  # scored on one named model (--model): v5's tracks
+    private_model: bool = False  # ranked on the maintainers' private model: v6's tracks
+
+
+# The board's versions, the one in force first; a retired one is scored only when named, and its
+# section of the board says why it no longer ranks.
+BENCHMARKS = {
+    "v6": None,
+    "planted": None,
+    "v5": "retired: one hand-picked observation column (induction_attn) tops it, above the trained PPO and "
+    "greedy search; v6 (the transfer tracks) holds models out as well as tasks",
+}
+IN_FORCE = "v6"
+
+
+def _v5(track: str) -> Callable[[str, Request], dict]:
+    def score(name: str, r: Request) -> dict:
+        from circuit_gym.leaderboard.circuit_scorer import score_circuit
+        from circuit_gym.leaderboard.scorer import score as score_single_head
+
+        scorer = score_circuit if track == B.CIRCUIT else score_single_head
+        return scorer(name, r.policy_spec, r.checkpoint, r.builtin, r.model, r.model_path, r.private_seeds,
+                      r.require_isolation, r.sample)  # fmt: skip
+
+    return score
+
+
+def _v6(kind: str) -> Callable[[str, Request], dict]:
+    def score(name: str, r: Request) -> dict:
+        from circuit_gym.leaderboard.transfer_scorer import score_transfer
+
+        return score_transfer(name, kind, policy_spec=r.policy_spec, checkpoint=r.checkpoint, builtin=r.builtin,
+                              private_model=r.private_model, private_seeds=r.private_seeds,
+                              require_isolation=r.require_isolation, sample=r.sample, features=r.features)  # fmt: skip
+
+    return score
+
+
+def _planted(name: str, r: Request) -> dict:
+    from circuit_gym.leaderboard.planted_scorer import score_planted
+
+    return score_planted(
+        name, r.policy_spec, r.checkpoint, r.builtin, r.private_seeds, r.require_isolation, r.sample
+    )
+
+
+def _white_boxes(kind: str) -> Callable[[], tuple[str, ...]]:
+    def names() -> tuple[str, ...]:
+        from circuit_gym.solvers.white_box import builtins
+
+        return tuple(builtins(kind))
+
+    return names
+
+
+def _planted_builtins() -> tuple[str, ...]:
+    from circuit_gym.leaderboard.planted_scorer import track_builtins
+
+    return track_builtins()
+
+
+def _v6_features(kind: str) -> Callable[[], tuple[str, ...]]:
+    def names() -> tuple[str, ...]:
+        from circuit_gym.leaderboard.transfer_scorer import feature_sets
+
+        return feature_sets(kind)
+
+    return names
+
+
+def _v6_episodes(kind: str) -> Callable[[int], int]:
+    """Every task on every public model, then the held-out tasks on the private model."""
+
+    def episodes(n_private: int) -> int:
+        d = B.transfer_definition(kind)
+        models = len(d["train_models"]) + len(d["held_out_models"])
+        tasks = len(d["tasks"]) + len(d["train_tasks"])
+        return models * tasks * len(d["seeds"]) + len(d["tasks"]) * min(n_private, d["private_seeds_used"])
+
+    return episodes
+
+
+def _planted_episodes(n_private: int) -> int:
+    from circuit_gym.leaderboard.planted_scorer import KINDS, N_PRIVATE_MODELS, PUBLIC_SEEDS
+
+    return len(KINDS) * (len(PUBLIC_SEEDS) + (N_PRIVATE_MODELS if n_private else 0))
+
+
+def _headline(module: str, function: str) -> Callable[[dict], list[str]]:
+    def lines(result: dict) -> list[str]:
+        import importlib
+
+        return getattr(importlib.import_module(module), function)(result)
+
+    return lines
+
+
+def _planted_definition() -> dict:
+    from circuit_gym.leaderboard.planted_scorer import definition
+
+    return definition()
+
+
+_MEASURED = "random reference, `circuit-gym leaderboard score`, 2-core machine with ~4 other jobs, 2026-11-26"
+_ROWS = (
+    Track(
+        name=B.SINGLE_HEAD, benchmark="v5", definition=B.definition, score=_v5(B.SINGLE_HEAD),
+        builtins=_white_boxes(B.SINGLE_HEAD),
+        episodes=lambda n_private: len(B.HELD_OUT_TASKS) * (len(B.EVAL_SEEDS) + len(B.REPRO_SEEDS) + n_private),
+        headline=_headline("circuit_gym.leaderboard.tables", "single_head_headline"),
+        results_dir=paths.RESULTS_DIR, cost=Cost(3.8, 1.2, _MEASURED), canary_episodes=2, single_model=True,
+    ),
+    Track(
+        name=B.CIRCUIT, benchmark="v5", definition=B.circuit_definition, score=_v5(B.CIRCUIT),
+        builtins=_white_boxes(B.CIRCUIT),
+        episodes=lambda n_private: len(B.HELD_OUT_TASKS) * (len(B.CIRCUIT_EVAL_SEEDS) + min(n_private, B.CIRCUIT_PRIVATE_SEEDS)),
+        headline=_headline("circuit_gym.leaderboard.tables", "circuit_headline"),
+        results_dir=paths.RESULTS_DIR / "circuit", cost=Cost(6.0, 2.0, _MEASURED), canary_episodes=1, single_model=True,
+    ),
+    Track(
+        name=B.TRANSFER_PREFIX + B.SINGLE_HEAD, benchmark="v6", definition=lambda: B.transfer_definition(B.SINGLE_HEAD),
+        score=_v6(B.SINGLE_HEAD), builtins=_white_boxes(B.SINGLE_HEAD), episodes=_v6_episodes(B.SINGLE_HEAD),
+        headline=_headline("circuit_gym.leaderboard.transfer_scorer", "headline"),
+        results_dir=paths.RESULTS_DIR / "transfer", cost=Cost(1.7, 0.6, _MEASURED), canary_episodes=2,
+        features=_v6_features(B.SINGLE_HEAD), private_model=True,
+    ),
+    Track(
+        name=B.TRANSFER_PREFIX + B.CIRCUIT, benchmark="v6", definition=lambda: B.transfer_definition(B.CIRCUIT),
+        score=_v6(B.CIRCUIT), builtins=_white_boxes(B.CIRCUIT), episodes=_v6_episodes(B.CIRCUIT),
+        headline=_headline("circuit_gym.leaderboard.transfer_scorer", "headline"),
+        results_dir=paths.RESULTS_DIR / "transfer" / "circuit", cost=Cost(6.0, 2.0, _MEASURED), canary_episodes=1,
+        features=_v6_features(B.CIRCUIT), private_model=True,
+    ),
+    Track(
+        name=B.PLANTED, benchmark="planted", definition=_planted_definition, score=_planted,
+        builtins=_planted_builtins, episodes=_planted_episodes,
+        headline=_headline("circuit_gym.leaderboard.planted_tables", "planted_headline"),
+        results_dir=paths.RESULTS_DIR / "planted", cost=Cost(4.0, 3.0, _MEASURED), canary_episodes=1,
+    ),
+)  # fmt: skip
+TRACKS: dict[str, Track] = {t.name: t for t in _ROWS}
+# The track `leaderboard score` plays unless told: the single-head track of the benchmark in force.
+DEFAULT_TRACK = next(t.name for t in _ROWS if t.benchmark == IN_FORCE)
+
+
+def track(name: str) -> Track:
+    """The row ``name``; ValueError naming the tracks otherwise."""
+    if name not in TRACKS:
+        raise ValueError(f"track must be one of {list(TRACKS)}, got {name!r}")
+    return TRACKS[name]
+
+
+def retired(name: str) -> str | None:
+    """Why the board no longer ranks on track ``name`` (None: it does)."""
+    return BENCHMARKS[track(name).benchmark]
+
+
+def check(row: Track, request: Request) -> None:
+    """ValueError for what ``row`` cannot do, before anything runs (the scorer checks the rest)."""
+    if request.builtin is not None and request.builtin not in row.builtins():
+        raise ValueError(
+            f"builtin on the {row.name} track is one of {sorted(row.builtins())}, got {request.builtin!r}"
+        )
+    if request.features not in row.features():
+        raise ValueError(
+            f"features on the {row.name} track is one of {list(row.features())}, got {request.features!r}"
+        )
+    if request.private_model is not None and not row.private_model:
+        tracks = [t.name for t in _ROWS if t.private_model]
+        raise ValueError(f"a private model belongs to the tracks {tracks}, not {row.name}")
+    if (request.model is not None or request.model_path is not None) and not row.single_model:
+        raise ValueError(f"the {row.name} track scores its own models: --model and --model-path do not apply")
+
+
+def score_reference(track_name: str, name: str, request: Request) -> dict:
+    """Score ``name`` on the track ``track_name`` as ``request`` says: the one entry point of every
+    scoring (a user's entry, the canary's sample, a rescore of a reference or of a board entry)."""
+    row = track(track_name)
+    check(row, request)
+    return row.score(name, request)
+
+
+def reference_request(track_name: str, policy: str, checkpoint: str | None, features: str = DEFAULT_FEATURES,
+                      model: str | None = None, **kwargs) -> Request:  # fmt: skip
+    """The request that rescores an entry recorded with ``policy`` (``builtin:NAME`` or a spec),
+    ``checkpoint``, ``features`` and, on a one-model track, ``model``."""
+    row = track(track_name)
+    return Request.of(policy, checkpoint=checkpoint, features=features,
+                      model=model if row.single_model else None, **kwargs)  # fmt: skip
+
+
+def measured_seconds_per_episode(track_name: str, reference: Path) -> float:
+    """What a committed reference result took per episode where it was scored (its
+    ``diagnostics.wall_seconds`` over the episodes it played, public and private)."""
+    result = json.loads(Path(reference).read_text())
+    private = result.get("private") or {}
+    n_private = private.get("n_seeds", private.get("n_models", 0))
+    return result["diagnostics"]["wall_seconds"] / track(track_name).episodes(n_private)
