@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from circuit_gym.envs.features import FEATURE_SETS
+from circuit_gym.envs.features import DEFAULT_FEATURES, FEATURE_SETS
 
 # The env's episode state, the same for every head: no rule is built on them.
 STATE_COLUMNS = ("ablated", "step_fraction")
@@ -38,7 +38,7 @@ def rule_name(column: str, sign: int) -> str:
     return f"{'+' if sign > 0 else '-'}{column}"
 
 
-def parse_rule(rule: str, features: str = "attention") -> tuple[str, int]:
+def parse_rule(rule: str, features: str = DEFAULT_FEATURES) -> tuple[str, int]:
     """``"+last_copy"`` -> ("last_copy", 1); ValueError for anything else than a sign and a rule column."""
     if not isinstance(rule, str) or len(rule) < 2 or rule[0] not in "+-":
         raise ValueError(f"a rule is '+column' or '-column', got {rule!r:.80}")
@@ -53,7 +53,7 @@ def parse_rule(rule: str, features: str = "attention") -> tuple[str, int]:
 class ColumnPolicy:
     """Scores every head by ``sign`` times one column of the observation."""
 
-    def __init__(self, column: str, sign: int, features: str = "attention") -> None:
+    def __init__(self, column: str, sign: int, features: str = DEFAULT_FEATURES) -> None:
         if features not in FEATURE_SETS:
             raise ValueError(f"unknown feature set {features!r:.80}; known: {sorted(FEATURE_SETS)}")
         if isinstance(sign, bool) or not isinstance(sign, int) or sign not in (1, -1):
@@ -135,7 +135,7 @@ def best_rule(rules: dict) -> str:
 
 
 def model_tables(models: Sequence[str], tasks: Sequence[str], split: str, episodes: Sequence[int],
-                 features: str = "attention", make_env: Callable | None = None) -> dict:  # fmt: skip
+                 features: str = DEFAULT_FEATURES, make_env: Callable | None = None) -> dict:  # fmt: skip
     """:func:`column_tables` over several zoo members, keyed (model, task, episode)."""
     from circuit_gym.baselines.transfer_envs import transfer_env
 
@@ -151,7 +151,7 @@ def model_tables(models: Sequence[str], tasks: Sequence[str], split: str, episod
 
 
 def choose_fair_rule(models: Sequence[str] | None = None, tasks: Sequence[str] | None = None, split: str = "eval",
-                     episodes: int = 16, features: str = "attention",
+                     episodes: int = 16, features: str = DEFAULT_FEATURES,
                      make_env: Callable | None = None) -> tuple[str, dict]:  # fmt: skip
     """The fair rule of benchmark v6 and every rule's scores: chosen on the training tasks of the
     training models (default) on a non-test split. Held-out tasks, held-out models and the test

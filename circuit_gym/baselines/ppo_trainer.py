@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from circuit_gym.envs.features import DEFAULT_FEATURES
 from circuit_gym.envs.model_draw import per_model
 from circuit_gym.progress import progress_enabled, progress_iter
 
@@ -103,7 +104,7 @@ class PPOConfigBase:
     model_path: str | None = None
     device: str = "cpu"  # of the language model; the small policy network trains on the CPU
     split: str = "train"
-    features: str = "attention"  # the env's observation columns (``envs.features``)
+    features: str = DEFAULT_FEATURES  # the env's observation columns (``envs.features``)
     batch_size_prompts: int = 8
     minibatch: int = 64
     repeat: int = 4

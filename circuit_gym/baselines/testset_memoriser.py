@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from circuit_gym.baselines.column_policy import rule_columns
-from circuit_gym.envs.features import FEATURE_SETS
+from circuit_gym.envs.features import DEFAULT_FEATURES, FEATURE_SETS
 
 KIND = "testset-memoriser"
 
@@ -84,7 +84,7 @@ class TestsetMemoriser:
 
     __test__ = False  # not a pytest test class despite its name
 
-    def __init__(self, columns: Sequence[str], scale, classes: Sequence[dict], features: str = "attention",
+    def __init__(self, columns: Sequence[str], scale, classes: Sequence[dict], features: str = DEFAULT_FEATURES,
                  signature_kind: str = "mean") -> None:  # fmt: skip
         if signature_kind not in SIGNATURES:
             raise ValueError(f"signature must be one of {SIGNATURES}, got {signature_kind!r:.80}")
@@ -180,11 +180,11 @@ class FitEpisode:
     reward: np.ndarray  # the episode's single-head contrastive reward, per head
 
 
-def signature_columns(features: str = "attention") -> list[str]:
+def signature_columns(features: str = DEFAULT_FEATURES) -> list[str]:
     return rule_columns(features)
 
 
-def collect(models: Sequence[str], tasks: Sequence[str], batches: Sequence[int], features: str = "attention",
+def collect(models: Sequence[str], tasks: Sequence[str], batches: Sequence[int], features: str = DEFAULT_FEATURES,
             make_env: Callable | None = None) -> list[FitEpisode]:  # fmt: skip
     """Observation columns and single-head reward table of every (model, task, batch) of the test
     split. Refuses the batches the board scores on the public models."""
@@ -219,7 +219,7 @@ def _rounded(x: np.ndarray) -> np.ndarray:
 
 
 def fit(episodes: Sequence[FitEpisode], head_scores: str = "pooled", signature_kind: str = "mean",
-        features: str = "attention") -> TestsetMemoriser:  # fmt: skip
+        features: str = DEFAULT_FEATURES) -> TestsetMemoriser:  # fmt: skip
     """The memoriser of these episodes: one centroid per (model, task); head scores per task, the
     mean reward of every episode of the task over all models (``"pooled"``), or per (model, task)
     (``"per_model"``)."""

@@ -40,6 +40,7 @@ import numpy as np
 from circuit_gym.ablation.attribution import attribution_patching
 from circuit_gym.ablation.gim import gim_importance
 from circuit_gym.ablation.integrated_gradients import integrated_gradients
+from circuit_gym.benchmark import CIRCUIT, SINGLE_HEAD
 from circuit_gym.circuits import CircuitRunner
 from circuit_gym.envs.circuit_building import CircuitBuildingEnv
 from circuit_gym.solvers import contrastive
@@ -182,7 +183,7 @@ class WhiteBox:
     prepare: Callable[[gym.Env], object] = lambda env: None
 
     def plays(self, track: str) -> bool:
-        return (self.rank if track == "single-head" else self.build) is not None
+        return (self.rank if track == SINGLE_HEAD else self.build) is not None
 
 
 BUILTINS: dict[str, WhiteBox] = {
@@ -204,8 +205,8 @@ BUILTINS: dict[str, WhiteBox] = {
 
 def builtins(track: str) -> dict[str, WhiteBox]:
     """The builtin white-box solvers that play ``track`` ("single-head" or "circuit")."""
-    if track not in ("single-head", "circuit"):
-        raise ValueError(f"track must be 'single-head' or 'circuit', got {track!r}")
+    if track not in (SINGLE_HEAD, CIRCUIT):
+        raise ValueError(f"track must be {SINGLE_HEAD!r} or {CIRCUIT!r}, got {track!r}")
     return {name: w for name, w in BUILTINS.items() if w.plays(track)}
 
 
