@@ -1,0 +1,108 @@
+"""The table of tracks (circuit_gym/leaderboard/tracks.py): every board track is a row, and the
+command line, the canary, rescore-references and render --rescore all score through the row's
+scorer (``tracks.score_reference``), with the request the reference or the entry records.
+
+Each row's scorer is replaced by a recorder that answers with the committed result, so these
+tests play no episode: they check the wiring, and the committed files check the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from circuit_gym import benchmark as B
+from circuit_gym.cli import main
+from circuit_gym.leaderboard import tracks
+from circuit_gym.leaderboard.canary import canary
+from circuit_gym.leaderboard.references import TRACKS, load_manifest
+from circuit_gym.leaderboard.rescore import _score
+from circuit_gym.leaderboard.verification import rescore_matches
+
+MANIFEST = load_manifest()
+
+
+def _first_reference(track: str):
+    return next(iter(MANIFEST[track].values()))
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """Every row's scorer replaced: it records (track, name, request) and returns the committed
+    result of the reference of that name (as a sample when asked for one)."""
+    calls = []
+
+    def recorder(track_name):
+        def score(name, request):
+            calls.append((track_name, name, request))
+            committed = json.loads(MANIFEST[track_name][name].result_path().read_text())
+            if request.sample is not None:
+                return {**committed, "status": "sample",
+                        "scores": {"episodes": committed["scores"]["episodes"][: request.sample]}}  # fmt: skip
+            return committed
+
+        return score
+
+    for name, row in tracks.TRACKS.items():
+        monkeypatch.setitem(tracks.TRACKS, name, dataclasses.replace(row, score=recorder(name)))
+    return calls
+
+
+def test_every_board_track_is_a_row_with_its_own_folder_definition_and_references():
+    assert tuple(tracks.TRACKS) == TRACKS and B.PLANTED in TRACKS
+    folders = [row.results_dir for row in tracks.TRACKS.values()]
+    assert len(set(folders)) == len(folders)
+    for name, row in tracks.TRACKS.items():
+        assert row.benchmark in tracks.BENCHMARKS and row.builtins() and row.canary_episodes >= 1
+        assert row.cost.cold_s >= row.cost.warm_s > 0
+        for reference in MANIFEST[name].values():  # the references of a row live in its folder
+            assert reference.result_path().parent == row.results_dir
+            provenance = json.loads(reference.result_path().read_text())["provenance"]
+            assert {k: provenance.get(k) for k in row.definition()} == row.definition()
+    assert tracks.DEFAULT_TRACK == B.TRANSFER_PREFIX + B.SINGLE_HEAD and tracks.retired(B.SINGLE_HEAD)
+    assert not tracks.retired(tracks.DEFAULT_TRACK)
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_the_canary_and_both_rescores_go_through_the_rows_scorer_with_the_references_request(recorded, track):
+    reference = _first_reference(track)
+    row = tracks.TRACKS[track]
+    assert canary(reference) == []
+    _score(reference, None, False)
+    path = reference.result_path()
+    assert (
+        rescore_matches(path, json.loads(path.read_text()), require_isolation=False, reference=reference)
+        == "rescored"
+    )
+    assert [(t, n) for t, n, _ in recorded] == [(track, reference.name)] * 3
+    sample, full, entry = (request for _, _, request in recorded)
+    assert sample.sample == row.canary_episodes and full.sample is None and entry.sample is None
+    for request in (sample, full, entry):
+        assert (request.builtin or request.policy_spec) == reference.policy.removeprefix("builtin:")
+        assert request.features == reference.features and request.private_model is None
+    for request in (sample, entry):  # the model the result records: v5's tracks score one named model
+        assert (request.model is not None) == row.single_model
+
+
+def test_the_command_line_scores_any_track_through_its_row(recorded, tmp_path, capsys):
+    reference = MANIFEST[B.PLANTED]["random"]
+    out = tmp_path / "r.json"
+    assert main(["leaderboard", "score", "--track", "planted", "--builtin", "random", "--out", str(out)]) == 0
+    (track, name, request), = recorded  # fmt: skip
+    assert (track, name, request.builtin) == ("planted", "random", "random")  # --name defaults to the builtin
+    assert json.loads(out.read_text()) == json.loads(reference.result_path().read_text())
+    assert "public seeds, all kinds: " in capsys.readouterr().out
+
+
+def test_what_a_row_cannot_do_is_refused_before_anything_runs(recorded):
+    with pytest.raises(ValueError, match="private model belongs to"):
+        tracks.score_reference("single-head", "x", tracks.Request(builtin="greedy", private_model="dir"))
+    with pytest.raises(ValueError, match="scores its own models"):
+        tracks.score_reference("transfer-single-head", "x", tracks.Request(builtin="greedy", model="gpt2"))
+    with pytest.raises(ValueError, match="builtin on the planted track"):
+        tracks.score_reference("planted", "x", tracks.Request(builtin="greedy"))
+    with pytest.raises(ValueError, match="features on the circuit track"):
+        tracks.score_reference("circuit", "x", tracks.Request(builtin="acdc", features="causal"))
+    assert recorded == []
