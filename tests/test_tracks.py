@@ -56,7 +56,7 @@ def test_every_board_track_is_a_row_with_its_own_folder_definition_and_reference
     assert len(set(folders)) == len(folders)
     for name, row in tracks.TRACKS.items():
         assert row.benchmark in tracks.BENCHMARKS and row.builtins() and row.canary_episodes >= 1
-        assert row.cost.cold_s >= row.cost.warm_s > 0
+        assert row.cost.cold_s is None or row.cost.cold_s >= row.cost.warm_s > 0
         for reference in MANIFEST[name].values():  # the references of a row live in its folder
             assert reference.result_path().parent == row.results_dir
             provenance = json.loads(reference.result_path().read_text())["provenance"]

@@ -50,12 +50,14 @@ class Request:
 
 @dataclass(frozen=True)
 class Cost:
-    """The estimate's model of a run: ``episodes x seconds per episode``, measured on a cold
-    cache (no oracle table computed yet: the first run on a machine) and on a warm one."""
+    """The estimate's model of a run: ``episodes x seconds per episode`` of a submitted policy,
+    measured with the random reference's policy on a cold cache (no oracle table computed yet:
+    the first run on a machine) and on a warm one. None: not measured; the estimate then uses
+    what the track's committed random reference took where it was scored."""
 
-    cold_s: float  # seconds per episode, cold cache
-    warm_s: float  # seconds per episode, warm cache
-    measured: str  # where and how (command, machine, date)
+    cold_s: float | None  # seconds per episode, cold cache
+    warm_s: float | None  # seconds per episode, warm cache
+    measured: str = ""  # where and how (command, machine, load, date)
 
 
 @dataclass(frozen=True)
@@ -174,41 +176,45 @@ def _planted_definition() -> dict:
     return definition()
 
 
-_MEASURED = "random reference, `circuit-gym leaderboard score`, 2-core machine with ~4 other jobs, 2026-11-26"
+# Measured 2026-11-26 on a 2-core machine with load average 10-17 (other jobs), the random
+# reference's policy sandboxed, fixed costs (child start, model loads) included:
+# transfer-single-head on zoo1 (72 episodes) cold 845 s, then warm 111 s; single-head (v5), its
+# first 24 evaluation episodes, cold 364 s, then warm 55 s.
+_MEASURED = "the random reference's policy, 2-core machine at load 10-17, 2026-11-26"
 _ROWS = (
     Track(
         name=B.SINGLE_HEAD, benchmark="v5", definition=B.definition, score=_v5(B.SINGLE_HEAD),
         builtins=_white_boxes(B.SINGLE_HEAD),
         episodes=lambda n_private: len(B.HELD_OUT_TASKS) * (len(B.EVAL_SEEDS) + len(B.REPRO_SEEDS) + n_private),
         headline=_headline("circuit_gym.leaderboard.tables", "single_head_headline"),
-        results_dir=paths.RESULTS_DIR, cost=Cost(3.8, 1.2, _MEASURED), canary_episodes=2, single_model=True,
+        results_dir=paths.RESULTS_DIR, cost=Cost(15.2, 2.3, _MEASURED), canary_episodes=2, single_model=True,
     ),
     Track(
         name=B.CIRCUIT, benchmark="v5", definition=B.circuit_definition, score=_v5(B.CIRCUIT),
         builtins=_white_boxes(B.CIRCUIT),
         episodes=lambda n_private: len(B.HELD_OUT_TASKS) * (len(B.CIRCUIT_EVAL_SEEDS) + min(n_private, B.CIRCUIT_PRIVATE_SEEDS)),
         headline=_headline("circuit_gym.leaderboard.tables", "circuit_headline"),
-        results_dir=paths.RESULTS_DIR / "circuit", cost=Cost(6.0, 2.0, _MEASURED), canary_episodes=1, single_model=True,
+        results_dir=paths.RESULTS_DIR / "circuit", cost=Cost(None, None), canary_episodes=1, single_model=True,
     ),
     Track(
         name=B.TRANSFER_PREFIX + B.SINGLE_HEAD, benchmark="v6", definition=lambda: B.transfer_definition(B.SINGLE_HEAD),
         score=_v6(B.SINGLE_HEAD), builtins=_white_boxes(B.SINGLE_HEAD), episodes=_v6_episodes(B.SINGLE_HEAD),
         headline=_headline("circuit_gym.leaderboard.transfer_scorer", "headline"),
-        results_dir=paths.RESULTS_DIR / "transfer", cost=Cost(1.7, 0.6, _MEASURED), canary_episodes=2,
+        results_dir=paths.RESULTS_DIR / "transfer", cost=Cost(11.7, 1.5, _MEASURED), canary_episodes=2,
         features=_v6_features(B.SINGLE_HEAD), private_model=True,
     ),
     Track(
         name=B.TRANSFER_PREFIX + B.CIRCUIT, benchmark="v6", definition=lambda: B.transfer_definition(B.CIRCUIT),
         score=_v6(B.CIRCUIT), builtins=_white_boxes(B.CIRCUIT), episodes=_v6_episodes(B.CIRCUIT),
         headline=_headline("circuit_gym.leaderboard.transfer_scorer", "headline"),
-        results_dir=paths.RESULTS_DIR / "transfer" / "circuit", cost=Cost(6.0, 2.0, _MEASURED), canary_episodes=1,
+        results_dir=paths.RESULTS_DIR / "transfer" / "circuit", cost=Cost(None, None), canary_episodes=1,
         features=_v6_features(B.CIRCUIT), private_model=True,
     ),
     Track(
         name=B.PLANTED, benchmark="planted", definition=_planted_definition, score=_planted,
         builtins=_planted_builtins, episodes=_planted_episodes,
         headline=_headline("circuit_gym.leaderboard.planted_tables", "planted_headline"),
-        results_dir=paths.RESULTS_DIR / "planted", cost=Cost(4.0, 3.0, _MEASURED), canary_episodes=1,
+        results_dir=paths.RESULTS_DIR / "planted", cost=Cost(None, None), canary_episodes=1,
     ),
 )  # fmt: skip
 TRACKS: dict[str, Track] = {t.name: t for t in _ROWS}
