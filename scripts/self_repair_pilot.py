@@ -1,0 +1,60 @@
+"""Issue 41's self-repair pilot (circuit_gym.circuits.self_repair_pilot): per model and per task
+that passes its gate on the train split, the self-repair, redundancy and agreement measures on an
+eval-split batch. Adds the models it measures to the report (same settings) and prints the tables
+docs/zoo.md's "Self-repair pilot" section shows (``python scripts/gen_docs_numbers.py`` fills them).
+
+    nice -n 10 python scripts/self_repair_pilot.py                        # zoo1-zoo4 + pilot members present
+    nice -n 10 python scripts/self_repair_pilot.py --models pilot_p10 pilot_p30
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from circuit_gym.ablation.cache import SweepCache  # noqa: E402
+from circuit_gym.circuits.self_repair_pilot import (  # noqa: E402
+    default_models,
+    merge,
+    pilot_report,
+    pilot_table,
+    summary_table,
+)
+
+OUT = ROOT / "docs" / "results" / "zoo" / "self_repair.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--models", nargs="*", help="names among the defaults (zoo1-zoo4, runs/zoo_pilot/models/*)"
+    )
+    p.add_argument("--tasks", nargs="*", help="default: every task of the model's suite")
+    p.add_argument("--episodes", type=int, default=12, help="gate: train-split episodes (8 prompts each)")
+    p.add_argument("--prompts", type=int, default=32, help="measures: eval-split prompts (one batch)")
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--fresh", action="store_true", help="replace the report instead of adding to it")
+    args = p.parse_args(argv)
+    available = default_models(ROOT)
+    unknown = sorted(set(args.models or []) - set(available))
+    if unknown:
+        p.error(f"unknown models {unknown}; available: {sorted(available)}")
+    models = {m: available[m] for m in (args.models or available)}
+    report = pilot_report(
+        models, tasks=args.tasks, episodes=args.episodes, prompts=args.prompts, cache=SweepCache()
+    )
+    previous = None if args.fresh or not args.out.is_file() else json.loads(args.out.read_text())
+    report = merge(previous, report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print(summary_table(report), pilot_table(report), sep="\n\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,118 @@
+"""Self-repair measures (circuit_gym.circuits.self_repair) against plain-hook computations."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from circuit_gym.ablation.attribution import attribution_patching
+from circuit_gym.ablation.engine import AblationEngine, Evaluation
+from circuit_gym.circuits.self_repair import agreement, direct_effect, self_repair_measures
+from circuit_gym.tasks import get_task
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_model):
+    task = get_task("ioi")
+    batch = task.batch(tiny_model, "train", 8, seed=0)
+    return AblationEngine(tiny_model, Evaluation.for_task(task, batch), "resample")
+
+
+def _metric(engine, fwd_hooks) -> float:
+    ev = engine.ev
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the bridge warns that a hook edits hook_scale
+        logits = engine.model.run_with_hooks(ev.tokens, fwd_hooks=fwd_hooks)
+    return float(ev.score(logits[:, ev.positions]).mean())
+
+
+def _ablate(engine, heads):
+    hooks = []
+    for head in heads:
+        layer, index = divmod(head, engine.n_heads)
+
+        def hook(z, hook, layer=layer, index=index):
+            z = z.clone()
+            z[:, :, index] = engine.replacement[layer][:, :, index]
+            return z
+
+        hooks.append((f"blocks.{layer}.attn.hook_z", hook))
+    return hooks
+
+
+def test_direct_effect_against_plain_hooks(engine):
+    """The head's output change is read off ``hook_attn_out`` of a run with only that head
+    resampled, added to the clean final residual, and normalised by the clean final LayerNorm
+    scale (a hook holds it); no W_O product as in the module."""
+    model = engine.model
+    last = f"blocks.{engine.n_layers - 1}.hook_resid_post"
+    with torch.no_grad():
+        _, clean = model.run_with_cache(engine.ev.tokens, names_filter=lambda n: n == "ln_final.hook_scale")
+    scale = clean["ln_final.hook_scale"]
+    checked = []
+    for head in (0, 5, 10, 15):
+        layer = head // engine.n_heads
+        out = f"blocks.{layer}.hook_attn_out"
+        with torch.no_grad():
+            _, base = model.run_with_cache(engine.ev.tokens, names_filter=lambda n, out=out: n == out)
+            with model.hooks(fwd_hooks=_ablate(engine, [head])):
+                _, moved = model.run_with_cache(engine.ev.tokens, names_filter=lambda n, out=out: n == out)
+        delta = moved[out] - base[out]
+        hooks = [
+            (last, lambda x, hook, d=delta: x + d),
+            ("ln_final.hook_scale", lambda s, hook: scale.clone()),
+        ]
+        expected = engine.clean_score - _metric(engine, hooks)
+        assert direct_effect(engine, head) == pytest.approx(expected, rel=1e-3, abs=1e-4)
+        checked.append(abs(expected))
+    assert max(checked) > 1e-2  # not all trivially zero
+
+
+def test_measures_against_plain_hooks(engine):
+    m = self_repair_measures(engine)
+    naive = engine.clean_score - engine.naive_sweep()  # one full pass per head, plain hooks
+    assert m["top_head"] == int(np.argmax(naive))
+    assert m["top_head_total"] == pytest.approx(naive.max(), abs=1e-4)
+    first, second = m["top_pair"]
+    assert sorted(naive)[-2] == pytest.approx(naive[second], abs=1e-4)
+    pair = engine.clean_score - _metric(engine, _ablate(engine, [first, second]))
+    assert m["pair_damage"] == pytest.approx(pair, abs=1e-4)
+    assert m["redundancy"] == pytest.approx(pair / (naive[first] + naive[second]), rel=1e-3)
+    assert m["self_repair"] == pytest.approx(m["top_head_direct"] - m["top_head_total"])
+    ev = engine.ev
+    attribution = -attribution_patching(engine.model, ev.tokens, engine.clean_z, engine.replacement,
+                                        lambda lg: ev.score(lg[:, ev.positions]).mean())  # fmt: skip
+    assert m["agreement"]["attribution"] == agreement(naive, attribution)
+    assert set(m["agreement"]) == {"attribution", "eap_ig", "gim"}
+
+
+def test_agreement_by_hand():
+    oracle = np.array([5.0, 4.0, 3.0, 2.0, 1.0, 0.0, -1.0])
+    same = agreement(oracle, oracle * 2 + 1)
+    assert same == {"spearman": pytest.approx(1.0), "top1": True, "top5_overlap": 5}
+    reverse = agreement(oracle, -oracle)
+    assert reverse["spearman"] == pytest.approx(-1.0) and not reverse["top1"]
+    assert reverse["top5_overlap"] == 3  # {2, 3, 4} are in both top-5 sets
+
+
+def _row(redundancy, ratio, training, top1=True):
+    a = {"spearman": 0.5, "top1": top1, "top5_overlap": 4}
+    return {"included": True, "training_task": training,
+            "measures": {"redundancy": redundancy, "total_over_direct": ratio,
+                         "agreement": {"attribution": a, "eap_ig": a, "gim": a}}}  # fmt: skip
+
+
+def test_pilot_summary_counts_and_merge_checks_the_setup():
+    from circuit_gym.circuits.self_repair_pilot import merge, summary
+
+    tasks = {"a": _row(1.6, 0.5, True), "b": _row(1.4, 1.0, False, top1=False), "c": {"included": False}}
+    tasks["c"]["training_task"] = True
+    every, training = summary(tasks, False), summary(tasks, True)
+    assert (every["gated"], every["redundant"], training["gated"], training["redundant"]) == (2, 1, 1, 1)
+    assert every["mean_total_over_direct"] == pytest.approx(0.75)
+    assert every["gim"]["top1"] == 1 and training["gim"]["top1"] == 1
+    one = {"setup": {"x": 1}, "models": {"m1": 1}}
+    assert merge(one, {"setup": {"x": 1}, "models": {"m2": 2}})["models"] == {"m1": 1, "m2": 2}
+    with pytest.raises(ValueError, match="setups differ"):
+        merge(one, {"setup": {"x": 2}, "models": {}})
