@@ -81,11 +81,12 @@ def summary(tasks: Mapping[str, dict], training_only: bool) -> dict:
         r["measures"] for r in tasks.values() if r["included"] and (r["training_task"] or not training_only)
     ]
     ratios = [m["total_over_direct"] for m in rows if m["total_over_direct"] is not None]
-    out = {
+    redundancies = [m["redundancy"] for m in rows if m["redundancy"] is not None]
+    out: dict = {
         "gated": len(rows),
         "redundant": sum(1 for m in rows if (m["redundancy"] or 0) >= REDUNDANCY_BAR),
         "mean_total_over_direct": float(np.mean(ratios)) if ratios else None,
-        "mean_redundancy": float(np.mean([m["redundancy"] for m in rows])) if rows else None,
+        "mean_redundancy": float(np.mean(redundancies)) if redundancies else None,
     }
     for method in METHODS:
         a = [m["agreement"][method] for m in rows]
