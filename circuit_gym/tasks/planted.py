@@ -46,20 +46,25 @@ TAGGED = LETTERS[:6]  # the redundant circuit's retrieval class
 UNTAGGED = LETTERS[6:]
 MARKERS = {"multihop_marker": "->", "multihop_query": "=", "redundant_query": ":",
            "suppression_marker": "#", "suppression_query": "!"}  # fmt: skip
-WORDS = LETTERS + tuple(MARKERS.values())  # the synthetic vocabulary, BOS aside
+# Generator version 3's two new kinds need five more markers (each a single token here too).
+MARKERS_V3 = {**MARKERS, "self_repair_marker": "*", "self_repair_query": "+", "and_left": "<",
+              "and_right": ">", "and_query": "|"}  # fmt: skip
+WORDS = LETTERS + tuple(MARKERS.values())  # generator version 2's synthetic vocabulary, BOS aside
+WORDS_V3 = LETTERS + tuple(MARKERS_V3.values())  # version 3's: version 2's words first
 PROMPT_LENGTHS = dict(zip(SPLITS, (10, 11, 12), strict=True))  # BOS included
 N_DISTRACTORS = 3
-KINDS = ("induction", "multihop", "redundant", "suppression")
+KINDS = ("induction", "multihop", "redundant", "suppression")  # generator version 2's (the v6 board's)
+KINDS_V3 = (*KINDS, "self_repair", "and")  # generator version 3's
 
 
 def task_name(kind: str) -> str:
     return f"planted_{kind}"
 
 
-def vocabulary_ids(tokenizer) -> dict[str, int]:
+def vocabulary_ids(tokenizer, words: tuple[str, ...] = WORDS_V3) -> dict[str, int]:
     """Word -> token id (``" A"`` is the token of ``A``); a clear error if one is not a single token."""
     ids, bad = {}, []
-    for word in WORDS:
+    for word in words:
         enc = tokenizer.encode(" " + word, add_special_tokens=False)
         if len(enc) == 1:
             ids[word] = int(enc[0])
@@ -119,18 +124,46 @@ def _redundant(rng: np.random.Generator, length: int, like: Draw | None) -> Draw
     return [*body, MARKERS["redundant_query"]], tagged, [w for w in body if w != tagged]
 
 
+def _self_repair(rng: np.random.Generator, length: int, like: Draw | None) -> Draw:
+    """``BOS x.. * X x.. +`` (answer ``X``). A counterfactual's answer is a letter absent from
+    ``like``'s prompt, so the primary head's resampled output raises no letter the metric reads."""
+    if like is None:
+        return _after_marker(MARKERS_V3["self_repair_marker"], MARKERS_V3["self_repair_query"], hops=1)(
+            rng, length, None
+        )
+    answer = str(rng.choice([w for w in LETTERS if w not in like[0]]))
+    letters = _letters(rng, [w for w in LETTERS if w != answer], length - 4)
+    m = int(rng.integers(len(letters) + 1))
+    body = [*letters[:m], MARKERS_V3["self_repair_marker"], answer, *letters[m:]]
+    return [*body, MARKERS_V3["self_repair_query"]], answer, letters
+
+
+def _and(rng: np.random.Generator, length: int, like: Draw | None) -> Draw:
+    """``BOS x.. < Y > x.. |`` (answer ``Y``, between the brackets). A counterfactual puts its
+    brackets at another position, so each sender's (positional) output differs from the prompt's."""
+    letters = _letters(rng, LETTERS, length - 4)  # BOS, two brackets and the query aside
+    taken = like[0].index(MARKERS_V3["and_left"]) if like is not None else None
+    m = int(rng.choice([i for i in range(len(letters)) if i != taken]))
+    body = [*letters[:m], MARKERS_V3["and_left"], letters[m], MARKERS_V3["and_right"], *letters[m + 1 :]]
+    return [*body, MARKERS_V3["and_query"]], letters[m], [w for w in letters if w != letters[m]]
+
+
 # kind -> draw(rng, length, like): a prompt, or with ``like`` its counterfactual (the same cue)
 DRAWS: dict[str, Callable[[np.random.Generator, int, Draw | None], Draw]] = {
     "induction": _induction,
     "multihop": _after_marker(MARKERS["multihop_marker"], MARKERS["multihop_query"], hops=2),
     "redundant": _redundant,
     "suppression": _after_marker(MARKERS["suppression_marker"], MARKERS["suppression_query"], hops=1),
+    "self_repair": _self_repair,
+    "and": _and,
 }
 TEMPLATES = {
     "induction": "BOS x1 .. xn xj -> x(j+1)",
     "multihop": "BOS x.. -> y X x.. = -> X",
     "redundant": "BOS x.. T x.. : -> T (T tagged)",
     "suppression": "BOS x.. # X x.. ! -> X",
+    "self_repair": "BOS x.. * X x.. + -> X",
+    "and": "BOS x.. < Y > x.. | -> Y",
 }
 
 
@@ -171,6 +204,8 @@ DESCRIPTIONS = {
     "multihop": "planted multi-hop: the letter two after '->' (three heads in a chain)",
     "redundant": "planted redundant: the one tagged letter (two heads that each suffice, then a reader)",
     "suppression": "planted suppression: the letter after '#' (a mover and a head that suppresses it)",
+    "self_repair": "planted self-repair: the letter after '*' (a mover, and a backup that acts when it is ablated)",
+    "and": "planted AND: the letter between '<' and '>' (a receiver whose query needs two senders at once)",
 }
 PLANTED_TASKS = {
     kind: Task(
@@ -181,12 +216,12 @@ PLANTED_TASKS = {
         family="planted",
         unit="logit difference",
     )  # fmt: skip
-    for kind in KINDS
+    for kind in KINDS_V3
 }
 
 
 def register_planted_tasks() -> None:
-    """Register the four tasks (idempotent)."""
+    """Register the six tasks (idempotent)."""
     for task in PLANTED_TASKS.values():
         if task.name not in list_tasks():
             register_task(task)
