@@ -74,7 +74,7 @@ def test_acdc_and_eap_ig_on_the_single_head_track(small, tiny_model):
 def test_acdc_and_eap_ig_on_the_circuit_track(small, tiny_model):
     """Each adds heads in its score order while the score, in faithfulness units, beats alpha;
     forward passes = the environment's (4 setup + 1 per head added) + its own."""
-    for name in ("acdc", "eap_ig"):
+    for name in ("acdc", "eap_ig", "gim"):
         result = score_circuit(name, builtin=name)
         assert result["status"] == "scored", result.get("failure")
         for episode in result["scores"]["episodes"]:
@@ -85,8 +85,10 @@ def test_acdc_and_eap_ig_on_the_circuit_track(small, tiny_model):
             if name == "acdc":
                 sweep = acdc(runner)
                 scores, own = _finite(np.asarray(sweep.ranking.scores) / abs(span)), 1 + sweep.tries
-            else:
+            elif name == "eap_ig":
                 scores, own = integrated_gradients(runner.engine, EAP_IG_STEPS) / span, 2 * EAP_IG_STEPS
+            else:
+                scores, own = gim_importance(runner.engine) / span, 2
             expected = []  # the score order (ties: lower id), while it beats alpha, to the budget
             for head in np.argsort(-scores, kind="stable"):
                 if len(expected) == B.CIRCUIT_BUDGET or scores[head] <= B.CIRCUIT_ALPHA:
