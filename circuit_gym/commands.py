@@ -152,7 +152,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from circuit_gym.envs.registration import FAMILIES, entries, version_notes
 
     listed = [e for e in entries() if (e.current or args.all) and args.family in (None, e.family.name)]
-    table = [("ID", "model", "tasks", "status")]
+    table: list[tuple[str, ...]] = [("ID", "model", "tasks", "status")]
     for e in listed:
         status = (
             "current" if e.current else f"{'superseded: builds' if e.superseded else 'older: use'} {e.use}"
