@@ -403,20 +403,23 @@ def test_stop_at_once_is_legal_and_scores_its_rank_heads_order(circuit_bench, tm
 
 
 # ------------------------------------------------------------------ issue 44: sealed scoring, round two
-def test_a_namespace_package_named_like_the_cache_folder_is_refused(bench, tmp_path, monkeypatch):
+def test_a_namespace_package_named_like_the_cache_folder_is_refused(bench, honest, tmp_path, monkeypatch):
     """Issue 44's attack: ``cache.nscheat`` with no ``__init__.py``, scored from a folder that
     holds the oracle cache as ``cache/``: a namespace package spanning both folders would show the
     policy the cached damage tables. It is refused before anything runs, saying what to submit."""
     work, submission = tmp_path / "work", tmp_path / "submission"
     shutil.copytree(bench["cache"], work / "cache")  # the scorer's working directory holds the cache
-    assert any((work / "cache").rglob("*.json")), "the honest scoring wrote no cache tables"
+    assert any(p.is_file() for p in (work / "cache").rglob("*")), "the honest scoring wrote no cache tables"
     (submission / "cache").mkdir(parents=True)
     shutil.copy(TESTS_DIR / "hostile_policies.py", submission / "cache" / "nscheat.py")
     monkeypatch.chdir(work)
     monkeypatch.syspath_prepend(str(submission))
     monkeypatch.syspath_prepend(str(work))  # as the CLI does
     with pytest.raises(sandbox.NamespacePackageError, match=r"namespace package.*__init__\.py"):
-        score("nscheat", policy_spec="cache.nscheat:package_snoop", checkpoint=str(_info(bench, tmp_path)))
+        result = score(
+            "nscheat", policy_spec="cache.nscheat:package_snoop", checkpoint=str(_info(bench, tmp_path))
+        )
+        pytest.fail(f"scored, status {result['status']}: {result.get('failure')}")  # what it saw, if it saw
 
 
 def test_a_regular_package_named_like_the_cache_folder_sees_only_itself(bench, honest, tmp_path, monkeypatch):
@@ -541,9 +544,11 @@ def test_computing_between_calls_is_charged_to_the_next_call(tmp_path, monkeypat
     monkeypatch.setattr(sandbox, "PRELOAD", ())
     monkeypatch.setattr(sandbox, "CALL_CPU_LIMIT_S", 0.3)
     obs = np.zeros((16, 12), dtype=np.float32)
-    with sandbox.SandboxedPolicy("hostile_policies:burns_cpu_between_calls", timeout_s=30) as policy:
-        with pytest.raises(sandbox.PolicyFailureError, match="CPU time limit of 0.3 s per call") as err:
-            for wait in (0.5, 1, 2, 4, 8, 16):
-                time.sleep(wait)  # the scorer at work; the policy's thread spins meanwhile
-                policy.rank_heads(obs)  # answers at once: a call-only count would charge ~0
+    with (
+        sandbox.SandboxedPolicy("hostile_policies:burns_cpu_between_calls", timeout_s=30) as policy,
+        pytest.raises(sandbox.PolicyFailureError, match="CPU time limit of 0.3 s per call") as err,
+    ):
+        for wait in (0.5, 1, 2, 4, 8, 16):
+            time.sleep(wait)  # the scorer at work; the policy's thread spins meanwhile
+            policy.rank_heads(obs)  # answers at once: a call-only count would charge ~0
     assert err.value.check == "cpu"

@@ -88,7 +88,8 @@ def small_track(monkeypatch, tmp_path):
 def test_planted_a_namespace_package_policy_is_refused(small_track, tmp_path, monkeypatch):
     spec = _namespace_cheat(tmp_path, monkeypatch)
     with pytest.raises(sandbox.NamespacePackageError, match="__init__.py"):
-        PS.score_planted("nscheat", policy_spec=spec)
+        result = PS.score_planted("nscheat", policy_spec=spec)
+        pytest.fail(f"scored, status {result['status']}: {result.get('failure')}")  # what it saw, if it saw
 
 
 @pytest.mark.parametrize("attack, check", [("leaks_in_message", "raised"), ("leaks_in_action", "action")])
@@ -127,7 +128,8 @@ def test_transfer_a_namespace_package_policy_is_refused(small_transfer, tmp_path
     model, seeds = small_transfer
     spec = _namespace_cheat(tmp_path, monkeypatch)
     with pytest.raises(sandbox.NamespacePackageError, match="__init__.py"):
-        score_transfer("nscheat", policy_spec=spec, private_model=model, private_seeds=seeds)
+        result = score_transfer("nscheat", policy_spec=spec, private_model=model, private_seeds=seeds)
+        pytest.fail(f"scored, status {result['status']}: {result.get('failure')}")  # what it saw, if it saw
 
 
 @pytest.mark.slow
