@@ -1,9 +1,11 @@
 """``circuit-gym doctor``: what a bug report needs, in one printout.
 
-Versions (Python, circuit_gym and its main dependencies), the compute device torch sees,
-the embedded model files (with sizes and the SHA-256 of their weights), where GPT-2's
-weights would come from, the disk cache's location and size, and the settings read from the
-environment. Reads only: it loads no model and opens no network connection.
+Versions (Python, circuit_gym and its main dependencies), the compute device torch sees (the
+CPU model and the kernel set torch picked for it, which decide the last bits of float results),
+the embedded model files where the loaders read them (``embedded_dir``; sizes and the SHA-256
+of their weights), where GPT-2's weights would come from, the disk cache's location and size,
+and the settings read from the environment. Reads only: it loads no model and opens no network
+connection.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import platform
 import sys
 from importlib import metadata
 from pathlib import Path
+
+from circuit_gym.machine import cpu_model
 
 DEPENDENCIES = ("torch", "transformer-lens", "transformers", "gymnasium", "pettingzoo", "tianshou", "numpy",
                 "tokenizers", "safetensors", "tqdm", "matplotlib", "scipy")  # fmt: skip
@@ -46,16 +50,17 @@ def _device() -> dict:
         "torch_threads": os.environ.get("CIRCUIT_GYM_THREADS") or "1", "cuda_available": cuda,
         "cuda_devices": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else [],
         "cuda_version": torch.version.cuda, "mps_available": mps, "cpu_count": os.cpu_count(),
+        "cpu": cpu_model(), "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
     }  # fmt: skip
 
 
 def _models() -> dict:
     from circuit_gym.embedded import EMBEDDED
-    from circuit_gym.models.loading import MODELS_DIR
+    from circuit_gym.models.loading import embedded_dir
 
     out = {}
     for name in EMBEDDED:
-        directory = MODELS_DIR / name
+        directory = embedded_dir(name)  # where load_model reads it (zoo members: models/zoo/NAME)
         files = sorted(p for p in directory.iterdir() if p.is_file()) if directory.is_dir() else []
         weights = directory / "model.safetensors"
         out[name] = {
@@ -126,7 +131,7 @@ def format_report(r: dict) -> str:
         f"python {r['python']['version']} ({r['python']['implementation']}, {r['python']['executable']})",
         f"platform {r['platform']}",
         "dependencies: " + ", ".join(f"{k} {v}" for k, v in r["dependencies"].items()),
-        f"device: {d['cpu_count']} CPUs, torch threads for models {d['torch_threads']}; CUDA "
+        f"device: {d['cpu_count']} CPUs ({d['cpu']}, torch kernels {d['torch_cpu_capability']}), torch threads for models {d['torch_threads']}; CUDA "
         + (f"{d['cuda_version']}: {', '.join(d['cuda_devices'])}" if d["cuda_available"] else "not available")
         + f"; MPS {'available' if d['mps_available'] else 'not available'}",
         "embedded models:",

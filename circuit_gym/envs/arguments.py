@@ -117,11 +117,24 @@ def check_action(action, n_actions: int, what: str) -> int:
     return int(action)
 
 
+def reset_options(options) -> dict:
+    """A copy of ``reset(options=...)`` as a dict (None: empty); anything else is a ``TypeError``
+    that names the type expected (a string once failed as "unknown reset options ['x']")."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(
+            f"options must be a dict (or None), such as {{'task': 'ioi', 'batch_index': 0}}, "
+            f"got {type(options).__name__} {options!r}"
+        )
+    return dict(options)
+
+
 def reset_choice(env, options: dict | None) -> tuple[str, int]:
     """The task and pool batch a reset asks for in ``options`` (``task``, ``batch_index``), each
     drawn from ``env.np_random`` when absent (task first, then batch); unknown options and tasks
     are clear errors. ``env`` has ``tasks``, ``pool_size`` and ``np_random``."""
-    options = options or {}
+    options = reset_options(options)
     unknown = set(options) - {"task", "batch_index"}
     if unknown:
         raise ValueError(f"unknown reset options {sorted(unknown)}; allowed: 'task', 'batch_index'")

@@ -19,6 +19,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from circuit_gym.envs.arguments import reset_options
+
 MODEL_OPTION = "model"
 # Settings of the circuit-building family, the same on every inner model, that wrappers read
 # from ``env.unwrapped`` (``circuit_ppo.AreaReward``: the STOP action and the per-head cost).
@@ -98,7 +100,7 @@ class ModelDrawEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
-        options = dict(options or {})
+        options = reset_options(options)
         model = options.pop(MODEL_OPTION, None)
         if model is None:
             model = self.models[int(self.np_random.integers(len(self.models)))]

@@ -26,6 +26,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from circuit_gym.envs.arguments import reset_options
 from circuit_gym.envs.model_draw import ModelDrawEnv
 from circuit_gym.envs.pool import release_model
 from circuit_gym.models.planted.generator import check_seed, model_name, planted_checkpoint, truth_of
@@ -163,7 +164,7 @@ class PlantedEnv(ModelDrawEnv):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
         gym.Env.reset(self, seed=seed)
-        options = dict(options or {})
+        options = reset_options(options)
         model_seed = options.pop(SEED_OPTION, None)
         if model_seed is None:
             pick = int(self.np_random.integers(len(self.seeds) if self.seeds else SEED_SPACE))

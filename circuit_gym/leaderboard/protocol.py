@@ -24,7 +24,7 @@ from __future__ import annotations
 
 SCORER_PROTOCOL = "circuit-gym-scorer-v1"
 # Recorded in every result, checked by nothing: where and with which code it was scored.
-PROVENANCE_ONLY = ("package_version", "git_commit", "policy_files_hash")
+PROVENANCE_ONLY = ("package_version", "git_commit", "policy_files_hash", "platform")
 
 
 def stale_reason(provenance: dict, definition: dict, weights_hash: str | None) -> str | None:

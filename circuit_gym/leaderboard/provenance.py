@@ -3,7 +3,10 @@
 ``provenance`` records the track's benchmark definition and scorer protocol (which decide
 whether the entry is current, ``circuit_gym/leaderboard/protocol.py``), the model's weights hash, what
 was scored (policy spec or builtin, checkpoint and its digest), and, as provenance only, the
-package version, the git commit and a hash of the policy's source files.
+package version, the git commit, a hash of the policy's source files and the numeric platform
+(``platform``: CPU model, torch's kernel set and threads, torch and numpy versions,
+``circuit_gym.machine``): float32 kernels round differently from one CPU to another, so a
+rescore reproduces the scores, and so the scores digest, bit for bit only where these match.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import circuit_gym
 from circuit_gym.leaderboard import paths
 from circuit_gym.leaderboard.protocol import SCORER_PROTOCOL
 from circuit_gym.leaderboard.sandbox import policy_files
+from circuit_gym.machine import numeric_platform
 
 REPO_ROOT = paths.REPO_ROOT
 
@@ -92,4 +96,5 @@ def make_provenance(definition: dict, model, policy: str, checkpoint: str | Path
         "policy": policy, "checkpoint": str(checkpoint) if checkpoint else None,
         "checkpoint_digest": checkpoint_digest(checkpoint), "white_box": white_box,
         "package_version": circuit_gym.__version__, "git_commit": git_commit(), "policy_files_hash": policy_hash,
+        "platform": numeric_platform(),
     }  # fmt: skip

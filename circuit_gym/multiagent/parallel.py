@@ -38,6 +38,7 @@ from pettingzoo import ParallelEnv
 
 from circuit_gym.ablation.contrastive import contrastive_reward
 from circuit_gym.ablation.engine import check_ablation, default_ablation
+from circuit_gym.envs.arguments import reset_options
 from circuit_gym.envs.features import FEATURE_BOUND, N_FEATURES, N_STATIC
 from circuit_gym.envs.pool import shared_model, shared_pool
 from circuit_gym.heads import head_name
@@ -121,7 +122,7 @@ class CircuitParallelEnv(ParallelEnv):
     def reset(self, seed: int | None = None, options: dict | None = None):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        index = (options or {}).get("batch_index")
+        index = reset_options(options).get("batch_index")
         index = int(self._rng.integers(self.pool.pool_size)) if index is None else int(index)
         self._episode = self.pool.episode(index)
         self.agents = list(self.possible_agents)
