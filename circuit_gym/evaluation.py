@@ -86,9 +86,18 @@ def summarize(results: Sequence[EpisodeResult]) -> list[dict]:
         groups.setdefault((r.solver, r.task, r.split, r.k), []).append(r)
     rows = []
     for (solver, task, split, k), rs in groups.items():
-        row = recovery_summary([r.reward for r in rs], [r.oracle_reward for r in rs], [r.top1 for r in rs])
-        rows.append({"solver": solver, "task": task, "split": split, "k": k, **row})
+        rows.append({"solver": solver, "task": task, "split": split, "k": k, **results_summary(rs)})
     return rows
+
+
+def results_summary(results: Sequence[EpisodeResult] | Sequence[dict]) -> dict:
+    """:func:`recovery_summary` of episode results: :class:`EpisodeResult` objects or their dicts
+    (``results_as_dicts``, result files)."""
+    rows = [r if isinstance(r, dict) else {"reward": r.reward, "oracle_reward": r.oracle_reward, "top1": r.top1}
+            for r in results]  # fmt: skip
+    return recovery_summary(
+        [r["reward"] for r in rows], [r["oracle_reward"] for r in rows], [r["top1"] for r in rows]
+    )
 
 
 # Per-episode recoveries are clipped to this range for the secondary mean: a chosen head can

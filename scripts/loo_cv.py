@@ -28,7 +28,7 @@ import gymnasium as gym  # noqa: E402
 from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train  # noqa: E402
 from circuit_gym.benchmark import TRAIN_TASKS, multi_env_id  # noqa: E402
 from circuit_gym.envs.features import FEATURE_SETS  # noqa: E402
-from circuit_gym.evaluation import evaluate, recovery_summary, results_as_dicts  # noqa: E402
+from circuit_gym.evaluation import evaluate, results_as_dicts, results_summary  # noqa: E402
 
 KS = (1, 5)
 
@@ -56,10 +56,9 @@ def run_fold(directory: Path, features: str, seed: int, held: str, episodes: int
 
 
 def recovery(rows: list[dict], k: int) -> float:
-    """Best-of-``k`` recovery over a fold's episodes (:func:`recovery_summary`)."""
+    """Best-of-``k`` recovery over a fold's episodes (:func:`results_summary`)."""
     rows = [r for r in rows if r["k"] == k]
-    return recovery_summary([r["reward"] for r in rows], [r["oracle_reward"] for r in rows],
-                            [r["top1"] for r in rows])["recovery"]  # fmt: skip
+    return results_summary(rows)["recovery"]
 
 
 def report(table: dict, out: Path) -> None:

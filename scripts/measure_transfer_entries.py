@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from circuit_gym import benchmark as B  # noqa: E402
 from circuit_gym.baselines import column_policy, fixed_policy, random_policy, testset_memoriser  # noqa: E402
 from circuit_gym.baselines.transfer_envs import transfer_env  # noqa: E402
-from circuit_gym.evaluation import episode_results, recovery_summary  # noqa: E402
+from circuit_gym.evaluation import episode_results, results_summary  # noqa: E402
 from circuit_gym.policy import check_scores  # noqa: E402
 from circuit_gym.progress import progress_iter  # noqa: E402
 
@@ -62,7 +62,7 @@ def entries(transfer: Path, ceiling_report: Path) -> dict:
 
 def summary(rows: list[dict], k: int) -> dict:
     rs = [r for r in rows if r["k"] == k]
-    s = recovery_summary([r["reward"] for r in rs], [r["oracle_reward"] for r in rs], [r["top1"] for r in rs])
+    s = results_summary(rs)
     return {"recovery": s["recovery"], "ci95": s["recovery_ci95"], "episodes": s["episodes"]}
 
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from circuit_gym import benchmark as B  # noqa: E402
 from circuit_gym.baselines.testset_memoriser import HEAD_SCORES, collect, fit  # noqa: E402
 from circuit_gym.baselines.transfer_envs import transfer_env  # noqa: E402
-from circuit_gym.evaluation import evaluate, recovery_summary  # noqa: E402
+from circuit_gym.evaluation import evaluate, results_summary  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,9 +58,7 @@ def main(argv: list[str] | None = None) -> None:
             row[head_scores] = {"task_recognised": sum(found) / len(found)}
             for k in B.KS:
                 rs = [r for r in results if r.k == k]
-                s = recovery_summary(
-                    [r.reward for r in rs], [r.oracle_reward for r in rs], [r.top1 for r in rs]
-                )
+                s = results_summary(rs)
                 row[head_scores][f"best_of_{k}"] = {"recovery": s["recovery"], "ci95": s["recovery_ci95"]}
             print(f"{left_out} left out, {head_scores}: best-of-1 {row[head_scores]['best_of_1']['recovery']:.3f}, "
                   f"best-of-5 {row[head_scores]['best_of_5']['recovery']:.3f}, "

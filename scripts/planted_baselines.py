@@ -44,6 +44,7 @@ from circuit_gym.envs.features import (
     prediction_features,
 )
 from circuit_gym.models.planted import KINDS, PLANTED_TASKS, make_planted_model
+from circuit_gym.models.planted.recovery import precision_recall  # an empty proposal: precision 0
 
 COLUMNS = (*FEATURE_NAMES[:N_STATIC], *PREDICTION_FEATURE_NAMES[:2])
 SPLIT, BATCH_SIZE, BATCH_SEED = "eval", 8, 0
@@ -95,11 +96,6 @@ def recall_at(order: np.ndarray, circuit: set[int]) -> float:
     return len(set(order[: len(circuit)].tolist()) & circuit) / len(circuit)
 
 
-def precision_recall(kept: list[int], circuit: set[int]) -> tuple[float, float]:
-    found = set(kept) & circuit
-    return (len(found) / len(kept) if kept else float("nan")), len(found) / len(circuit)
-
-
 def rule_scores(rows: list[dict], column: int, sign: float) -> dict:
     rec, hit, rat = [], [], []
     for r in rows:
@@ -140,8 +136,8 @@ def summarise(select: list[dict], report: list[dict]) -> dict:
                 "recall_at_c": float(np.mean([recall_at(shallow, set(r["circuit"])) for r in rep])),
             },
             "acdc": {
-                "precision": float(np.nanmean([p for p, _ in acdc_full])), "recall": float(np.mean([q for _, q in acdc_full])),
-                "precision_middle_tau": float(np.nanmean([p for p, _ in acdc_mid])),
+                "precision": float(np.mean([p for p, _ in acdc_full])), "recall": float(np.mean([q for _, q in acdc_full])),
+                "precision_middle_tau": float(np.mean([p for p, _ in acdc_mid])),
                 "recall_middle_tau": float(np.mean([q for _, q in acdc_mid])),
                 "exact": float(np.mean([set(r["acdc_kept"]) == set(r["circuit"]) for r in rep])),
                 "kept_size": float(np.mean([len(r["acdc_kept"]) for r in rep])),

@@ -36,7 +36,7 @@ from circuit_gym.benchmark import (  # noqa: E402
     multi_env_id,
 )
 from circuit_gym.envs import HideOracleInfo  # noqa: E402
-from circuit_gym.evaluation import evaluate, recovery_summary, results_as_dicts  # noqa: E402
+from circuit_gym.evaluation import evaluate, results_as_dicts, results_summary  # noqa: E402
 from circuit_gym.stats import mean_ci95  # noqa: E402
 
 TARGET_HELD_OUT_K5 = 0.96
@@ -73,13 +73,11 @@ def check_episodes(path: Path, episodes: list[dict]) -> None:
 
 
 def pooled(episodes: list[dict], solver: str, tasks: tuple[str, ...], split: str, k: int) -> dict:
-    """Recovery of one solver pooled over the given tasks' episodes (:func:`recovery_summary`:
+    """Recovery of one solver pooled over the given tasks' episodes (:func:`results_summary`:
     ratio of sums over episodes with a positive oracle), with its interval."""
     rows = [e for e in episodes if e["solver"] == solver and e["task"] in tasks and e["split"] == split
             and e["k"] == k]  # fmt: skip
-    s = recovery_summary(
-        [e["reward"] for e in rows], [e["oracle_reward"] for e in rows], [e["top1"] for e in rows]
-    )
+    s = results_summary(rows)
     return {
         "recovery": s["recovery"],
         "ci95": s["recovery_ci95"],

@@ -43,14 +43,12 @@ def shared_tokenizer(work: Path, vocab: int = VOCAB) -> Path:
     """The zoo's one tokenizer, trained once (seed 0) and kept in ``work``."""
     path = work / "tokenizer.json"
     if not path.exists():
-        sys.path.insert(0, str(TRAIN_SCRIPT.parent))
-        import train_toy_model as T  # noqa: PLC0415  (a script beside this one)
-
+        from circuit_gym.models.training import train_tokenizer
         from circuit_gym.tasks import corpus
 
         stdlib_train, _ = corpus.stdlib_files()
         t0 = time.time()
-        tok = T.train_tokenizer(stdlib_train, random.Random(0), vocab, "zoo")
+        tok = train_tokenizer(stdlib_train, random.Random(0), vocab, "zoo")
         work.mkdir(parents=True, exist_ok=True)
         tok.save(str(path))
         print(

@@ -4,7 +4,6 @@ run `python scripts/gen_docs_numbers.py` and commit the pages."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -12,29 +11,20 @@ from pathlib import Path
 
 import pytest
 
+from circuit_gym.docs_numbers import engine as gen
+from circuit_gym.docs_numbers import pages as docs_pages
+
 ROOT = Path(__file__).resolve().parents[1]
 REGENERATE = "stale numbers: run `python scripts/gen_docs_numbers.py` and commit the pages"
 
 
-def _load_generator():
-    spec = importlib.util.spec_from_file_location(
-        "gen_docs_numbers", ROOT / "scripts" / "gen_docs_numbers.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generator()
-
-
-@pytest.mark.parametrize("page", gen.pages(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", docs_pages.pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_marked_number_matches_its_file(page):
-    _, changes = gen.fill(page.read_text(), str(page.relative_to(ROOT)))
+    _, changes = docs_pages.fill(page.read_text(), str(page.relative_to(ROOT)))
     assert not changes, REGENERATE + "\n" + "\n".join(changes)
 
 
-@pytest.mark.parametrize("page", gen.pages(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", docs_pages.pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_marker_hides_in_inline_code(page):
     """A marker inside `...` is shown as text and never filled; only CONTRIBUTING's syntax example
     may be there."""
@@ -48,7 +38,7 @@ def test_a_changed_number_is_caught():
     marker = re.search(r"<!--n seeds:ppo_held_out_k5\.mean-->(?P<v>[^<]*)<!--/n-->", text)
     assert marker, "README's headline PPO number is not marked"
     tampered = text.replace(marker.group(0), marker.group(0).replace(marker["v"], "0.999"))
-    filled, changes = gen.fill(tampered, "README.md")
+    filled, changes = docs_pages.fill(tampered, "README.md")
     assert len(changes) == 1 and "'0.999' should be" in changes[0]
     assert filled == text  # the generator writes the number back
 
@@ -59,7 +49,7 @@ def test_a_changed_table_is_caught():
     assert row, "README's headline table has no ppo row"
     tampered = text.replace(row.group(0), row.group(0).replace(row["v"], "0.111"), 1)
     assert tampered != text
-    _, changes = gen.fill(tampered, "README.md")
+    _, changes = docs_pages.fill(tampered, "README.md")
     assert changes == [changes[0]] and "transfer-headline" in changes[0]
 
 
@@ -89,7 +79,7 @@ def test_a_changed_table_is_caught():
 )
 def test_a_bad_marker_is_a_clear_error(marker, error):
     with pytest.raises(gen.SpecError, match=re.escape(error)):
-        gen.fill(f"line one\n{marker}\n", "page.md")
+        docs_pages.fill(f"line one\n{marker}\n", "page.md")
 
 
 @pytest.mark.parametrize(
@@ -165,7 +155,7 @@ def test_the_typed_in_check_sees_what_a_reader_sees():
 DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
 
 
-@pytest.mark.parametrize("page", gen.pages(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", docs_pages.pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_historical_measurement_says_when_and_how(page):
     """A number no shipped file holds is allowed only inside <!--measured--> with its date and its
     command (or the file or run it was computed from) in backticks."""
@@ -314,7 +304,7 @@ def test_the_board_numbers_follow_a_rescore(tmp_path, monkeypatch):
     gen.load.cache_clear()
     try:
         text = (ROOT / "docs/leaderboard.md").read_text()
-        filled, changes = gen.fill(text, "docs/leaderboard.md")
+        filled, changes = docs_pages.fill(text, "docs/leaderboard.md")
     finally:
         gen.load.cache_clear()
     assert len(changes) == 3, changes
@@ -322,8 +312,7 @@ def test_the_board_numbers_follow_a_rescore(tmp_path, monkeypatch):
     assert "-->01234567<!--/n-->..." in filled and "-->8<!--/n--> seeds drawn" in filled
 
 
-def test_naming_a_page_the_generator_does_not_fill_is_an_error(capsys):
-    with pytest.raises(SystemExit) as stop:
-        gen.main(["--check", "docs/no_such_page.md"])
-    assert stop.value.code == 2 and "no_such_page.md" in capsys.readouterr().err
-    assert gen.main(["--check", "README.md"]) == 0  # a page it fills is checked alone
+def test_naming_a_page_the_generator_does_not_fill_is_an_error():
+    with pytest.raises(ValueError, match="no_such_page.md"):
+        docs_pages.regenerate(["docs/no_such_page.md"], check=True)
+    assert docs_pages.regenerate(["README.md"], check=True) == 0  # a page it fills is checked alone

@@ -1,5 +1,5 @@
 """Every number in an embedded model's card comes from the files that ship beside it: the
-committed MODEL_CARD.md is what `scripts/model_card.py --render-only` writes from
+committed MODEL_CARD.md is what `scripts/model_card.py --render-only` writes (circuit_gym.models.cards) from
 card_metrics.json and training_log.json (and the loaded weights' config). When a test here
 fails after a card's measurements changed, run `python scripts/model_card.py --model NAME
 --render-only` (or the full script, which measures again) and commit the card.
@@ -7,7 +7,6 @@ fails after a card's measurements changed, run `python scripts/model_card.py --m
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -15,21 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from circuit_gym.models import cards as card
 from circuit_gym.models import load_model
 from circuit_gym.models.loading import embedded_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 CARDS = ("toy", "toy_d", "zoo1", "zoo2", "zoo3", "zoo4")
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("model_card", ROOT / "scripts" / "model_card.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-card = _load_script()
 
 
 @pytest.mark.parametrize("name", CARDS)

@@ -4,17 +4,12 @@ design with the best selection score whatever the held-out results say."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from circuit_gym import benchmark as B
-from circuit_gym.baselines import circuit_ppo, ppo
+from circuit_gym.baselines import circuit_ppo, ppo, transfer_report
 from circuit_gym.baselines.ppo_designs import DESIGNS, TRACKS, configure, run_name
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import transfer_report  # noqa: E402
 
 
 def test_every_design_is_a_valid_config_of_both_tracks_and_has_its_own_folders():

@@ -1,7 +1,6 @@
 """The embedded model's training script: smoke run, exact resume, and its fast attention path."""
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
@@ -74,10 +73,9 @@ def test_init_from_starts_at_the_given_weights_and_records_them(tmp_path):
 
 
 def _train_module():
-    spec = importlib.util.spec_from_file_location("train_toy_model", SCRIPT)
-    train = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train)
-    return train
+    from circuit_gym.models import training
+
+    return training
 
 
 def test_layers_beyond_the_seed_stack_are_identities_until_phase_2():
