@@ -8,7 +8,7 @@ checked against, made on purpose: the test failed). Measured against the recordi
 EPYC, with AVX-512 kernels and with ``ATEN_CPU_CAPABILITY=default`` (issue 47): trained
 parameters within 1e-6, curve values within 6e-6, committed checkpoints' scores within 2e-6.
 These tests carry the ``numerics`` marker: CI runs them again under a second configuration
-(``make test-numerics``).
+(``make test`` and ``make test-numerics``).
 """
 
 from __future__ import annotations

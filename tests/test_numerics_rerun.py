@@ -1,0 +1,33 @@
+"""CI reruns the numerically sensitive tests as another CPU would round (issue 47): `make test`
+(what .ci/run runs) ends with the `numerics` tests under torch's portable kernels and one thread."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MAKE = shutil.which("make")
+
+
+@pytest.mark.skipif(MAKE is None, reason="needs GNU make")
+def test_make_test_reruns_the_numerics_tests_under_portable_kernels(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "VENV")}
+    done = subprocess.run([MAKE, "-n", "-B", "test", f"VENV={tmp_path}/venv"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    lines = done.stdout.splitlines()
+    suite = lines.index(f"{tmp_path}/venv/bin/python -m pytest -q")
+    rerun = [line for line in lines[suite + 1 :] if line.endswith("-m pytest -q -m numerics")]
+    assert len(rerun) == 1 and "ATEN_CPU_CAPABILITY=default" in rerun[0].split()
+
+
+def test_the_numerics_marker_is_registered_and_used():
+    import tomllib
+
+    markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    assert any(m.startswith("numerics:") for m in markers)
+    assert (ROOT / "tests" / "test_ppo_trainer.py").read_text().count("@pytest.mark.numerics") == 4
