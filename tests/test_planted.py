@@ -109,3 +109,26 @@ def test_planted_first_has_the_best_cpr(runner):
     ]  # those rank them first too
     rival_cprs = [cpr(c) for c in faithfulness_curves(runner, [(r, False) for r in rivals])]
     assert best > max(rival_cprs) + 0.05
+
+
+def test_the_planted_environment_builds_generator_v3_models():
+    """``PlantedEnv(version=3)`` plays v3's new kinds on v3 models; its end-of-episode truth carries
+    the circuit's edges and backup heads; version 2 (the default) refuses v3's kinds."""
+    from circuit_gym.envs.planted import TRUTH_KEY, PlantedEnv
+    from circuit_gym.models.planted.generator import model_name, truth_of
+
+    env = PlantedEnv(tasks=("planted_self_repair",), inner="circuit", seeds=(7,), pool_size=2, batch_size=4,
+                     oracle_info=False, version=3)  # fmt: skip
+    _, info = env.reset(seed=0)
+    assert info["model"] == model_name(7, 3) == "planted-v3-7" and TRUTH_KEY not in info
+    _, _, terminated, _, info = env.step(env.stop_action)
+    truth = truth_of(7, 3)
+    assert terminated and info[TRUTH_KEY] == truth.to_json("self_repair")
+    assert info[TRUTH_KEY]["edges"]["self_repair"] == sorted(truth.edges("self_repair"))
+    assert [h["head"] for h in info[TRUTH_KEY]["circuits"]["self_repair"] if h["backup"]] == sorted(
+        truth.backups("self_repair")
+    )
+    with pytest.raises(ValueError, match="tasks must be one of"):
+        PlantedEnv(tasks=("planted_and",), inner="circuit", seeds=(7,))
+    with pytest.raises(ValueError, match="version"):
+        PlantedEnv(tasks=("planted_and",), inner="circuit", seeds=(7,), version=4)

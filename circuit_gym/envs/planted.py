@@ -30,7 +30,8 @@ from circuit_gym.envs.arguments import reset_options
 from circuit_gym.envs.model_draw import ModelDrawEnv
 from circuit_gym.envs.pool import release_model
 from circuit_gym.models.planted.generator import check_seed, model_name, planted_checkpoint, truth_of
-from circuit_gym.tasks.planted import KINDS, task_name
+from circuit_gym.models.planted.versions import DEFAULT_VERSION, generator
+from circuit_gym.tasks.planted import task_name
 
 MODEL = "planted"
 SEED_OPTION = "model_seed"
@@ -76,7 +77,9 @@ class PlantedEnv(ModelDrawEnv):
 
     ## Arguments
     ``seeds``: the model seeds to draw from (default: any); ``oracle``: the ground truth in every
-    ``info`` (default ``False``); ``inner``: ``"single-head"`` or ``"circuit"`` (set by the ID);
+    ``info`` (default ``False``); ``version``: the planted generator's version (default 2, the
+    v6 board's; 3 adds the ``self_repair`` and ``and`` kinds and states edges in the truth);
+    ``inner``: ``"single-head"`` or ``"circuit"`` (set by the ID);
     ``ablation`` defaults to ``"resample"``; every other argument goes to the inner environment.
 
     ## Info
@@ -86,16 +89,19 @@ class PlantedEnv(ModelDrawEnv):
     ``oracle=True``), so a policy that reads ``info`` during an episode learns nothing of the truth.
 
     ## Version History
-    * v0: first release (issue 31), planted models of generator version 2.
+    * v0: first release (issue 31), planted models of generator version 2; the ``version``
+      argument (issue 41) builds generator version 3's models (default 2: unchanged).
 
     Args:
         model: ``"planted"`` (the generated family; the registry passes it).
-        tasks: one planted task, ``planted_{kind}`` with ``kind`` in ``circuit_gym.tasks.planted.KINDS``.
+        tasks: one planted task, ``planted_{kind}`` with ``kind`` one of the generator version's kinds
+            (``circuit_gym.models.planted.kinds_of(version)``).
         inner: the environment family, ``"single-head"`` or ``"circuit"`` (circuit building).
         seeds: the model seeds to draw from (uniformly); default: any seed in ``[0, 2**31)``.
         oracle: put the ground truth in every ``info``, not only at the end of the episode.
         inner_cache: inner environments (and models) kept, the least recently used dropped first
             (a trainer cycling over a fixed seed list keeps them all).
+        version: the planted generator's version (``circuit_gym.models.planted.VERSIONS``).
         **kwargs: every other argument of the inner family's environment (``split``,
             ``pool_size``, ``features``, ...); ``ablation`` defaults to ``"resample"`` (every
             planted task has counterfactual prompts).
@@ -108,7 +114,7 @@ class PlantedEnv(ModelDrawEnv):
 
     def __init__(self, model: str = MODEL, tasks: str | Sequence[str] = ("planted_induction",),
                  inner: str = "single-head", seeds: Sequence[int] | None = None, oracle: bool = False,
-                 inner_cache: int = INNER_CACHE, **kwargs: Any) -> None:  # fmt: skip
+                 inner_cache: int = INNER_CACHE, version: int = DEFAULT_VERSION, **kwargs: Any) -> None:  # fmt: skip
         from gymnasium.envs.registration import load_env_creator
 
         from circuit_gym.envs.registration import FAMILIES
@@ -116,7 +122,8 @@ class PlantedEnv(ModelDrawEnv):
         if model != MODEL:
             raise ValueError(f"model must be {MODEL!r} (a model generated per seed), got {model!r}")
         tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
-        by_task = {task_name(k): k for k in KINDS}
+        self.version = generator(version).version  # refuses an unknown version
+        by_task = {task_name(k): k for k in generator(version).kinds}
         if len(tasks) != 1 or tasks[0] not in by_task:
             raise ValueError(f"tasks must be one of {sorted(by_task)}, got {list(tasks)}")
         kind = by_task[tasks[0]]
@@ -146,11 +153,11 @@ class PlantedEnv(ModelDrawEnv):
     def inner_for(self, seed: int) -> gym.Env:
         """The inner environment of the model of ``seed`` (built on first use, least recently
         used first out)."""
-        name = model_name(seed)
+        name = model_name(seed, self.version)
         if name in self._inner:
             self._inner.move_to_end(name)
             return self._inner[name]
-        path, _ = planted_checkpoint(seed)
+        path, _ = planted_checkpoint(seed, self.version)
         env = self._creator(model=name, model_path=str(path), tasks=(self.task,), **self._kwargs)
         self._inner[name], self._paths[name] = env, str(path)
         while len(self._inner) > self.inner_cache:
@@ -160,7 +167,7 @@ class PlantedEnv(ModelDrawEnv):
         return env
 
     def _truth(self) -> dict:
-        return truth_of(self._seed).to_json(self.kind)
+        return truth_of(self._seed, self.version).to_json(self.kind)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
         gym.Env.reset(self, seed=seed)
@@ -170,7 +177,7 @@ class PlantedEnv(ModelDrawEnv):
             pick = int(self.np_random.integers(len(self.seeds) if self.seeds else SEED_SPACE))
             model_seed = self.seeds[pick] if self.seeds else pick
         env = self.inner_for(check_seed(model_seed))
-        self._model, self._seed = model_name(model_seed), int(model_seed)
+        self._model, self._seed = model_name(model_seed, self.version), int(model_seed)
         obs, info = env.reset(seed=int(self.np_random.integers(2**31)), options=options or None)
         info = {**info, "model": self._model}
         if self.oracle:
