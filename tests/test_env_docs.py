@@ -3,30 +3,18 @@ its image. Regenerate with ``python scripts/gen_env_docs.py`` when a test here f
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
 import circuit_gym  # noqa: F401  (registers the IDs)
+from circuit_gym import env_pages as gen
 from circuit_gym.envs.render import frame_shape
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "envs"
 REGENERATE = "stale environment pages: run `python scripts/gen_env_docs.py` and commit docs/envs/"
-
-
-def _generator():
-    spec = importlib.util.spec_from_file_location("gen_env_docs", ROOT / "scripts" / "gen_env_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _generator()
 
 
 def test_every_registered_id_has_a_page_linked_from_the_index():
