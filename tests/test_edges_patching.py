@@ -24,9 +24,13 @@ def _names_by_hand(n_layers: int, n_heads: int) -> list[str]:
     return out + [f"{s}->logits" for s in senders]
 
 
-def hook_patched_metric(model, task, batch, ablation: str, kept: set[str]) -> float:
+def hook_patched_metric(
+    model, task, batch, ablation: str, kept: set[str], weights: dict[str, float] | None = None
+) -> float:
     """m(C) by plain hooks: every receiver port's input is the residual stream of this run plus,
-    for each sender whose edge into the port is not kept, (corrupt - current) of that sender."""
+    for each sender whose edge into the port is not kept, (corrupt - current) of that sender
+    (times ``weights[edge]`` for the edges named there: a partly patched edge, for gradients)."""
+    weights = weights or {}
     n_layers, n_heads = int(model.cfg.n_layers), int(model.cfg.n_heads)
     w_o = [model.blocks[layer].attn.W_O.detach() for layer in range(n_layers)]  # [H, d_head, d]
     z_names = [f"blocks.{layer}.attn.hook_z" for layer in range(n_layers)]
@@ -57,7 +61,10 @@ def hook_patched_metric(model, task, batch, ablation: str, kept: set[str]) -> fl
             for index, sender in enumerate(
                 ["input"] + [f"a{earlier}.h{h}" for earlier in range(layer) for h in range(n_heads)]
             ):
-                if f"{sender}->{receiver}" not in kept:
+                edge = f"{sender}->{receiver}"
+                if edge in weights:
+                    x = x + weights[edge] * (corrupt[index] - current[index])
+                elif edge not in kept:
                     x = x + corrupt[index] - current[index]
             return x
 

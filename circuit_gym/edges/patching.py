@@ -77,8 +77,10 @@ class EdgePatcher:
             self.corrupt_input = self._corrupt_input()
             # corrupt(s) for every head: its replacement z through its own W_O rows, [H, batch*seq*d]
             self.corrupt_out = [self._head_outputs(i, z).flatten(1) for i, z in enumerate(engine.replacement)]
-            full = self._final_positions(self.clean_input, None)
+            diffs: list[torch.Tensor] = []
+            full = self._final_positions(self.clean_input, None, diffs=diffs)
             rows = engine._score_rows_chunked(self._ln_final(full))
+            self._differences = torch.cat(diffs)
         if not torch.allclose(rows, engine.clean_rows, atol=1e-4, rtol=1e-4):
             raise RuntimeError("the edge replay does not reproduce the model's clean pass on this batch")
 
@@ -135,35 +137,32 @@ class EdgePatcher:
         keep = np.asarray(keep, dtype=bool)
         if keep.ndim != 2 or keep.shape[1] != self.graph.n_edges:
             raise ValueError(f"masks must be [k, {self.graph.n_edges}], got {keep.shape}")
-        cut = torch.as_tensor(~keep, dtype=self.clean_input.dtype, device=self.clean_input.device)
         emb = self.clean_input.repeat(keep.shape[0], 1, 1)
-        rows = self.engine._score_rows_chunked(self._ln_final(self._final_positions(emb, cut)))
+        rows = self.engine._score_rows_chunked(self._ln_final(self._final_positions(emb, keep)))
         return rows.view(keep.shape[0], self.batch_size).double().cpu().numpy()
 
     def sender_differences(self) -> torch.Tensor:
         """``corrupt(s) - out(s)`` of every sender in the clean run, ``[senders, batch*seq*d]``
-        (what attribution multiplies gradients by)."""
-        with torch.no_grad():
-            diffs: list[torch.Tensor] = []
-            self._final_positions(self.clean_input, None, diffs=diffs)
-        return torch.cat(diffs)
+        (what attribution multiplies gradients by; recorded by the replay that checks the
+        clean pass, a new tensor on every call)."""
+        return self._differences.clone()
 
     def score_rows(self, final: torch.Tensor) -> torch.Tensor:
         """Per-row metric from the logits port's input at the metric positions ``[rows, P, d]``."""
         return self.engine._score_rows_chunked(self._ln_final(final))
 
     # ------------------------------------------------------------------ the pass
-    def _final_positions(self, emb: torch.Tensor, cut: torch.Tensor | None,
+    def _final_positions(self, emb: torch.Tensor, keep: np.ndarray | None,
                          port_grads: Sequence[torch.Tensor] | None = None,
                          diffs: list[torch.Tensor] | None = None) -> torch.Tensor:  # fmt: skip
         """The logits port's input at the metric positions, ``[rows, P, d_model]``.
 
         ``emb``: the input node's output, ``k`` stacked copies of the batch ``[k * batch, seq, d]``;
-        ``cut``: ``[k, n_edges]`` 1 for patched edges (``None``: nothing patched, no differences
-        kept). ``port_grads``: zero tensors added to every port's input (one per layer
-        ``[3, H, 1 or k, batch, seq, d]``, then the logits' ``[1 or k, batch, P, d]``), so that
+        ``keep``: ``[k, n_edges]`` bool, False for patched edges (``None``: nothing patched, no
+        differences kept). ``port_grads``: zero tensors added to every port's input (one per layer
+        ``[1 or k, 3 * H, batch * seq, d]``, ports q, k, v major, then the logits' ``[1 or k, batch, P, d]``), so that
         autograd gives the metric's gradient with respect to each port. ``diffs``: when given
-        (and ``cut`` is None), every sender's ``corrupt - out`` of this run is appended to it.
+        (and ``keep`` is None), every sender's ``corrupt - out`` of this run is appended to it.
         """
         graph, batch = self.graph, self.batch_size
         rows, seq, d = emb.shape
@@ -171,25 +170,25 @@ class EdgePatcher:
         positions = self.engine.ev.positions
         x = emb
         senders = None
-        if cut is not None:
+        if keep is not None:
             senders = emb.new_empty(k, len(graph.senders), n)  # corrupt(s) - out(s), per circuit
             senders[:, 0] = (self.corrupt_input.repeat(k, 1, 1) - emb).view(k, n)
         elif diffs is not None:
             diffs.append((self.corrupt_input - emb).view(1, n))
         for block, w in zip(graph.blocks, self._layers, strict=True):
             n_heads = w["W_O"].shape[0]
-            if senders is not None and cut is not None:
-                mask = cut[:, block.head_start : block.head_start + block.senders * n_heads * 3]
-                mask = mask.view(k, block.senders, n_heads * 3).transpose(1, 2)  # [k, (head, port), senders]
-                delta = torch.bmm(mask, senders[:, : block.senders]).view(k, n_heads, 3, batch, seq, d)
-                ports = x.view(1, 1, k, batch, seq, d) + delta.permute(
-                    2, 1, 0, 3, 4, 5
-                )  # [port, head, k, ...]
+            if senders is not None and keep is not None:
+                block_keep = keep[:, block.head_start : block.head_start + block.senders * n_heads * 3]
+                # [k, (port, head), senders]: the ports come out in the order the Q/K/V weights are stacked
+                block_keep = block_keep.reshape(k, block.senders, n_heads, 3).transpose(0, 3, 2, 1)
+                ports = _mix(x.view(k, 1, n), block_keep.reshape(k, 3 * n_heads, block.senders),
+                             senders[:, : block.senders])  # fmt: skip
             else:
-                ports = x.view(1, 1, k, batch, seq, d).expand(3, n_heads, k, batch, seq, d)
+                ports = x.view(k, 1, n).expand(k, 3 * n_heads, n)
+            ports = ports.view(k, 3 * n_heads, batch * seq, d)
             if port_grads is not None:
                 ports = ports + port_grads[block.layer]
-            z = _attend(w, ports, rows, seq)
+            z = _attend(w, ports, batch, seq)  # [H, rows, seq, d_head]
             out = torch.bmm(z.reshape(n_heads, rows * seq, -1), w["W_O"])  # [H, rows*seq, d]
             x = x + out.sum(0).view(rows, seq, d) + w["b_O"]
             first = graph.head_sender(block.layer, 0)
@@ -198,9 +197,9 @@ class EdgePatcher:
                     n_heads, k, n).transpose(0, 1)  # fmt: skip
             elif diffs is not None:
                 diffs.append(self.corrupt_out[block.layer] - out.view(n_heads, n))
-        if senders is not None and cut is not None:
-            mask = cut[:, graph.logits_start :].unsqueeze(1)  # [k, 1, senders]
-            x = x + torch.bmm(mask, senders).view(rows, seq, d)
+        if senders is not None and keep is not None:
+            x = _mix(x.view(k, 1, n), keep[:, graph.logits_start :, None].transpose(0, 2, 1), senders)
+            x = x.view(rows, seq, d)
         final = x[:, positions]
         if port_grads is not None:
             final = (final.view(-1, batch, *final.shape[1:]) + port_grads[-1]).view(rows, len(positions), d)
@@ -228,6 +227,45 @@ class EdgePatcher:
         return torch.bmm(z.permute(2, 0, 1, 3).reshape(n_heads, -1, z.shape[-1]), w["W_O"])
 
 
+# Below this share of nonzeros a port x sender matrix is multiplied as a sparse (CSR) matrix.
+SPARSE_BELOW = 0.2
+
+
+def _mix(base: torch.Tensor, keep: np.ndarray, senders: torch.Tensor) -> torch.Tensor:
+    """``base + (1 - keep) @ senders`` per circuit: ``base`` [k, 1, n], ``keep`` [k, ports, S]
+    (bool), ``senders`` [k, S, n] -> [k, ports, n].
+
+    The cost is the product's, so each circuit takes the cheaper of two equal sums: the cut
+    edges' differences, or all of them (one sum, shared by every port) minus the kept edges'.
+    The matrix multiplied (cut or kept) has at most half the entries nonzero; below
+    :data:`SPARSE_BELOW` it is multiplied as a sparse matrix (a small circuit, or nearly the
+    full one, costs nearly nothing)."""
+    k, n_ports, _ = keep.shape
+    out = base.new_empty(k, n_ports, base.shape[-1])
+    for i in range(k):
+        kept = int(keep[i].sum())
+        cut = keep[i].size - kept
+        if cut == 0:
+            out[i] = base[i]
+        elif kept <= cut:  # few kept: every port takes all differences, then the kept ones are taken back
+            out[i] = base[i] + senders[i].sum(0)
+            if kept:
+                out[i] -= _matmul(keep[i], senders[i])
+        else:
+            out[i] = base[i] + _matmul(~keep[i], senders[i])
+    return out
+
+
+def _matmul(mask: np.ndarray, values: torch.Tensor) -> torch.Tensor:
+    """``mask @ values`` for a bool ``mask`` [ports, S], sparse when it is mostly zeros."""
+    if mask.mean() < SPARSE_BELOW:
+        rows, cols = np.nonzero(mask)
+        index = torch.as_tensor(np.stack([rows, cols]), device=values.device)
+        ones = torch.ones(len(rows), dtype=values.dtype, device=values.device)
+        return torch.sparse_coo_tensor(index, ones, mask.shape, is_coalesced=True) @ values
+    return torch.as_tensor(mask, dtype=values.dtype, device=values.device) @ values
+
+
 def _port_weights(layer: dict) -> dict:
     """One block's weights per port: ``W`` [3 * H, d, d_head] (q, k, v major), ``b``
     [3 * H, 1, d_head], ``W_O`` [H, d_head, d], ``b_O``, LayerNorm."""
@@ -238,12 +276,19 @@ def _port_weights(layer: dict) -> dict:
             "W_O": layer["W_O"].view(n_heads, d_head, d), "b_O": layer["b_O"]}  # fmt: skip
 
 
-def _attend(w: dict, ports: torch.Tensor, rows: int, seq: int) -> torch.Tensor:
-    """Per-head outputs ``z`` ``[H, rows, seq, d_head]`` from per-port inputs ``[3, H, k, batch, seq, d]``:
-    LayerNorm on each port's own input, the head's Q/K/V weights on its own port."""
+def _attend(w: dict, ports: torch.Tensor, batch: int, seq: int) -> torch.Tensor:
+    """Per-head outputs ``z`` ``[H, k * batch, seq, d_head]`` from per-port inputs
+    ``[k, 3 * H, batch * seq, d]`` (ports q, k, v major, then heads): LayerNorm on each port's
+    own input, each head's Q/K/V weights on its own port."""
     shape, ln_w, ln_b, eps = w["ln"]
-    n_heads = ports.shape[1]
-    normed = F.layer_norm(ports, shape, ln_w, ln_b, eps).reshape(3 * n_heads, rows * seq, -1)
-    qkv = torch.baddbmm(w["b"], normed, w["W"]).view(3, n_heads, rows, seq, -1).transpose(1, 2)
+    k, n_ports = ports.shape[:2]
+    n_heads = n_ports // 3
+    normed = F.layer_norm(ports, shape, ln_w, ln_b, eps)
+    qkv = torch.matmul(normed, w["W"]) + w["b"]  # [k, 3H, batch*seq, d_head]
+    qkv = (
+        qkv.view(k, 3, n_heads, batch, seq, -1)
+        .permute(1, 0, 3, 2, 4, 5)
+        .reshape(3, k * batch, n_heads, seq, -1)
+    )
     z = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=True)  # [rows, H, seq, d_head]
     return z.transpose(0, 1)
