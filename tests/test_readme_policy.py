@@ -1,0 +1,99 @@
+"""README's "Write a policy" section, followed literally, ends with the entry on the board of the
+benchmark in force.
+
+In a temporary copy of the repository: write README's policy file where its comment says, run
+README's commands as written (``circuit-gym`` is ``python -m circuit_gym.cli`` of the copy), and
+read the copy's rendered board. The benchmark is made small (one seed, two public models, two
+tasks) by a ``sitecustomize`` that patches ``circuit_gym.benchmark`` in every process of the run,
+so the copy's committed v6 results, scored on the full benchmark, are stale there and are left
+out with their manifest entries; everything else (v5's and the Planted track's references) is the
+repository's own and must still verify.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = """import circuit_gym.benchmark as B
+
+B.TRAIN_MODELS, B.HELD_OUT_MODELS = ("zoo1",), ("zoo2",)
+B.TRANSFER_TRAIN_TASKS, B.TRANSFER_HELD_OUT_TASKS = ("ioi",), ("successor",)
+B.TRANSFER_SEEDS = (0,)
+"""
+
+
+def _section() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text[text.index("## Write a policy") :].split("\n## ", 1)[0]
+
+
+def _copy_repository(to: Path) -> None:
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode()  # fmt: skip
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (to / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, to / name)
+
+
+def _without_v6(copy: Path) -> None:
+    """The copy's v6 results and references: scored on the full benchmark, stale on the small one."""
+    manifest = copy / "leaderboard" / "references.json"
+    data = json.loads(manifest.read_text())
+    for track in ("transfer-single-head", "transfer-circuit"):
+        data[track] = {}
+    manifest.write_text(json.dumps(data, indent=1) + "\n")
+    shutil.rmtree(copy / "leaderboard" / "results" / "transfer")
+
+
+@pytest.mark.slow
+def test_readmes_policy_section_followed_literally_puts_the_entry_on_the_board_in_force(tmp_path):
+    section = _section()
+    copy = tmp_path / "repo"
+    _copy_repository(copy)
+    _without_v6(copy)
+    python_block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    where = re.search(r"# in (\S+\.py), beside an empty (\S+\.py)", python_block)
+    (copy / where.group(1)).parent.mkdir(parents=True, exist_ok=True)
+    (copy / where.group(1)).write_text(python_block)
+    (copy / where.group(2)).write_text("")
+    patch = tmp_path / "small"
+    patch.mkdir()
+    (patch / "sitecustomize.py").write_text(SMALL)
+    env = {**os.environ, "PYTHONPATH": f"{patch}{os.pathsep}{copy}", "CIRCUIT_GYM_PROGRESS": "0"}
+    commands = [
+        line.split("#", 1)[0] for line in re.search(r"```bash\n(.*?)```", section, re.S).group(1).splitlines()
+    ]
+    outputs = []
+    for command in filter(str.strip, commands):
+        argv = shlex.split(command)
+        assert argv[0] == "circuit-gym", command
+        run = subprocess.run([sys.executable, "-m", "circuit_gym.cli", *argv[1:]], cwd=copy, env=env,
+                             capture_output=True, text=True, timeout=1800)  # fmt: skip
+        assert run.returncode == 0, run.stderr[-3000:]
+        outputs.append((run.stdout, run.stderr))
+    (score, estimate), (render, _) = outputs
+    assert estimate.startswith(
+        "scoring 4 episodes: about "
+    )  # said before it ran: 2 models x 2 tasks x 1 seed
+    assert "result written to leaderboard/results/transfer/my-team.json" in score
+    entry = json.loads((copy / "leaderboard/results/transfer/my-team.json").read_text())
+    assert entry["track"] == "transfer-single-head" and entry["status"] == "scored"
+    assert "read 1 result file from leaderboard/results/transfer" in render
+    assert re.search(r"^transfer-single-head: 1 entries: my-team: hash-checked$", render, re.M), render
+    board = (copy / "leaderboard" / "README.md").read_text()
+    transfer = board[board.index("### Transfer track, single head") :].split("\n### ", 1)[0]
+    assert "| my-team |" in transfer
+    retired = board[board.index("### Benchmark v5") :].splitlines()[0]
+    assert "retired" in retired and "hand-picked" in retired
