@@ -6,10 +6,12 @@ single token there; the planted models use that tokenizer):
 - 18 **letters** ``A``-``P``, ``R``, ``S`` (``Q`` is not a single token) fill the prompts;
   the six letters ``A``-``F`` are **tagged** (the redundant circuit looks for them);
 - five **markers**, one role each: ``->`` (multi-hop marker), ``=`` (multi-hop query),
-  ``:`` (redundant query), ``#`` (suppression marker), ``!`` (suppression query);
+  ``:`` (redundant query), ``#`` (suppression marker), ``!`` (suppression query); generator
+  version 3 adds five: ``*`` and ``+`` (self-repair marker and query), ``<``, ``>`` and ``|``
+  (AND brackets and query);
 - BOS (the tokenizer's, id 0).
 
-One task per circuit kind; each prompt is ``BOS`` + fillers + the kind's cue; the metric
+One task per circuit kind (``KINDS``: generator version 2's four; ``KINDS_V3``: six); each prompt is ``BOS`` + fillers + the kind's cue; the metric
 is the logit difference of the answer against three other letters of the prompt
 (:func:`~circuit_gym.tasks.base.logit_diff`). Every prompt of a batch has one length; the
 splits differ in template (length: train 10 tokens, eval 11, test 12). The counterfactual
@@ -24,6 +26,10 @@ task                      prompt (letters are random, distinct)                 
 ``planted_multihop``      ``BOS K F -> A M C ... =``                                  ``M``: two after ``->``
 ``planted_redundant``     ``BOS K B G M H ... :``: one tagged letter (``A``-``F``)    ``B``
 ``planted_suppression``   ``BOS K F # M C ... !``                                     ``M``: after ``#``
+``planted_self_repair``   ``BOS K F * M C ... +`` (a counterfactual's answer is       ``M``: after ``*``
+                          absent from its prompt)
+``planted_and``           ``BOS K F < M > C ... |`` (a counterfactual's brackets      ``M``: between
+                          sit elsewhere)                                              the brackets
 ========================  =========================================================  =========
 
 These tasks are registered when this module is imported (``circuit_gym.models.planted``

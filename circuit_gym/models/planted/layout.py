@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass
 
 from circuit_gym.models.loading import embedded_dir
-from circuit_gym.tasks.planted import TAGGED, WORDS, WORDS_V3, vocabulary_ids
+from circuit_gym.tasks.planted import WORDS, WORDS_V3, vocabulary_ids
 
 N_LAYERS, N_HEADS = 12, 12  # GPT-2 small's head grid: 144 heads with GPT-2's flat ids
 N_CTX = 48  # the general-damage reference rows are 48 tokens
@@ -80,9 +80,6 @@ class Layout:
 
     def symbol(self, word: str) -> int:
         return self.symbols.index(word)
-
-    def tagged_symbols(self) -> tuple[int, ...]:
-        return tuple(self.symbols.index(w) for w in TAGGED)
 
     def symbol_token_ids(self) -> tuple[int, ...]:
         """Token id of each symbol under the planted models' tokenizer (BOS first)."""
