@@ -63,7 +63,9 @@ class Layout:
         start, offset = {}, 0
         for name, width in self.blocks:
             start[name] = offset
-            offset += {SYMBOL_WIDE: self.n_symbols, POSITION_WIDE: N_POS}.get(width, width)
+            offset += (
+                self.n_symbols if width == SYMBOL_WIDE else N_POS if width == POSITION_WIDE else int(width)
+            )
         start["_end"] = offset
         return start
 

@@ -12,6 +12,7 @@ edge level: the items are flat head ids (``GroundTruth.circuit``) or edge names
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Sequence
+from typing import SupportsIndex, cast
 
 
 def precision_recall(proposed: Collection[Hashable], truth: Collection[Hashable]) -> tuple[float, float]:
@@ -45,4 +46,4 @@ def ranking_auc(ranking: Sequence[Hashable], truth: Collection[Hashable]) -> flo
 
 def _item(x: Hashable) -> Hashable:
     """Head ids as ints (numpy integers included), edge names as they are."""
-    return x if isinstance(x, str) else int(x)
+    return x if isinstance(x, str) else int(cast(SupportsIndex, x))

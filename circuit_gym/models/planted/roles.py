@@ -168,8 +168,7 @@ def head_weights(
         H.move_unread(head, source, abs(getattr(gains, gain) * times), _symbols(layout, which))
     elif group == "distractor":
         {"bos_sink": H.attend_bos, "averaging": lambda h: None, "current_token": H.attend_current}[role](head)
-        gain = float(rng.uniform(*DISTRACTOR_GAIN))
-        H.move_unread(head, "TOK", gain)
+        H.move_unread(head, "TOK", float(rng.uniform(*DISTRACTOR_GAIN)))
     else:
         raise ValueError(f"unknown head group {group!r} (role {role!r})")
     return head
