@@ -14,10 +14,24 @@ One idea per module:
 See docs/circuits.md ("Edges").
 """
 
+from circuit_gym.edges.attribution import GRADIENT_HOOKS, eap_ig_ranking, eap_ranking, gradient_ranking
 from circuit_gym.edges.circuit import EdgeCircuit
+from circuit_gym.edges.curve import edge_batch_scores, edge_curve, edge_faithfulness_curves
 from circuit_gym.edges.graph import EdgeGraph
+from circuit_gym.edges.mib_files import (
+    edge_circuit_from_mib,
+    edge_circuit_to_mib,
+    read_edge_mib_json,
+    score_circuit_file,
+    write_edge_mib_json,
+)
 from circuit_gym.edges.names import edge_name, node_name, parse_edge_name
+from circuit_gym.edges.patching import EdgePatcher
 from circuit_gym.edges.ranking import EdgeRanking, random_edge_ranking
 
-__all__ = ["EdgeCircuit", "EdgeGraph", "EdgeRanking", "edge_name", "node_name", "parse_edge_name",
-           "random_edge_ranking"]  # fmt: skip
+__all__ = [
+    "GRADIENT_HOOKS", "EdgeCircuit", "EdgeGraph", "EdgePatcher", "EdgeRanking", "eap_ig_ranking", "eap_ranking",
+    "edge_batch_scores", "edge_circuit_from_mib", "edge_circuit_to_mib", "edge_curve", "edge_faithfulness_curves",
+    "edge_name", "gradient_ranking", "node_name", "parse_edge_name", "random_edge_ranking", "read_edge_mib_json",
+    "score_circuit_file", "write_edge_mib_json",
+]  # fmt: skip

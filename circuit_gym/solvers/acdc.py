@@ -14,7 +14,8 @@ merged head-only mode (its issue 73, PR 76), so this is our head-level version:
   variant of ACDC; a rise counts as a negative drop, so such heads are always removed);
   ``h`` is removed when the drop is below ``tau``, and ``m(current)`` moves on;
 - a **threshold sweep**: ``taus`` in increasing order, each pass starting from the circuit
-  the previous one left (auto-circuit's sweep). A head's score is the threshold of the
+  the previous one left (a cumulative sweep, this package's own: auto-circuit 1.0.1 restarts
+  every threshold from the full graph instead). A head's score is the threshold of the
   pass that removed it; heads kept by every pass score ``+inf``. Higher = more important,
   as for every solver here. ``taus`` default to ``|m(full) - m(empty)|`` times a geometric
   grid from 1e-3 to 0.5, so the thresholds are in the task's unit and scale with the
