@@ -5,7 +5,6 @@ reading of the oracle table."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -179,10 +178,9 @@ def test_reframed_splits_are_disjoint_fillings(zoo1, name):
 
 # ---------------------------------------------------------------------------------- the script
 def _script():
-    spec = importlib.util.spec_from_file_location("robustness_tasks", ROOT / "scripts/robustness_tasks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from circuit_gym.baselines import robustness
+
+    return robustness
 
 
 def test_script_recovery_matches_the_oracle_table_read_directly(zoo1, monkeypatch):
