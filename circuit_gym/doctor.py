@@ -96,7 +96,7 @@ def _environment_ids() -> dict:
 def report() -> dict:
     """Everything the printout shows, as a dictionary."""
     import circuit_gym
-    from circuit_gym.progress import progress_enabled
+    from circuit_gym.progress import progress_mode
 
     return {
         "circuit_gym": {"version": circuit_gym.__version__, "location": str(Path(circuit_gym.__file__).parent)},
@@ -110,7 +110,7 @@ def report() -> dict:
                 "cache, then the hub (or pass --model-path)",
         "cache": _cache(),
         "environment": {v: os.environ.get(v) for v in ENV_VARS},
-        "progress_bars": progress_enabled(),
+        "progress": progress_mode(),
         "environment_ids": _environment_ids(),
     }  # fmt: skip
 
@@ -147,7 +147,7 @@ def format_report(r: dict) -> str:
         else f"cache: {c['directory']} (not created yet)",
         "environment: " + (", ".join(f"{k}={v}" for k, v in r["environment"].items() if v is not None) or "none of "
                            + ", ".join(r["environment"]) + " is set"),
-        f"progress bars: {'on' if r['progress_bars'] else 'off'} (on in a terminal; CIRCUIT_GYM_PROGRESS=0/1)",
+        f"progress: {r['progress']} (bars in a terminal, plain lines in a log; CIRCUIT_GYM_PROGRESS=0 turns both off)",
         _format_ids(r["environment_ids"]),
     ]  # fmt: skip
     return "\n".join(lines)

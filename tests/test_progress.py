@@ -1,5 +1,6 @@
 """Long work says so: the first step of a GPT-2-shaped ID shows a bar with an ETA and the line
-saying what is computed once, in a terminal; nothing when the output is not a terminal."""
+saying what is computed once, in a terminal; in a log (not a terminal) plain lines with the
+time left, at least one every 30 s, and no carriage return or cursor code."""
 
 from __future__ import annotations
 
@@ -61,12 +62,14 @@ def test_first_step_shows_progress_in_a_terminal(small_gpt2, tmp_path):
 
 
 @pytest.mark.slow
-def test_first_step_is_silent_without_a_terminal(small_gpt2, tmp_path):
+def test_first_step_writes_plain_lines_without_a_terminal(small_gpt2, tmp_path):
     done = subprocess.run([sys.executable, "-c", FIRST_STEP, str(small_gpt2)], env=_env(tmp_path / "cache"),
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "FIRST STEP DONE"
-    assert "sweep" not in done.stderr and "circuit_gym:" not in done.stderr, done.stderr
+    assert "circuit_gym: computing the general-damage sweep of gpt2" in done.stderr, done.stderr
+    assert "general-damage sweep" in done.stderr and " s left" in done.stderr, done.stderr
+    assert "\x1b[" not in done.stderr and "\r" not in done.stderr, repr(done.stderr[-2000:])
 
 
 class _Stream(io.StringIO):
@@ -82,9 +85,9 @@ class _Stream(io.StringIO):
     ("setting", "tty", "requested", "expected"),
     [
         (None, True, None, True),  # a terminal: on
-        (None, False, None, False),  # a pipe: off
+        (None, False, None, False),  # a pipe: no bar (plain lines instead)
         ("0", True, None, False),  # switched off beats a terminal
-        ("1", False, None, True),  # forced on without a terminal
+        ("1", False, None, False),  # on, but a bar never goes into a log
         ("1", True, False, False),  # the caller's False beats everything
     ],
 )
@@ -108,3 +111,70 @@ def test_bad_delay_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(progress.DELAY_ENV_VAR, "soon")
     with pytest.raises(ValueError, match=progress.DELAY_ENV_VAR):
         progress.progress_delay()
+
+
+@pytest.mark.parametrize(
+    ("setting", "tty", "requested", "expected"),
+    [(None, True, None, "bars"), (None, False, None, "lines"), ("1", False, None, "lines"),
+     ("0", False, None, "off"), ("0", True, None, "off"), (None, False, False, "off")],
+)  # fmt: skip
+def test_modes(monkeypatch, setting, tty, requested, expected):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    if setting is None:
+        monkeypatch.delenv(progress.PROGRESS_ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(progress.PROGRESS_ENV_VAR, setting)
+    monkeypatch.setattr(sys, "stderr", _Stream(tty))
+    assert progress.progress_mode(requested) == expected
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_redirected_log_gets_plain_lines_at_least_every_30_s(monkeypatch):
+    """Nested progress (scoring episodes, each an oracle sweep over heads) into a stream that is not
+    a terminal, on a clock that advances 7 s per head: lines only, no carriage return and no
+    ``\x1b[`` code, the first after 30 s and never more than 30 s of work between two lines."""
+    monkeypatch.delenv(progress.PROGRESS_ENV_VAR, raising=False)
+    monkeypatch.delenv(progress.DELAY_ENV_VAR, raising=False)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    log = _Stream(tty=False)
+    monkeypatch.setattr(sys, "stderr", log)
+    clock = _Clock()
+    stamps: list[float] = []
+    real = progress.LineProgress._write
+
+    def write(self, text, now):
+        stamps.append(now)
+        real(self, text, now)
+
+    monkeypatch.setattr(progress.LineProgress, "_write", write)
+    monkeypatch.setattr(progress, "CLOCK", clock)
+    assert progress.announce_once("test-log", "computing the oracle tables (about 2 min)") is True
+    for _ in progress.progress_iter(range(4), "episodes", unit="episode"):
+        with progress.progress_bar(5, "oracle sweep", unit="head") as bar:
+            for _ in range(5):
+                clock.now += 7.0
+                bar.update(1)
+    text = log.getvalue()
+    assert "\x1b[" not in text and "\r" not in text, repr(text)
+    lines = text.splitlines()
+    assert lines[0] == "circuit_gym: computing the oracle tables (about 2 min)"
+    assert all(line.startswith("circuit_gym: ") for line in lines)
+    assert any(line.startswith("circuit_gym: oracle sweep: 5/5 head (100%), 35 s") for line in lines), lines
+    assert any(line.startswith("circuit_gym: episodes: done, 4/4 episode in 140 s") for line in lines), lines
+    assert stamps[0] <= 35.0 and all(b - a <= 35.0 for a, b in zip(stamps, stamps[1:], strict=False))
+    assert max(stamps) == 140.0  # the last work ends with a line
+
+
+def test_switched_off_writes_nothing(monkeypatch):
+    monkeypatch.setenv(progress.PROGRESS_ENV_VAR, "0")
+    log = _Stream(tty=False)
+    monkeypatch.setattr(sys, "stderr", log)
+    assert list(progress.progress_iter(range(3), "x")) == [0, 1, 2]
+    assert progress.announce_once("test-off", "nothing") is False and log.getvalue() == ""

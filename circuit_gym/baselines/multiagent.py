@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     for row in pr["top"]:
         print(
-            f"  {row['pair']}: joint - sum of singles = {row['redundancy_mean']:.3f} {row['ci95']}, "
+            f"  {row['pair']}: joint - sum of singles = {row['redundancy_mean']:.3f} "
+            f"[{row['ci95'][0]:.3f}, {row['ci95'][1]:.3f}], "
             f"p {row['p_value']:.2g}, adjusted {row['p_adjusted']:.2g}"
         )
 
