@@ -23,6 +23,7 @@ from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import sandbox
 from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.isolation import probe
+from circuit_gym.leaderboard.probing import LEDGER_NAME
 from circuit_gym.leaderboard.provenance import REPO_ROOT, canonical_json
 from circuit_gym.leaderboard.scorer import score
 
@@ -494,6 +495,9 @@ def test_a_failure_in_the_private_part_carries_no_policy_text(bench, tmp_path, a
     result = score(attack, policy_spec=f"hostile_policies:{attack}", private_seeds=bench["seeds"],
                    checkpoint=str(_public_episodes(tmp_path, SINGLE_HEAD_PUBLIC)))  # fmt: skip
     _assert_sealed(result, SINGLE_HEAD_PUBLIC, check)
+    ledger = bench["seeds"].parent / LEDGER_NAME  # counted, beside the seed file (issue 44 item 3)
+    assert attack in [json.loads(line)["submitter"] for line in ledger.read_text().splitlines()]
+    assert result["probing"]["submitter_scorings"] >= 1
 
 
 def test_a_failure_in_the_public_part_keeps_its_message(bench, tmp_path):
@@ -517,13 +521,14 @@ def test_a_failure_in_the_private_part_of_the_circuit_track_carries_no_policy_te
 def test_the_policys_own_computing_is_recorded_and_capped(bench, honest, tmp_path, monkeypatch):
     """Issue 44's third attack: a policy computing on its own (no LM pass of the board's count)
     shows in the result's CPU record, and past the documented limit per call it fails."""
+    monkeypatch.setattr(B, "CALL_TIMEOUT_S", 120.0)  # CPU seconds, not wall time, are the point here
     checkpoint = tmp_path / "burn.json"
-    checkpoint.write_text(json.dumps({"seconds": 0.4}))
+    checkpoint.write_text(json.dumps({"seconds": 0.3}))
     result = score("burner", policy_spec="hostile_policies:burns_cpu", checkpoint=str(checkpoint))
     assert result["status"] == "scored", result.get("failure")
     cpu = result["diagnostics"]["policy_cpu"]
     assert cpu["measured"] and cpu["calls"] == SINGLE_HEAD_PUBLIC, cpu
-    assert cpu["per_call_max_s"] >= 0.3 and cpu["calls_s"] >= 0.3 * SINGLE_HEAD_PUBLIC, cpu
+    assert cpu["per_call_max_s"] >= 0.25 and cpu["calls_s"] >= 0.25 * SINGLE_HEAD_PUBLIC, cpu
     assert cpu["limit_per_call_s"] == sandbox.CALL_CPU_LIMIT_S
     assert result["scores"]["compute"] == honest["scores"]["compute"]  # the board's passes: the same
     monkeypatch.setattr(sandbox, "CALL_CPU_LIMIT_S", 0.2)

@@ -12,7 +12,8 @@ Why bubblewrap: it puts the child in new user, mount, PID, network, IPC and UTS 
 which is what every requirement needs, from one maintained, audited program:
 
 - filesystem: a new root with read-only binds of what the policy needs (the Python
-  installation, its site-packages, circuit_gym's own source, the policy's package and its
+  installation, its site-packages, circuit_gym's own source, the policy's own module file or
+  regular package, never the other folders a namespace package of its name would span, and its
   checkpoint) and a private, size-limited ``/tmp``; nothing else exists in it (not the
   working directory, the cache, the seed file, ``leaderboard/results/``, ``$HOME``);
 - processes: a new PID namespace with its own ``/proc``: the scorer's ``/proc/<pid>``

@@ -10,6 +10,8 @@ The submitted module is imported **only in the child**. The parent finds its fil
 the result's hash, for a clear error on a wrong path and for what the sandbox lets the
 child read with :func:`locate_module`, which asks the import system's finders where the
 module is without executing any module code (not even its parent packages' ``__init__``).
+The child may read exactly the policy's own module file or regular package
+(:func:`policy_location`); a namespace package is refused.
 
 The child is started by :mod:`circuit_gym.leaderboard.isolation` (bubblewrap namespaces:
 no view of the scorer's files, processes or network) and, before it imports the policy,
@@ -20,6 +22,13 @@ that it imports nothing of circuit_gym) sets hard resource limits (memory as
 data limit does not count). Its environment is rebuilt from nothing, and its only file
 descriptors are stdin (``/dev/null``), stdout and stderr (a log file the scorer quotes in
 failure messages) and its end of a socket pair.
+
+What leaves the sandbox is checked twice over. Once the scorer starts the private part
+(:func:`seal`), a failure is recorded in fixed words only (:func:`failure_record`: the check that
+failed and the public part's episode count, never the policy's message, output or a value it
+returned), so failing cannot carry what the policy saw there. The policy's CPU time is read by
+the parent from ``/proc`` (:mod:`circuit_gym.leaderboard.process_cpu`), charged to each answer
+from the previous one, capped (:data:`CALL_CPU_LIMIT_S`) and recorded (:func:`sandbox_usage`).
 
 The protocol on that socket (defined in ``policy_child``) is length-prefixed frames:
 observations go down as ``.npy`` bytes, answers come back as JSON (never pickle: the parent would run code a hostile child
@@ -465,7 +474,7 @@ class _CpuAccount:
         measured = self.loading_s is not None
         return {
             "measured": measured, "limit_per_call_s": self.limit_s, "calls": self.calls,
-            "loading_s": round(self.loading_s, 2) if measured else None,
+            "loading_s": round(self.loading_s, 2) if self.loading_s is not None else None,
             "calls_s": round(self.total_s, 2) if measured else None,
             "per_call_mean_s": round(self.total_s / self.calls, 4) if measured and self.calls else None,
             "per_call_max_s": round(self.max_s, 2) if measured else None,
