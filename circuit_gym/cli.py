@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="circuit-gym", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--no-progress", action="store_true",
-        help="no progress bars or first-use notes (also: CIRCUIT_GYM_PROGRESS=0; off anyway when not a terminal)",
+        help="no progress (bars in a terminal, lines in a log) or first-use notes (also: CIRCUIT_GYM_PROGRESS=0)",
     )  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
     for app in APPS:
