@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Generic, Literal, TypeVar
 
 from tqdm.auto import tqdm
@@ -166,3 +167,20 @@ def announce_once(key: str, message: str, *, requested: bool | None = None) -> b
     else:
         print(f"circuit_gym: {message}", file=sys.stderr, flush=True)
     return True
+
+
+@contextmanager
+def library_bars(requested: bool | None = None) -> Iterator[None]:
+    """Within the block, the Hugging Face libraries' own tqdm bars (transformers' "Loading
+    weights") are drawn only where ours are (a terminal, nothing switched off); their setting is
+    restored afterwards. In a log such a bar would leave carriage returns."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    if was and not progress_enabled(requested):
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()

@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from circuit_gym.embedded import EMBEDDED, EMBEDDED_PATHS
+from circuit_gym.progress import library_bars
 
 MODELS_DIR = Path(str(resources.files("circuit_gym") / "models"))
 GPT2_ENV_VAR = "CIRCUIT_GYM_GPT2_PATH"
@@ -135,7 +136,7 @@ def load_model(name: str = "toy", *, path: str | os.PathLike | None = None, devi
 
     # Building the modules draws random initial weights (then overwritten by the checkpoint's):
     # on a forked RNG, so loading a model never changes the caller's random stream.
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), library_bars():  # no library bar in a log
         if directory is not None:
             bridge = _boot_directory(directory, name, device)
         else:
