@@ -16,6 +16,11 @@ Both re-run blocks from the cached residual stream: attention-only models throug
 pass first), others by calling the bridge's blocks directly, or through the bridge's own
 ``start_at_layer`` when calling blocks does not reproduce the clean pass.
 
+Attention on the fast replay (``attention``): ``"sdpa"`` (the default, every table up to
+benchmark v6) or ``"matmul"`` (batched products for short sequences, issue 46); an engine
+built without one follows ``$CIRCUIT_GYM_ATTENTION`` (:func:`default_attention`), and cache
+keys name the path (:func:`attention_cache_fields`). Other architectures ignore it.
+
 Ablation kinds (replacement of a head's ``hook_z`` output):
 - ``zero``: zeros (the reference paper's choice);
 - ``mean``: its mean over the batch, per position (keeps what is common to the template);
@@ -25,13 +30,14 @@ Ablation kinds (replacement of a head's ``hook_z`` output):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from circuit_gym.ablation.fast_blocks import FastBlocks
+from circuit_gym.ablation.fast_blocks import MATMUL_RULE_VERSION, FastBlocks, check_attention
 from circuit_gym.embedded import is_embedded
 from circuit_gym.heads import resid_pre_hook, z_hook
 from circuit_gym.tasks.base import PromptBatch, Task
@@ -41,6 +47,8 @@ ABLATIONS = ("zero", "mean", "resample")
 # Part of every cache key: bump it whenever a change here (or in what the engine calls)
 # changes any number a sweep produces, so stale tables are never read back.
 ENGINE_VERSION = 2
+# The fast replay's attention path, for engines built without one (see default_attention).
+ATTENTION_ENV_VAR = "CIRCUIT_GYM_ATTENTION"
 # Rows x positions x vocab floats unembedded at once: the logits are scored in row chunks
 # of this size and never materialised for a whole stacked pass (bounds memory on GPT-2).
 LOGIT_BUDGET = 20_000_000
@@ -57,6 +65,20 @@ def default_ablation(model_name: str) -> str:
     """The ablation a model's environments use unless told otherwise: resample on the
     embedded models, zero elsewhere."""
     return "resample" if is_embedded(model_name) else "zero"
+
+
+def default_attention() -> str:
+    """``$CIRCUIT_GYM_ATTENTION`` when set (checked), else ``"sdpa"`` (benchmark v6's numbers)."""
+    return check_attention(os.environ.get(ATTENTION_ENV_VAR) or "sdpa")
+
+
+def attention_cache_fields(attention: str) -> dict:
+    """What a cache key adds for an attention path: nothing for SDPA (the keys of every table
+    computed before issue 46 stay valid), the path and its rule's version otherwise, so tables
+    of one path are never read back for another."""
+    if check_attention(attention) == "sdpa":
+        return {}
+    return {"attention": attention, "attention_rule": MATMUL_RULE_VERSION}
 
 
 def check_ablation(kind: str) -> str:
@@ -108,10 +130,13 @@ class Evaluation:
 class AblationEngine:
     """Exact ablation scores for one model, one :class:`Evaluation` and one ablation kind."""
 
-    def __init__(self, model, evaluation: Evaluation, kind: str = "zero") -> None:
+    def __init__(
+        self, model, evaluation: Evaluation, kind: str = "zero", attention: str | None = None
+    ) -> None:
         self.model = model
         self.ev = evaluation
         self.kind = check_ablation(kind)
+        self.attention = default_attention() if attention is None else check_attention(attention)
         self.n_layers = int(model.cfg.n_layers)
         self.n_heads = int(model.cfg.n_heads)
         if kind == "resample" and evaluation.counterfactual is None:
@@ -229,7 +254,7 @@ class AblationEngine:
 
         self._z_layer = {self._z(layer): layer for layer in range(self.n_layers)}
         self._direct_blocks = True  # the replay's fallback; checked only if the replay is not used
-        self._fast = FastBlocks.for_model(self.model)
+        self._fast = FastBlocks.for_model(self.model, self.attention)
         if self._fast is not None and not reproduces():
             self._fast = None
         if self._fast is None:

@@ -9,10 +9,25 @@ with ``torch.nn.functional.scaled_dot_product_attention``, and it edits a head's
 paths. It is used only for models it reproduces: :meth:`FastBlocks.for_model` returns
 ``None`` for other architectures (GPT-2's MLP blocks, rotary, other normalisations), and the
 engine checks the replay against the bridge's clean pass before using it.
+
+Attention has two paths (``attention``), each exact to float tolerance against the bridge
+(``tests/test_engine_paths.py``) but not bit for bit equal to each other:
+
+- ``"sdpa"`` (the default; every table up to benchmark v6): ``scaled_dot_product_attention``.
+  On CPU with 12-dimensional heads its kernel spends most of its time in per-(row, head)
+  overhead, not arithmetic (issue 46: 56% of a sweep's time for 3% of its FLOPs);
+- ``"matmul"``: for short sequences (:func:`uses_matmul`, a rule measured by
+  ``benchmarks/bench_attention.py``), one batched product over every (row, head) for the
+  scores with the causal mask added, a softmax, and one batched product with the values;
+  longer sequences stay on SDPA. Caches keep the two apart (``engine.attention_cache_fields``).
+
+:func:`causal_attention` is the one attention formula, also for callers with their own
+q / k / v (edge patching, whose q, k and v inputs come from different residual streams).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -20,11 +35,57 @@ import torch.nn.functional as F
 
 ZHook = Callable[..., torch.Tensor]  # (z [batch, seq, head, d_head], hook=None) -> z
 
+ATTENTION_PATHS = ("sdpa", "matmul")
+# The matmul path's rule (benchmarks/bench_attention.py, benchmarks/results/attention.json):
+# up to this many positions the batched products beat SDPA at every measured head size and
+# row count (the scores' [rows * heads, seq, seq] floats stay small); above it SDPA is used.
+# Changing it changes numbers on the matmul path: bump MATMUL_RULE_VERSION with it.
+MATMUL_MAX_SEQ = 48
+MATMUL_RULE_VERSION = 1
+
+
+def check_attention(path: str) -> str:
+    if path not in ATTENTION_PATHS:
+        raise ValueError(f"attention must be one of {ATTENTION_PATHS}, got {path!r}")
+    return path
+
+
+def uses_matmul(path: str, seq: int) -> bool:
+    """Whether attention over ``seq`` positions takes :func:`matmul_attention` on ``path``."""
+    return check_attention(path) == "matmul" and seq <= MATMUL_MAX_SEQ
+
+
+def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, path: str = "sdpa") -> torch.Tensor:
+    """Causal softmax attention with scale ``1 / sqrt(d_head)``: per-head outputs ``z``
+    [batch, seq, head, d_head] from ``q``, ``k``, ``v`` [batch, head, seq, d_head], by SDPA or,
+    for short sequences on the matmul path, by :func:`matmul_attention`. Each (row, head) is
+    computed on its own on both, so its ``z`` does not depend on the other rows or heads in the
+    call (the masked replay relies on it)."""
+    if uses_matmul(path, q.shape[2]):
+        return matmul_attention(q, k, v)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)
+
+
+def matmul_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """:func:`causal_attention` by batched products over every (row, head): ``z``
+    [batch, seq, head, d_head] from ``q``, ``k``, ``v`` [batch, head, seq, d_head]."""
+    batch, heads, seq, d_head = q.shape
+    q3 = (q * (1.0 / math.sqrt(d_head))).reshape(batch * heads, seq, d_head)  # scaled first, as SDPA does
+    k3 = k.reshape(batch * heads, seq, d_head)
+    v3 = v.reshape(batch * heads, seq, d_head)
+    # Scores kept as [row * head, key, query], the softmax over keys on dim 1: torch's softmax
+    # over a last dimension shorter than its vector width runs scalar code (measured 3-4x
+    # slower at 15 positions), and over a middle one it vectorises across the queries.
+    causal = torch.full((seq, seq), float("-inf"), dtype=q.dtype, device=q.device).tril(-1)  # key > query
+    pattern = torch.baddbmm(causal, k3, q3.transpose(1, 2)).softmax(1)
+    return torch.bmm(pattern.transpose(1, 2), v3).view(batch, heads, seq, d_head).transpose(1, 2)
+
 
 class FastBlocks:
-    """Weights of every block, stacked for :func:`scaled_dot_product_attention`."""
+    """Weights of every block, stacked for one Q/K/V product, and the attention path."""
 
-    def __init__(self, model) -> None:
+    def __init__(self, model, attention: str = "sdpa") -> None:
+        self.attention = check_attention(attention)
         self.layers = []
         for block in model.blocks:
             attn, ln = block.attn, block.ln1.original_component
@@ -43,7 +104,7 @@ class FastBlocks:
             )
 
     @classmethod
-    def for_model(cls, model) -> FastBlocks | None:
+    def for_model(cls, model, attention: str = "sdpa") -> FastBlocks | None:
         """The replay when the architecture is one it implements, else ``None``."""
         cfg = model.cfg
         supported = (
@@ -55,7 +116,7 @@ class FastBlocks:
         if not supported:
             return None
         try:
-            return cls(model)
+            return cls(model, attention)
         except (AttributeError, RuntimeError):  # a bridge without these weight views
             return None
 
@@ -91,7 +152,7 @@ class FastBlocks:
             n = len(heads)
         qkv = torch.addmm(bias, h, weight).view(batch, -1, 3, n, d_head)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each [batch, head, seq, d_head]
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)  # [b, t, head, e]
+        return causal_attention(q, k, v, self.attention)  # [b, t, head, e]
 
     def add_output(self, index: int, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """``x`` plus block ``index``'s attention output from every head's ``z``."""

@@ -4,7 +4,8 @@ A cache key covers everything that changes the damages: the weights, the task's
 definition (name, version, and what the metric computes: its code, constants, defaults,
 closure and global values, :mod:`circuit_gym.ablation.fingerprint`), the prompts *and* what is scored
 on them (answers, distractors, metric positions, counterfactual), the reference batch, the
-ablation kind and :data:`ENGINE_VERSION`. ``lam`` is not in it: the cache holds task and
+ablation kind, :data:`ENGINE_VERSION` and the replay's attention path when it is not SDPA
+(``attention_cache_fields``, issue 46). ``lam`` is not in it: the cache holds task and
 general damages, and the reward is formed from them for any ``lam`` without a new sweep.
 A metric that cannot be fingerprinted is never cached on disk (a warning, once per task).
 """
@@ -18,21 +19,34 @@ import numpy as np
 
 from circuit_gym.ablation.cache import SweepCache
 from circuit_gym.ablation.contrastive import ContrastiveScorer, SweepTable
-from circuit_gym.ablation.engine import ENGINE_VERSION, AblationEngine, Evaluation, check_ablation
+from circuit_gym.ablation.engine import (
+    ENGINE_VERSION,
+    AblationEngine,
+    Evaluation,
+    attention_cache_fields,
+    check_ablation,
+    default_attention,
+)
 from circuit_gym.ablation.fingerprint import fingerprint
 from circuit_gym.models.loading import model_device
 from circuit_gym.progress import announce_once
 from circuit_gym.tasks.base import PromptBatch, Task
 from circuit_gym.tasks.reference import ReferenceBatch
 
-# One general-damage engine per (model, reference batch, ablation kind) in this process:
-# its clean pass and its sweep do not depend on the episode.
-_GENERAL: dict[tuple[int, str, str, str], tuple[AblationEngine, np.ndarray | None]] = {}
+# One general-damage engine per (model, reference batch, ablation kind, attention path) in
+# this process: its clean pass and its sweep do not depend on the episode.
+_GENERAL: dict[tuple[int, str, str, str, str], tuple[AblationEngine, np.ndarray | None]] = {}
 
 
-def _general_key(model, reference: ReferenceBatch, ablation: str) -> tuple[int, str, str, str]:
+def _general_key(model, reference: ReferenceBatch, ablation: str) -> tuple[int, str, str, str, str]:
     # The weights hash guards against a new model reusing a freed model's id().
-    return (id(model), model.circuit_gym_info.weights_hash, reference.fingerprint, ablation)
+    return (
+        id(model),
+        model.circuit_gym_info.weights_hash,
+        reference.fingerprint,
+        ablation,
+        default_attention(),
+    )
 
 
 def _tensor_bytes(t) -> bytes:
@@ -72,7 +86,7 @@ def general_engine(model, reference: ReferenceBatch, ablation: str) -> AblationE
     key = _general_key(model, reference, ablation)
     if key not in _GENERAL:
         evaluation = Evaluation.for_reference(reference, model_device(model))
-        _GENERAL[key] = (AblationEngine(model, evaluation, ablation), None)
+        _GENERAL[key] = (AblationEngine(model, evaluation, ablation, key[-1]), None)
     return _GENERAL[key][0]
 
 
@@ -86,6 +100,7 @@ def general_damage(model, reference: ReferenceBatch, ablation: str, cache: Sweep
         disk_key = {
             "kind": "general", "weights": model.circuit_gym_info.weights_hash, "reference": reference.name,
             "reference_tokens": reference.fingerprint, "ablation": ablation, "engine": ENGINE_VERSION,
+            **attention_cache_fields(engine.attention),
         }  # fmt: skip
 
         def compute() -> dict:
@@ -156,5 +171,5 @@ def sweep_key(model, task: Task, batch: PromptBatch, reference: ReferenceBatch, 
         "kind": "sweep", "model": model.circuit_gym_info.name, "weights": model.circuit_gym_info.weights_hash,
         "task": task.name, "split": batch.split, "seed": batch.seed, "batch": batch_fingerprint(task, batch),
         "ablation": ablation, "reference": reference.name, "reference_tokens": reference.fingerprint,
-        "engine": ENGINE_VERSION,
+        "engine": ENGINE_VERSION, **attention_cache_fields(default_attention()),
     }  # fmt: skip
