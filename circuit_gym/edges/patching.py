@@ -181,14 +181,15 @@ class EdgePatcher:
                 block_keep = keep[:, block.head_start : block.head_start + block.senders * n_heads * 3]
                 # [k, (port, head), senders]: the ports come out in the order the Q/K/V weights are stacked
                 block_keep = block_keep.reshape(k, block.senders, n_heads, 3).transpose(0, 3, 2, 1)
-                ports = _mix(x.view(k, 1, n), block_keep.reshape(k, 3 * n_heads, block.senders),
-                             senders[:, : block.senders])  # fmt: skip
+                block_keep = block_keep.reshape(k, 3 * n_heads, block.senders)
+                qkv = torch.stack([_circuit_qkv(w, x.view(k, n)[i], block_keep[i], senders[i, : block.senders],
+                                                (batch * seq, d)) for i in range(k)])  # fmt: skip
             else:
-                ports = x.view(k, 1, n).expand(k, 3 * n_heads, n)
-            ports = ports.view(k, 3 * n_heads, batch * seq, d)
-            if port_grads is not None:
-                ports = ports + port_grads[block.layer]
-            z = _attend(w, ports, batch, seq)  # [H, rows, seq, d_head]
+                ports = x.view(k, 1, n).expand(k, 3 * n_heads, n).view(k, 3 * n_heads, batch * seq, d)
+                if port_grads is not None:
+                    ports = ports + port_grads[block.layer]
+                qkv = _port_qkv(w, ports)
+            z = _attention(qkv, batch, seq)  # [H, rows, seq, d_head]
             out = torch.bmm(z.reshape(n_heads, rows * seq, -1), w["W_O"])  # [H, rows*seq, d]
             x = x + out.sum(0).view(rows, seq, d) + w["b_O"]
             first = graph.head_sender(block.layer, 0)
@@ -272,19 +273,41 @@ def _port_weights(layer: dict) -> dict:
     n_heads, d_head = layer["shape"]
     d = layer["W_QKV"].shape[0]
     weight = layer["W_QKV"].view(d, 3 * n_heads, d_head).permute(1, 0, 2).contiguous()
-    return {"W": weight, "b": layer["b_QKV"].view(3 * n_heads, 1, d_head), "ln": layer["ln"],
+    return {"W": weight, "W_stacked": layer["W_QKV"], "b": layer["b_QKV"].view(3 * n_heads, 1, d_head), "ln": layer["ln"],
             "W_O": layer["W_O"].view(n_heads, d_head, d), "b_O": layer["b_O"]}  # fmt: skip
 
 
-def _attend(w: dict, ports: torch.Tensor, batch: int, seq: int) -> torch.Tensor:
-    """Per-head outputs ``z`` ``[H, k * batch, seq, d_head]`` from per-port inputs
-    ``[k, 3 * H, batch * seq, d]`` (ports q, k, v major, then heads): LayerNorm on each port's
-    own input, each head's Q/K/V weights on its own port."""
+def _port_qkv(w: dict, ports: torch.Tensor) -> torch.Tensor:
+    """Q/K/V ``[k, 3 * H, batch * seq, d_head]`` from per-port inputs ``[k, 3 * H, batch * seq, d]``
+    (ports q, k, v major, then heads): LayerNorm on each port's own input, each head's
+    Q/K/V weights on its own port."""
     shape, ln_w, ln_b, eps = w["ln"]
-    k, n_ports = ports.shape[:2]
+    return torch.matmul(F.layer_norm(ports, shape, ln_w, ln_b, eps), w["W"]) + w["b"]
+
+
+def _circuit_qkv(w: dict, x: torch.Tensor, keep: np.ndarray, senders: torch.Tensor,
+                 shape: tuple[int, int]) -> torch.Tensor:  # fmt: skip
+    """One circuit's Q/K/V ``[3 * H, batch * seq, d_head]`` of a layer: ``x`` [n] its residual
+    stream, ``keep`` [3 * H, S] which edges into each port it keeps, ``senders`` [S, n] their
+    differences. Ports with the same kept senders get the same input, so each distinct input
+    is mixed and normalised once (in a small circuit most ports keep nothing); when every
+    port's input is the same, one product with the layer's stacked Q/K/V weights serves all."""
+    ln_shape, ln_w, ln_b, eps = w["ln"]
+    distinct, inverse = np.unique(keep, axis=0, return_inverse=True)
+    inputs = _mix(x.view(1, 1, -1), distinct[None], senders[None])[0]  # [U, n]
+    normed = F.layer_norm(inputs.view(len(distinct), *shape), ln_shape, ln_w, ln_b, eps)
+    if len(distinct) == 1:
+        n_ports, d_head = w["W"].shape[0], w["W"].shape[2]
+        qkv = torch.addmm(w["b"].reshape(-1), normed[0], w["W_stacked"])  # columns (port, head, d_head)
+        return qkv.view(-1, n_ports, d_head).transpose(0, 1)
+    index = torch.as_tensor(inverse.reshape(-1), device=normed.device)
+    return torch.baddbmm(w["b"], normed.index_select(0, index), w["W"])
+
+
+def _attention(qkv: torch.Tensor, batch: int, seq: int) -> torch.Tensor:
+    """Per-head outputs ``z`` ``[H, k * batch, seq, d_head]`` from Q/K/V ``[k, 3 * H, batch * seq, d_head]``."""
+    k, n_ports = qkv.shape[:2]
     n_heads = n_ports // 3
-    normed = F.layer_norm(ports, shape, ln_w, ln_b, eps)
-    qkv = torch.matmul(normed, w["W"]) + w["b"]  # [k, 3H, batch*seq, d_head]
     qkv = (
         qkv.view(k, 3, n_heads, batch, seq, -1)
         .permute(1, 0, 3, 2, 4, 5)
