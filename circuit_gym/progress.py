@@ -93,7 +93,7 @@ class LineProgress(Generic[T]):
         if done:
             return f"circuit_gym: {self.desc}: done, {count} in {elapsed:.0f} s"
         left = ""
-        if self.total and self.n:
+        if self.total and 0 < self.n < self.total:
             left = f", about {elapsed * (self.total - self.n) / self.n:.0f} s left"
         share = f" ({100 * self.n / self.total:.0f}%)" if self.total else ""
         return f"circuit_gym: {self.desc}: {count}{share}, {elapsed:.0f} s{left}"
