@@ -54,6 +54,7 @@ class FamilyPage:
     play: Callable[[gym.Env], None]  # plays that episode after reset(seed=0)
     model_kind: str | None = None  # what the model is, when not one model or a model set
     ablation: str | None = None  # the default ablation, when the class sets its own
+    step_unit: str = "one step per head"  # what bounds an episode's length (max_episode_steps)
 
     @property
     def title(self) -> str:
@@ -73,6 +74,11 @@ def _play_single_head(env: gym.Env) -> None:
 
 def _play_circuit(env: gym.Env) -> None:
     env.step(env.unwrapped.state.episode.table.oracle_head)
+
+
+def _play_edges(env: gym.Env) -> None:
+    for candidate in range(3):  # the three edges of largest |EAP-IG|
+        env.step(candidate)
 
 
 def families() -> list[FamilyPage]:
@@ -118,7 +124,30 @@ def families() -> list[FamilyPage]:
                               model_kind="a planted model generated from a seed drawn at each reset, "
                                          "its circuit at seeded heads (docs/planted.md)",
                               ablation="resample"))  # fmt: skip
-    return out + zoo + planted
+    from circuit_gym.envs.edge_building import DEFAULT_CANDIDATES, EDGE_COLUMNS, EdgeBuildingEnv
+
+    edges = FamilyPage(FAMILIES["edges"], EdgeBuildingEnv,
+                       lambda n, heads: f"`Discrete(candidates + 1)`: candidate edge i (of the top `candidates`, "
+                                        f"default {DEFAULT_CANDIDATES}, by EAP-IG) is added (cut); the last is STOP",
+                       lambda n: f"`Box(-{bound}, {bound}, (candidates, {len(EDGE_COLUMNS)}), float32)`: "
+                                 "one row per candidate edge",
+                       "the change of `f(C) - alpha * edges(C)`: faithfulness of the edge circuit minus `alpha` "
+                       "per edge",
+                       "then three steps that add the three candidate edges of largest |EAP-IG|; colour is the "
+                       "EAP-IG score of the circuit's edges at each head (crossed: untouched)",
+                       _play_edges, step_unit="one step per edge of the graph")  # fmt: skip
+    drawn = [
+        FamilyPage(FAMILIES["zoo-edges"], ZooEnv, edges.action, edges.observation, edges.reward,
+                   edges.episode + " (on the member the reset drew)",
+                   lambda env: _play_edges(env.unwrapped.current), step_unit=edges.step_unit),
+        FamilyPage(FAMILIES["planted-edges"], PlantedEnv, edges.action, edges.observation, edges.reward,
+                   edges.episode + " (on the planted model of the seed the reset drew)",
+                   lambda env: _play_edges(env.unwrapped.current),
+                   model_kind="a planted model generated from a seed drawn at each reset, "
+                              "its circuit at seeded heads (docs/planted.md)",
+                   ablation="resample", step_unit=edges.step_unit),
+    ]  # fmt: skip
+    return out + zoo + planted + [edges] + drawn
 
 
 def model_grid(model: str) -> tuple[int, int]:
@@ -208,7 +237,7 @@ def page(family: FamilyPage, row: dict, rows: list[dict], image: dict) -> str:
         f"| observation space | {family.observation(n)} |",
         f"| reward | {family.reward} |",
         f"| default ablation | `{ablation}` |",
-        f"| max_episode_steps | {gym.spec(row['id']).max_episode_steps} (one step per head: the longest episode; "
+        f"| max_episode_steps | {gym.spec(row['id']).max_episode_steps} ({family.step_unit}: the longest episode; "
         f"`step` after the end raises `ResetNeeded`) |",
         f"| version | v{row['version']}: {row['notes']} |",
         "", "## Tasks and units", "",

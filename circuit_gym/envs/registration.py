@@ -75,9 +75,26 @@ PLANTED_SINGLE_HEAD = Family(
 )
 PLANTED_CIRCUIT = Family("planted-circuit", "circuit building on generated planted models",
                          "circuit_gym.envs.planted:PlantedEnv", "-Circuit")  # fmt: skip
+# Edge-circuit building (issue 43): the circuit is a set of edges (MIB's graph), chosen among the
+# top-K EAP-IG edges; on one model, over the zoo and on planted models.
+EDGES = Family("edges", "edge-circuit building", "circuit_gym.envs.edge_building:EdgeBuildingEnv", "-Edges")
+ZOO_EDGES = Family("zoo-edges", "edge-circuit building over the model zoo", "circuit_gym.envs.model_draw:ZooEnv",
+                   "-Edges")  # fmt: skip
+PLANTED_EDGES = Family("planted-edges", "edge-circuit building on generated planted models",
+                       "circuit_gym.envs.planted:PlantedEnv", "-Edges")  # fmt: skip
 FAMILIES: dict[str, Family] = {
     f.name: f
-    for f in (SINGLE_HEAD, CIRCUIT, ZOO_SINGLE_HEAD, ZOO_CIRCUIT, PLANTED_SINGLE_HEAD, PLANTED_CIRCUIT)
+    for f in (
+        SINGLE_HEAD,
+        CIRCUIT,
+        ZOO_SINGLE_HEAD,
+        ZOO_CIRCUIT,
+        PLANTED_SINGLE_HEAD,
+        PLANTED_CIRCUIT,
+        EDGES,
+        ZOO_EDGES,
+        PLANTED_EDGES,
+    )
 }
 
 
@@ -149,6 +166,11 @@ MODELS_PLANTED_V0 = {"Planted": "planted"}
 PLANTED_TASK_SETS_V0 = {"Induction": ("planted_induction",), "MultiHop": ("planted_multihop",),
                         "Redundant": ("planted_redundant",), "Suppression": ("planted_suppression",)}  # fmt: skip
 
+# Edges v0: the attention-only models only (edge patching of GPT-2's MLP nodes is not implemented);
+# an episode is at most one step per edge of the 12 x 12 graph (its budget is at most its candidates).
+MODELS_EDGES_V0 = {"Toy": "toy"}
+EDGE_EPISODE_STEPS = 29_089  # circuit_gym.edges.graph.EdgeGraph(12, 12).n_edges (tests/test_edge_env.py)
+
 REGISTRY: tuple[Line, ...] = (
     Line(SINGLE_HEAD, 0, MODELS_V0, TASK_SETS_V0, "first release", superseded_by=1),
     Line(SINGLE_HEAD, 1, MODELS_V0, TASK_SETS_V0,
@@ -179,6 +201,16 @@ REGISTRY: tuple[Line, ...] = (
     Line(PLANTED_CIRCUIT, 0, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V0,
          "first release: the circuit-building environment on a planted model generated from a seed drawn at "
          "each reset; the ground truth in info only at the episode's end", kwargs={"inner": "circuit"}),
+    Line(EDGES, 0, MODELS_EDGES_V0, CIRCUIT_TASK_SETS_V0,
+         "first release: add (or cut) edges among the top-K EAP-IG edges until STOP or the pass budget",
+         max_episode_steps=EDGE_EPISODE_STEPS),
+    Line(ZOO_EDGES, 0, MODELS_ZOO_V0, ZOO_TASK_SETS_V0,
+         "first release: the edge-building environment over the public model zoo, a member drawn at each reset",
+         kwargs={"inner": "edges"}, max_episode_steps=EDGE_EPISODE_STEPS),
+    Line(PLANTED_EDGES, 0, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V0,
+         "first release: the edge-building environment on a planted model generated from a seed drawn at each "
+         "reset; the ground truth in info only at the episode's end",
+         kwargs={"inner": "edges"}, max_episode_steps=EDGE_EPISODE_STEPS),
 )  # fmt: skip
 
 
