@@ -142,6 +142,6 @@ def test_doctor_counts_every_registered_id(capsys):
         "all": sum(i.endswith("-Circuit-v0") and not ("-Zoo-" in i or "-Planted-" in i) for i in REGISTERED),
     }
     assert main(["doctor"]) == 0
-    assert "registered environment IDs: 68 current (20 single-head ablation, 20 circuit building, 10 " in (
+    assert "registered environment IDs: 92 current (20 single-head ablation, 20 circuit building, 10 " in (
         capsys.readouterr().out
     )
