@@ -31,3 +31,23 @@ def test_the_numerics_marker_is_registered_and_used():
     markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
     assert any(m.startswith("numerics:") for m in markers)
     assert (ROOT / "tests" / "test_ppo_trainer.py").read_text().count("@pytest.mark.numerics") == 4
+
+
+def test_a_result_records_its_numeric_platform_which_decides_nothing(tiny_model):
+    """Where a result was scored (CPU, torch's kernel set and threads, library versions) is in its
+    provenance, so a rescore elsewhere can be told apart (docs/leaderboard.md, "Scores on another
+    CPU"); a different platform leaves the entry current."""
+    import torch
+
+    from circuit_gym.leaderboard.protocol import PROVENANCE_ONLY, stale_reason
+    from circuit_gym.leaderboard.provenance import make_provenance
+    from circuit_gym.machine import numeric_platform
+
+    definition = {"benchmark_version": "test"}
+    prov = make_provenance(definition, tiny_model, "builtin:random", None, "0" * 16, white_box=False)
+    platform = prov["platform"]
+    assert platform == numeric_platform() and "platform" in PROVENANCE_ONLY
+    assert platform["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert platform["torch"] == torch.__version__ and platform["cpu"]
+    elsewhere = {**prov, "platform": {**platform, "cpu": "another CPU", "torch_cpu_capability": "DEFAULT"}}
+    assert stale_reason(elsewhere, definition, tiny_model.circuit_gym_info.weights_hash) is None
