@@ -159,17 +159,13 @@ def env_ids() -> str:
 
     def order(key: tuple) -> tuple:  # single head first, Toy before GPT2, newest first; not registry order
         prefix, model_part, suffix, model, multi, tasks = key
-        return ("Circuit" in suffix, model_part != "Toy", -int(suffix.rsplit("v", 1)[1]), multi)
+        return (_id_kind(suffix), model_part != "Toy", -int(suffix.rsplit("v", 1)[1]), multi)
 
     for key in sorted(groups, key=order):
         (prefix, model_part, suffix, model, multi, tasks), members = key, groups[key]
         names = sorted(m["id"].split("-")[2] for m in members)
         task_part = names[0] if len(names) == 1 else "{" + ",".join(names) + "}"
-        kind = (
-            "circuit building"
-            if members[0].get("family") == "circuit" or "Circuit" in suffix
-            else "single head"
-        )
+        kind = ID_KINDS[_id_kind(suffix)][1]
         what = ("samples " + ", ".join(tasks)) if multi else "the task in its name"
         lines.append(
             _row(
@@ -177,6 +173,15 @@ def env_ids() -> str:
             )
         )
     return "\n".join(lines)
+
+
+# An ID's kind from its family suffix (circuit_gym.envs.registration.Family.suffix), in table order.
+ID_KINDS = (("", "single head"), ("Circuit", "circuit building"), ("Edges", "edge building"))
+
+
+def _id_kind(suffix: str) -> int:
+    """The index in :data:`ID_KINDS` of an ID's suffix part (``Circuit-v0``, ``Edges-v0``, ``v4``)."""
+    return max(i for i, (marker, _) in enumerate(ID_KINDS) if not marker or suffix.startswith(marker + "-"))
 
 
 def sweep_speed() -> str:
