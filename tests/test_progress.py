@@ -87,26 +87,6 @@ class _Stream(io.StringIO):
         return self._tty
 
 
-@pytest.mark.parametrize(
-    ("setting", "tty", "requested", "expected"),
-    [
-        (None, True, None, True),  # a terminal: on
-        (None, False, None, False),  # a pipe: no bar (plain lines instead)
-        ("0", True, None, False),  # switched off beats a terminal
-        ("1", False, None, False),  # on, but a bar never goes into a log
-        ("1", True, False, False),  # the caller's False beats everything
-    ],
-)
-def test_switches(monkeypatch, setting, tty, requested, expected):
-    monkeypatch.delenv("TQDM_DISABLE", raising=False)
-    if setting is None:
-        monkeypatch.delenv(progress.PROGRESS_ENV_VAR, raising=False)
-    else:
-        monkeypatch.setenv(progress.PROGRESS_ENV_VAR, setting)
-    monkeypatch.setattr(sys, "stderr", _Stream(tty))
-    assert progress.progress_enabled(requested) is expected
-
-
 def test_tqdm_disable_switches_it_off(monkeypatch):
     monkeypatch.setenv("TQDM_DISABLE", "1")
     monkeypatch.setattr(sys, "stderr", _Stream(True))
@@ -121,10 +101,16 @@ def test_bad_delay_is_a_clear_error(monkeypatch):
 
 @pytest.mark.parametrize(
     ("setting", "tty", "requested", "expected"),
-    [(None, True, None, "bars"), (None, False, None, "lines"), ("1", False, None, "lines"),
-     ("0", False, None, "off"), ("0", True, None, "off"), (None, False, False, "off")],
-)  # fmt: skip
-def test_modes(monkeypatch, setting, tty, requested, expected):
+    [
+        (None, True, None, "bars"),  # a terminal: bars
+        (None, False, None, "lines"),  # a pipe or a file: plain lines
+        ("0", True, None, "off"),  # switched off beats a terminal
+        ("0", False, None, "off"),
+        ("1", False, None, "lines"),  # on, but a bar never goes into a log
+        ("1", True, False, "off"),  # the caller's False beats everything
+    ],
+)
+def test_switches(monkeypatch, setting, tty, requested, expected):
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     if setting is None:
         monkeypatch.delenv(progress.PROGRESS_ENV_VAR, raising=False)
@@ -132,6 +118,7 @@ def test_modes(monkeypatch, setting, tty, requested, expected):
         monkeypatch.setenv(progress.PROGRESS_ENV_VAR, setting)
     monkeypatch.setattr(sys, "stderr", _Stream(tty))
     assert progress.progress_mode(requested) == expected
+    assert progress.progress_enabled(requested) is (expected == "bars")  # code drawing its own tqdm bar
 
 
 class _Clock:
