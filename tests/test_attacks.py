@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from hostile_policies import SUCCESS
+from sealed_records import assert_sealed, public_episodes_checkpoint
 
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import sandbox
@@ -458,30 +459,6 @@ def test_the_working_directory_is_no_import_root_but_for_the_policys_own_package
     assert sandbox.readable_paths("here:honest", None)[-1] == work / "here.py"  # the file, not the folder
 
 
-def _public_episodes(checkpoint_dir: Path, n: int) -> Path:
-    path = checkpoint_dir / "public.json"
-    path.write_text(json.dumps({"public_episodes": n}))
-    return path
-
-
-def _assert_sealed(result: dict, public_episodes: int, check: str) -> None:
-    """A failure in the private part: fixed words, the check, the public count; no policy text."""
-    from hostile_policies import LEAK_NUMBER, PRIVATE_MARK, PUBLIC_MARK
-
-    assert result["status"] == "failed" and "scores" not in result and "private" not in result
-    failure = result["failure"]
-    assert PRIVATE_MARK not in json.dumps(result), failure
-    assert not re.search(LEAK_NUMBER, json.dumps(failure)), failure  # the values the checks would quote
-    assert (failure["check"], failure["public_episodes"]) == (check, public_episodes), failure
-    fixed = (
-        f"the policy failed {sandbox.CHECKS[check]} in the private part, after {public_episodes} public "
-        "episodes (what it said or printed in the private part is not recorded)"
-    )
-    assert failure["reason"].startswith(fixed), failure["reason"]
-    tail = failure["reason"][len(fixed) :]
-    assert not tail or PUBLIC_MARK in tail, tail  # the public part's output may stay, nothing else
-
-
 # Public episodes of the bench: 2 evaluation seeds + 1 other seed of one held-out task.
 SINGLE_HEAD_PUBLIC = 3
 
@@ -493,8 +470,8 @@ def test_a_failure_in_the_private_part_carries_no_policy_text(bench, tmp_path, a
     """Issue 44's second attack: fail in the first private episode with what it saw there in the
     exception's message, its output, or a value the scorer's check quotes."""
     result = score(attack, policy_spec=f"hostile_policies:{attack}", private_seeds=bench["seeds"],
-                   checkpoint=str(_public_episodes(tmp_path, SINGLE_HEAD_PUBLIC)))  # fmt: skip
-    _assert_sealed(result, SINGLE_HEAD_PUBLIC, check)
+                   checkpoint=public_episodes_checkpoint(tmp_path, SINGLE_HEAD_PUBLIC))  # fmt: skip
+    assert_sealed(result, SINGLE_HEAD_PUBLIC, check)
     ledger = bench["seeds"].parent / LEDGER_NAME  # counted, beside the seed file (issue 44 item 3)
     assert attack in [json.loads(line)["submitter"] for line in ledger.read_text().splitlines()]
     assert result["probing"]["submitter_scorings"] >= 1
@@ -503,7 +480,7 @@ def test_a_failure_in_the_private_part_carries_no_policy_text(bench, tmp_path, a
 def test_a_failure_in_the_public_part_keeps_its_message(bench, tmp_path):
     """Only the private part is sealed: a policy failing on public episodes is told why."""
     result = score("leaks", policy_spec="hostile_policies:leaks_in_message",
-                   checkpoint=str(_public_episodes(tmp_path, 1)))  # fmt: skip
+                   checkpoint=public_episodes_checkpoint(tmp_path, 1))  # fmt: skip
     assert result["status"] == "failed" and "PRIVATE-OBS" in result["failure"]["reason"]
     assert "check" not in result["failure"]
 
@@ -513,9 +490,9 @@ def test_a_failure_in_the_private_part_of_the_circuit_track_carries_no_policy_te
     circuit_bench, tmp_path, attack, check
 ):
     result = score_circuit(attack, policy_spec=f"hostile_policies:{attack}", private_seeds=circuit_bench["seeds"],
-                           checkpoint=str(_public_episodes(tmp_path, len(B.CIRCUIT_EVAL_SEEDS))))  # fmt: skip
+                           checkpoint=public_episodes_checkpoint(tmp_path, len(B.CIRCUIT_EVAL_SEEDS)))  # fmt: skip
     assert result["track"] == "circuit"
-    _assert_sealed(result, len(B.CIRCUIT_EVAL_SEEDS), check)
+    assert_sealed(result, len(B.CIRCUIT_EVAL_SEEDS), check)
 
 
 def test_the_policys_own_computing_is_recorded_and_capped(bench, honest, tmp_path, monkeypatch):

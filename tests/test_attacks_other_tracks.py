@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 
 import pytest
+from sealed_records import assert_sealed, public_episodes_checkpoint
 
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import planted_scorer as PS
@@ -32,30 +32,6 @@ if not probe().complete:
     if os.environ.get("CI"):
         raise RuntimeError(f"the sandbox's isolation is not available in CI: {probe().missing}")
     pytest.skip(f"isolation not available here: {probe().missing}", allow_module_level=True)
-
-
-def _public_episodes(tmp_path: Path, n: int) -> str:
-    path = tmp_path / "public.json"
-    path.write_text(json.dumps({"public_episodes": n}))
-    return str(path)
-
-
-def _assert_sealed(result: dict, public_episodes: int, check: str) -> None:
-    """As in tests/test_attacks.py: fixed words, the check, the public count; no policy text."""
-    from hostile_policies import LEAK_NUMBER, PRIVATE_MARK, PUBLIC_MARK
-
-    assert result["status"] == "failed" and "scores" not in result and "private" not in result
-    failure = result["failure"]
-    assert PRIVATE_MARK not in json.dumps(result), failure
-    assert not re.search(LEAK_NUMBER, json.dumps(failure)), failure
-    assert (failure["check"], failure["public_episodes"]) == (check, public_episodes), failure
-    fixed = (
-        f"the policy failed {sandbox.CHECKS[check]} in the private part, after {public_episodes} public "
-        "episodes (what it said or printed in the private part is not recorded)"
-    )
-    assert failure["reason"].startswith(fixed), failure["reason"]
-    tail = failure["reason"][len(fixed) :]
-    assert not tail or PUBLIC_MARK in tail, tail
 
 
 def _namespace_cheat(tmp_path: Path, monkeypatch) -> str:
@@ -96,8 +72,8 @@ def test_planted_a_namespace_package_policy_is_refused(small_track, tmp_path, mo
 def test_planted_a_failure_on_a_secret_model_carries_no_policy_text(small_track, tmp_path, attack, check):
     public = len(PS.PUBLIC_SEEDS) * len(PS.KINDS)
     result = PS.score_planted(attack, policy_spec=f"hostile_policies:{attack}", private_seeds=small_track,
-                              checkpoint=_public_episodes(tmp_path, public))  # fmt: skip
-    _assert_sealed(result, public, check)
+                              checkpoint=public_episodes_checkpoint(tmp_path, public))  # fmt: skip
+    assert_sealed(result, public, check)
     assert result["diagnostics"]["policy_cpu"]["calls"] > 0  # the public part's CPU record
     ledger = small_track.parent / LEDGER_NAME  # the scoring counted, beside the seed file
     assert [json.loads(line)["submitter"] for line in ledger.read_text().splitlines()] == [attack]
@@ -145,7 +121,7 @@ def test_transfer_a_failure_on_the_private_model_carries_no_policy_text(
     public = len(all_tasks())  # one public model, one seed per task
     result = score_transfer(attack, track, policy_spec=f"hostile_policies:{attack}", private_model=model,
                             private_seeds=seeds, models=(B.TRAIN_MODELS[0],),
-                            checkpoint=_public_episodes(tmp_path, public))  # fmt: skip
-    _assert_sealed(result, public, check)
+                            checkpoint=public_episodes_checkpoint(tmp_path, public))  # fmt: skip
+    assert_sealed(result, public, check)
     assert str(model) not in json.dumps(result)
     assert result["probing"]["submitter_scorings"] == 1
