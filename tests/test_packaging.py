@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_setuptools_finds_every_folder_of_modules_and_maps_none():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert "package-dir" not in config and set(config["packages"]) == {"find"}, "packages are found, not listed"
+    assert "package-dir" not in config and set(config["packages"]) == {"find"}, (
+        "packages are found, not listed"
+    )
     found = set(find_packages(str(ROOT), include=config["packages"]["find"]["include"]))
     with_modules = {
         ".".join(p.parent.relative_to(ROOT).parts)

@@ -116,7 +116,7 @@ def test_zoo_v2_draws_one_member_per_knob_stratum_and_leaves_v1_unchanged():
     from circuit_gym.models.zoo_recipe import GENERATIONS, KNOB_STRATA_V2, ZOO_V2
 
     v2 = GENERATIONS["v2"]
-    assert ZOO_V2 == public_members(generation=v2)
+    assert public_members(generation=v2) == ZOO_V2
     assert [m.name for m in ZOO_V2] == [f"zoo{i}" for i in range(5, 5 + len(PLACEMENT_STRATA))]
     assert {m.seed for m in ZOO_V2}.isdisjoint(m.seed for m in public_members())
     knob_strata = sorted(
