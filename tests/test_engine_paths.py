@@ -22,7 +22,13 @@ import torch
 import circuit_gym.ablation.engine as engine_module
 from circuit_gym.ablation import ABLATIONS, AblationEngine, Evaluation, tables
 from circuit_gym.ablation.engine import ATTENTION_ENV_VAR, attention_cache_fields, default_attention
-from circuit_gym.ablation.fast_blocks import MATMUL_MAX_SEQ, causal_attention, matmul_attention, uses_matmul
+from circuit_gym.ablation.fast_blocks import (
+    MATMUL_MAX_D_HEAD,
+    MATMUL_MAX_SEQ,
+    causal_attention,
+    matmul_attention,
+    uses_matmul,
+)
 from circuit_gym.circuits import Circuit, CircuitRunner
 from circuit_gym.models import load_model
 from circuit_gym.tasks import get_task
@@ -150,14 +156,17 @@ def test_attention_reproduces_the_bridges_hook_z_on_every_model_family(family, p
     tokens = torch.randint(0, int(model.cfg.d_vocab), (3, 13), generator=torch.Generator().manual_seed(0))
     for layer in (0, n_layers - 1):
         q, k, v, z = _hooked_qkvz(model, tokens, layer)
-        assert uses_matmul(path, tokens.shape[1]) == (path == "matmul")
+        assert uses_matmul(path, tokens.shape[1], q.shape[3]) == (
+            path == "matmul" and q.shape[3] <= MATMUL_MAX_D_HEAD
+        )
         torch.testing.assert_close(causal_attention(q, k, v, path), z, atol=Z_TOL, rtol=Z_TOL)
 
 
-def test_longer_sequences_stay_on_sdpa_bit_for_bit():
+@pytest.mark.parametrize("seq, d_head", [(MATMUL_MAX_SEQ + 1, 12), (MATMUL_MAX_SEQ, MATMUL_MAX_D_HEAD + 1)])
+def test_shapes_outside_the_rule_stay_on_sdpa_bit_for_bit(seq, d_head):
     g = torch.Generator().manual_seed(1)
-    q, k, v = (torch.randn(2, 3, MATMUL_MAX_SEQ + 1, 12, generator=g) for _ in range(3))
-    assert not uses_matmul("matmul", MATMUL_MAX_SEQ + 1) and uses_matmul("matmul", MATMUL_MAX_SEQ)
+    q, k, v = (torch.randn(2, 3, seq, d_head, generator=g) for _ in range(3))
+    assert not uses_matmul("matmul", seq, d_head) and uses_matmul("matmul", MATMUL_MAX_SEQ, MATMUL_MAX_D_HEAD)
     assert torch.equal(causal_attention(q, k, v, "matmul"), causal_attention(q, k, v, "sdpa"))
     with pytest.raises(ValueError, match="attention must be one of"):
         causal_attention(q, k, v, "flash")

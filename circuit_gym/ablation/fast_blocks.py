@@ -16,10 +16,10 @@ Attention has two paths (``attention``), each exact to float tolerance against t
 - ``"sdpa"`` (the default; every table up to benchmark v6): ``scaled_dot_product_attention``.
   On CPU with 12-dimensional heads its kernel spends most of its time in per-(row, head)
   overhead, not arithmetic (issue 46: 56% of a sweep's time for 3% of its FLOPs);
-- ``"matmul"``: for short sequences (:func:`uses_matmul`, a rule measured by
+- ``"matmul"``: for short sequences and small heads (:func:`uses_matmul`, a rule measured by
   ``benchmarks/bench_attention.py``), one batched product over every (row, head) for the
   scores with the causal mask added, a softmax, and one batched product with the values;
-  longer sequences stay on SDPA. Caches keep the two apart (``engine.attention_cache_fields``).
+  other shapes stay on SDPA. Caches keep the two apart (``engine.attention_cache_fields``).
 
 :func:`causal_attention` is the one attention formula, also for callers with their own
 q / k / v (edge patching, whose q, k and v inputs come from different residual streams).
@@ -36,11 +36,13 @@ import torch.nn.functional as F
 ZHook = Callable[..., torch.Tensor]  # (z [batch, seq, head, d_head], hook=None) -> z
 
 ATTENTION_PATHS = ("sdpa", "matmul")
-# The matmul path's rule (benchmarks/bench_attention.py, benchmarks/results/attention.json):
-# up to this many positions the batched products beat SDPA at every measured head size and
-# row count (the scores' [rows * heads, seq, seq] floats stay small); above it SDPA is used.
+# The matmul path's rule, read from benchmarks/bench_attention.py's kernel grid (CPU time, one
+# thread, 2026-11-26, benchmarks/results/attention.json): with 12 x 12 heads of 12 or 32
+# dimensions on 96 rows the batched products beat SDPA up to 24 positions (1.0-1.9x) and lose
+# from 32 on; with 64-dimensional heads (GPT-2's) they never win. Anything else stays on SDPA.
 # Changing it changes numbers on the matmul path: bump MATMUL_RULE_VERSION with it.
-MATMUL_MAX_SEQ = 48
+MATMUL_MAX_SEQ = 24
+MATMUL_MAX_D_HEAD = 32
 MATMUL_RULE_VERSION = 1
 
 
@@ -50,9 +52,10 @@ def check_attention(path: str) -> str:
     return path
 
 
-def uses_matmul(path: str, seq: int) -> bool:
-    """Whether attention over ``seq`` positions takes :func:`matmul_attention` on ``path``."""
-    return check_attention(path) == "matmul" and seq <= MATMUL_MAX_SEQ
+def uses_matmul(path: str, seq: int, d_head: int) -> bool:
+    """Whether attention over ``seq`` positions with ``d_head``-dimensional heads takes
+    :func:`matmul_attention` on ``path``."""
+    return check_attention(path) == "matmul" and seq <= MATMUL_MAX_SEQ and d_head <= MATMUL_MAX_D_HEAD
 
 
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, path: str = "sdpa") -> torch.Tensor:
@@ -61,7 +64,7 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, path: st
     for short sequences on the matmul path, by :func:`matmul_attention`. Each (row, head) is
     computed on its own on both, so its ``z`` does not depend on the other rows or heads in the
     call (the masked replay relies on it)."""
-    if uses_matmul(path, q.shape[2]):
+    if uses_matmul(path, q.shape[2], q.shape[3]):
         return matmul_attention(q, k, v)
     return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)
 
