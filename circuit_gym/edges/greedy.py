@@ -5,8 +5,8 @@ search runs over ``candidates`` only (e.g. the top K edges of an EAP-IG ranking,
 MechRL's agent acts on the top 3,000): starting from the empty circuit, each step adds the
 candidate whose addition gives the highest metric, every remaining candidate tried in one
 stacked :meth:`EdgePatcher.metric` call. The ranking scores the candidates by the step that
-added them (earlier = higher), ahead of every other edge, which keeps the prior ranking's
-order below them; CPR of that ranking is the greedy circuit's curve up to ``len(candidates)``
+added them (earlier = higher), ahead of every other edge by signed and by absolute score,
+and every other edge keeps the prior's score (its orders below them); CPR of that ranking is the greedy circuit's curve up to ``len(candidates)``
 edges and the prior's beyond. Cost: ``K + (K - 1) + ... `` circuits for ``K`` candidates
 (``passes["circuits"]``), on top of the prior ranking's passes.
 """
@@ -37,9 +37,11 @@ def greedy_edge_ranking(patcher: EdgePatcher, prior: EdgeRanking, k: int = 30) -
         keep[best] = True
         order.append(best)
         remaining.remove(best)
-    # prior's order below the greedy ones: scores rank-based, strictly decreasing
-    scores = np.empty(n_edges, dtype=np.float64)
-    scores[prior.order()] = -np.arange(n_edges, dtype=np.float64)
-    scores[order] = n_edges + len(order) - np.arange(len(order), dtype=np.float64)
+    # the greedy edges above every other edge, by signed and by absolute score alike; the
+    # others keep the prior's scores (so its signed and absolute orders below them)
+    scores = prior.scores.copy()
+    finite = np.abs(scores[np.isfinite(scores)])
+    top = float(finite.max()) if finite.size else 0.0
+    scores[order] = top + len(order) - np.arange(len(order), dtype=np.float64)
     passes = {**prior.passes, "circuits": tried}
     return EdgeRanking.from_array(scores, f"greedy_{prior.method}_{len(candidates)}", patcher.graph, passes)

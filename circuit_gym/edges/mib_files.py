@@ -48,7 +48,7 @@ def edge_circuit_to_mib(circuit: EdgeCircuit, ranking: EdgeRanking | None = None
     if not graph.has_mlp:
         cfg["attn_only"] = True
     mask = circuit.mask
-    touched = set()
+    touched: set[str] = set()
     for e in np.flatnonzero(mask).tolist():
         sender, receiver, _ = parse_edge_name(graph.names[e])
         touched.update((sender, receiver))

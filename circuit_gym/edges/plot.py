@@ -24,7 +24,7 @@ def _position(node: str, n_layers: int, n_heads: int) -> tuple[float, float]:
     if kind == "logits":
         return float(n_layers), middle
     offset = 0.5 if kind == "mlp" else 0.0
-    return float(layer) + offset, float(head if head is not None else -1)
+    return float(layer or 0) + offset, float(head if head is not None else -1)
 
 
 def edge_circuit_figure(circuit: EdgeCircuit, path: str | Path, title: str = "") -> Path:
@@ -59,7 +59,9 @@ def edge_circuit_figure(circuit: EdgeCircuit, path: str | Path, title: str = "")
 def docs_figures(directory: str | Path = "docs/results/edges") -> list[Path]:
     """The pictures in docs/circuits.md: EAP-IG's edge circuit at the first MIB size whose
     faithfulness passes 0.8, on planted model 0 (induction) and on zoo2 (induction, a
-    held-out task of a held-out model); one test batch of eight prompts, resample."""
+    held-out task of a held-out model); one test batch of eight prompts, resample ablation
+    (the planted models' default is zero, under which EAP-IG's input interpolation is
+    degenerate: LayerNorm makes every scaled embedding look alike)."""
     from circuit_gym.edges.attribution import eap_ig_ranking
     from circuit_gym.edges.curve import edge_curve
     from circuit_gym.edges.patching import EdgePatcher
@@ -71,7 +73,7 @@ def docs_figures(directory: str | Path = "docs/results/edges") -> list[Path]:
              ("zoo2", load_model("zoo2"), get_task("induction"))]  # fmt: skip
     paths = []
     for label, model, task in cases:
-        patcher = EdgePatcher.for_task(model, task, task.batch(model, "test", 8, seed=0))
+        patcher = EdgePatcher.for_task(model, task, task.batch(model, "test", 8, seed=0), "resample")
         ranking = eap_ig_ranking(patcher)
         curve = edge_curve(patcher, ranking)
         first = next((i for i, f in enumerate(curve.faithfulness) if f >= 0.8), len(curve.sizes) - 1)
