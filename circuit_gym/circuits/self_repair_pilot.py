@@ -35,6 +35,11 @@ REDUNDANCY_BAR = 1.5  # issue 41: the pair's joint damage at least 1.5x the sum 
 METHODS = ("attribution", "eap_ig", "gim")
 
 
+def trained_steps(directory: Path) -> int:
+    """The last step a model's training log records (a pilot member may be exported early)."""
+    return int(json.loads((Path(directory) / "training_log.json").read_text())["log"][-1]["step"])
+
+
 def knob_value(directory: Path) -> float:
     """The self-repair knob (head dropout) a model was trained with: its training log's
     ``setup.head_dropout``, 0 when the log predates the knob."""
@@ -109,7 +114,8 @@ def pilot_report(models: Mapping[str, Path], *, tasks=None, episodes: int = 16, 
         model = load_model(name, path=None if is_embedded(name) else directory, threads=threads)
         per_task = model_entry(model, list(tasks or default_tasks(name)), episodes=episodes,
                                accuracy_batches=accuracy_batches, prompts=prompts, seed=seed, cache=cache)  # fmt: skip
-        out[name] = {"knob_head_dropout": knob_value(directory), "weights_hash": model.circuit_gym_info.weights_hash,
+        out[name] = {"knob_head_dropout": knob_value(directory), "trained_steps": trained_steps(directory),
+                     "weights_hash": model.circuit_gym_info.weights_hash,
                      "tasks": per_task, "summary_all": summary(per_task, False),
                      "summary_training_tasks": summary(per_task, True)}  # fmt: skip
     return {
@@ -167,12 +173,13 @@ def pilot_table(report: dict) -> str:
 
 def summary_table(report: dict) -> str:
     """Markdown: one row per model, over its gated tasks (all / training tasks only)."""
-    header = ["model", "knob P", "gated tasks (training)", f"redundancy >= {REDUNDANCY_BAR}",
+    header = ["model", "knob P", "trained steps", "gated tasks (training)", f"redundancy >= {REDUNDANCY_BAR}",
               "median (mean) total / direct", "mean Spearman attr / EAP-IG / GIM", "top-1 hits attr / EAP-IG / GIM"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
     for name, entry in report["models"].items():
         s, t = entry["summary_all"], entry["summary_training_tasks"]
-        cells = [f"`{name}`", _fmt(entry["knob_head_dropout"], ".1f"), f"{s['gated']} ({t['gated']})",
+        cells = [f"`{name}`", _fmt(entry["knob_head_dropout"], ".1f"), f"{entry['trained_steps']:,}",
+                 f"{s['gated']} ({t['gated']})",
                  f"{s['redundant']} ({t['redundant']})",
                  f"{_fmt(s['median_total_over_direct'], '.2f')} ({_fmt(s['mean_total_over_direct'], '.2f')})",
                  " / ".join(_fmt(s[x]["mean_spearman"], ".2f") for x in METHODS),
