@@ -125,3 +125,12 @@ def test_training_runs_writes_its_files_resumes_and_scores_with_the_edge_curve(t
     curve = json.loads((tmp_path / "curve.json").read_text())
     assert [p["env_steps"] for p in curve] == [0, 8, 16] and extended["resumed_after_epochs"] == 1
     assert np.isfinite([p["selection_score"] for p in curve]).all()
+
+
+def test_an_untrained_network_adds_an_edge_before_it_stops():
+    """STOP starts below every candidate, so an untrained deterministic policy builds a circuit."""
+    for seed in range(5):
+        torch.manual_seed(seed)
+        policy = EdgePPOPolicy(EdgeScorer(hidden=16))
+        obs = np.random.default_rng(seed).uniform(-1, 1, (32, len(EDGE_COLUMNS))).astype(np.float32)
+        assert policy.act(obs, np.ones(33, dtype=np.int8)) < 32
