@@ -21,6 +21,7 @@ from circuit_gym.envs.registration import list_envs
 from circuit_gym.leaderboard import planted_scorer as PS
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.planted_tables import load_results, planted_table, planted_tables
+from circuit_gym.leaderboard.scoring import write_result
 from circuit_gym.models.planted.generator import truth_of
 from circuit_gym.models.planted.recovery import precision_recall, ranking_auc
 from circuit_gym.solvers import planted_rules as rules
@@ -93,7 +94,7 @@ def _fingerprint(obs) -> str:
 def test_a_forged_or_edited_result_is_refused(small_track, tmp_path):
     result = PS.score_planted("shallow", builtin="shallow_first")
     good = tmp_path / "shallow.json"
-    PS.write_result(result, good)
+    write_result(result, good)
     assert [r["name"] for r in load_results([good])] == ["shallow"]
     forged = json.loads(good.read_text())
     forged["scores"]["summary"]["all"]["recall"] = 1.0  # a better number, hash left as it was
@@ -210,7 +211,7 @@ def test_every_planted_id_makes_resets_and_steps():
 
 def test_the_tables_show_each_entry_on_public_and_secret_models(small_track, seed_file, tmp_path):
     path = tmp_path / "random.json"
-    PS.write_result(PS.score_planted("random", builtin="random", private_seeds=seed_file), path)
+    write_result(PS.score_planted("random", builtin="random", private_seeds=seed_file), path)
     results = load_results([path])
     summary = results[0]["scores"]["summary"]["multihop"]
     cell = f"{summary['precision']:.2f} / {summary['recall']:.2f} / {summary['auc']:.2f}"
