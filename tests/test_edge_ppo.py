@@ -112,7 +112,10 @@ def test_training_runs_writes_its_files_resumes_and_scores_with_the_edge_curve(t
     env = edge_ppo.make_env(config, config.selection_pool)
     ranking = policy.ranking(env, {"task": "ioi", "batch_index": 2})
     base = edge_ppo.edge_env(env)
-    assert list(ranking.order()[: len(base.order)]) == base.order
+    added = len(base.order)
+    assert list(ranking.order()[:added]) == base.order
+    tail = ranking.order()[added:]  # every other edge by signed EAP-IG
+    assert np.all(np.diff(np.asarray(base.state.eap_ig.scores)[tail]) <= 0)
     best = max(curve, key=lambda p: p["selection_score"])
     assert best["selection_score"] == pytest.approx(
         edge_batch_scores(base.state.patcher, ranking)["cpr"], abs=1e-9
