@@ -173,6 +173,7 @@ class EdgePatcher:
         if keep is not None:
             senders = emb.new_empty(k, len(graph.senders), n)  # corrupt(s) - out(s), per circuit
             senders[:, 0] = (self.corrupt_input.repeat(k, 1, 1) - emb).view(k, n)
+            totals = senders[:, 0].clone()  # the sum of every sender so far, per circuit
         elif diffs is not None:
             diffs.append((self.corrupt_input - emb).view(1, n))
         for block, w in zip(graph.blocks, self._layers, strict=True):
@@ -183,7 +184,7 @@ class EdgePatcher:
                 block_keep = block_keep.reshape(k, block.senders, n_heads, 3).transpose(0, 3, 2, 1)
                 block_keep = block_keep.reshape(k, 3 * n_heads, block.senders)
                 qkv = torch.stack([_circuit_qkv(w, x.view(k, n)[i], block_keep[i], senders[i, : block.senders],
-                                                (batch * seq, d)) for i in range(k)])  # fmt: skip
+                                                totals[i], (batch * seq, d)) for i in range(k)])  # fmt: skip
             else:
                 ports = x.view(k, 1, n).expand(k, 3 * n_heads, n).view(k, 3 * n_heads, batch * seq, d)
                 if port_grads is not None:
@@ -196,10 +197,11 @@ class EdgePatcher:
             if senders is not None:
                 senders[:, first : first + n_heads] = self.corrupt_out[block.layer].view(1, n_heads, n) - out.view(
                     n_heads, k, n).transpose(0, 1)  # fmt: skip
+                totals += senders[:, first : first + n_heads].sum(1)
             elif diffs is not None:
                 diffs.append(self.corrupt_out[block.layer] - out.view(n_heads, n))
         if senders is not None and keep is not None:
-            x = _mix(x.view(k, 1, n), keep[:, graph.logits_start :, None].transpose(0, 2, 1), senders)
+            x = _mix(x.view(k, 1, n), keep[:, graph.logits_start :, None].transpose(0, 2, 1), senders, totals)
             x = x.view(rows, seq, d)
         final = x[:, positions]
         if port_grads is not None:
@@ -232,9 +234,12 @@ class EdgePatcher:
 SPARSE_BELOW = 0.2
 
 
-def _mix(base: torch.Tensor, keep: np.ndarray, senders: torch.Tensor) -> torch.Tensor:
+def _mix(
+    base: torch.Tensor, keep: np.ndarray, senders: torch.Tensor, totals: torch.Tensor | None = None
+) -> torch.Tensor:
     """``base + (1 - keep) @ senders`` per circuit: ``base`` [k, 1, n], ``keep`` [k, ports, S]
-    (bool), ``senders`` [k, S, n] -> [k, ports, n].
+    (bool), ``senders`` [k, S, n] -> [k, ports, n]; ``totals`` [k, n]: each circuit's sum of
+    ``senders`` over S when the caller keeps it (else summed here).
 
     The cost is the product's, so each circuit takes the cheaper of two equal sums: the cut
     edges' differences, or all of them (one sum, shared by every port) minus the kept edges'.
@@ -249,7 +254,7 @@ def _mix(base: torch.Tensor, keep: np.ndarray, senders: torch.Tensor) -> torch.T
         if cut == 0:
             out[i] = base[i]
         elif kept <= cut:  # few kept: every port takes all differences, then the kept ones are taken back
-            out[i] = base[i] + senders[i].sum(0)
+            out[i] = base[i] + (senders[i].sum(0) if totals is None else totals[i])
             if kept:
                 out[i] -= _matmul(keep[i], senders[i])
         else:
@@ -285,16 +290,16 @@ def _port_qkv(w: dict, ports: torch.Tensor) -> torch.Tensor:
     return torch.matmul(F.layer_norm(ports, shape, ln_w, ln_b, eps), w["W"]) + w["b"]
 
 
-def _circuit_qkv(w: dict, x: torch.Tensor, keep: np.ndarray, senders: torch.Tensor,
+def _circuit_qkv(w: dict, x: torch.Tensor, keep: np.ndarray, senders: torch.Tensor, total: torch.Tensor,
                  shape: tuple[int, int]) -> torch.Tensor:  # fmt: skip
     """One circuit's Q/K/V ``[3 * H, batch * seq, d_head]`` of a layer: ``x`` [n] its residual
     stream, ``keep`` [3 * H, S] which edges into each port it keeps, ``senders`` [S, n] their
-    differences. Ports with the same kept senders get the same input, so each distinct input
+    differences and ``total`` [n] their sum. Ports with the same kept senders get the same input, so each distinct input
     is mixed and normalised once (in a small circuit most ports keep nothing); when every
     port's input is the same, one product with the layer's stacked Q/K/V weights serves all."""
     ln_shape, ln_w, ln_b, eps = w["ln"]
     distinct, inverse = np.unique(keep, axis=0, return_inverse=True)
-    inputs = _mix(x.view(1, 1, -1), distinct[None], senders[None])[0]  # [U, n]
+    inputs = _mix(x.view(1, 1, -1), distinct[None], senders[None], total[None])[0]  # [U, n]
     normed = F.layer_norm(inputs.view(len(distinct), *shape), ln_shape, ln_w, ln_b, eps)
     if len(distinct) == 1:
         n_ports, d_head = w["W"].shape[0], w["W"].shape[2]
