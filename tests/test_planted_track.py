@@ -22,6 +22,7 @@ from circuit_gym.leaderboard import planted_scorer as PS
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.planted_tables import load_results, planted_table, planted_tables
 from circuit_gym.leaderboard.scoring import write_result
+from circuit_gym.leaderboard.tracks import TRACKS
 from circuit_gym.models.planted.generator import truth_of
 from circuit_gym.models.planted.recovery import precision_recall, ranking_auc
 from circuit_gym.solvers import planted_rules as rules
@@ -221,7 +222,7 @@ def test_the_tables_show_each_entry_on_public_and_secret_models(small_track, see
 
 
 def test_the_committed_results_are_sealed_current_and_their_summaries_follow_from_their_episodes():
-    paths = sorted(Path(PS.__file__).parent.joinpath("results", "planted").glob("*.json"))
+    paths = sorted(TRACKS["planted"].results_dir.glob("*.json"))  # the board's folder of the track
     results = load_results(paths)
     assert len(results) == len(paths) >= 7  # every committed file passes the hash and definition checks
     tables = planted_tables(paths)
