@@ -41,9 +41,32 @@ def _cmd_circuits(args: argparse.Namespace) -> int:
     if args.circuits_command == "export":
         paths = export(model, args.solver, args.task, args.split, batches, args.out, size=args.size)
         print(f"wrote {len(paths)} MIB circuit files to {args.out}")
+    elif _score_level(model, args) == "edges":
+        from circuit_gym.edges.mib_files import score_circuit_file
+
+        result = score_circuit_file(
+            args.file, model, args.task, split=args.split, batch_size=8, seeds=batches
+        )
+        print(json.dumps({"level": "edges", **result}, indent=1))
     else:
-        print(json.dumps(score_file(model, args.file, args.task, args.split, batches), indent=1))
+        print(
+            json.dumps(
+                {"level": "heads", **score_file(model, args.file, args.task, args.split, batches)}, indent=1
+            )
+        )
     return 0
+
+
+def _score_level(model, args: argparse.Namespace) -> str:
+    """The level a file is scored at: ``--level``, or (``auto``) edges for a circuit chosen edge by edge
+    (a node circuit scores the same at both levels; GPT-2's MLP edges are not patched, so heads there)."""
+    if args.level != "auto":
+        return args.level
+    from circuit_gym.edges.graph import EdgeGraph
+    from circuit_gym.edges.mib_files import circuit_level
+
+    graph = EdgeGraph.of_model(model)
+    return "heads" if graph.has_mlp else circuit_level(args.file, graph)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,9 +80,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--solver", choices=["acdc", "eap_ig", "attribution"], default="eap_ig")
     p.add_argument("--size", type=int, default=None, help="heads in each circuit (default: 10%% of them)")
     p.add_argument("--out", required=True, help="output directory")
-    p2 = circuits_sub.add_parser("score", help="faithfulness of the head circuit in a MIB circuit file")
+    p2 = circuits_sub.add_parser(
+        "score", help="faithfulness of the circuit in a MIB circuit file (edges or heads)"
+    )
     add_model_args(p2)
-    p2.add_argument("file", help="a MIB circuit JSON file (nodes a{layer}.h{head} with in_graph)")
+    p2.add_argument("file", help="a MIB circuit JSON file (edges with in_graph, or nodes a{layer}.h{head})")
+    p2.add_argument(
+        "--level", choices=["auto", "edges", "heads"], default="auto",
+        help="edges: the in-graph edges (exact edge patching); heads: the in-graph head nodes; auto: heads "
+        "when the in-graph edges are exactly those the in-graph nodes induce, else edges",
+    )  # fmt: skip
     for q in (p, p2):
         q.add_argument("--task", default="ioi")
         q.add_argument("--split", default="test")

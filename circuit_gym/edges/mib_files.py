@@ -123,6 +123,22 @@ def read_edge_mib_json(
     return edge_circuit_from_mib(parse_mib_json(path.read_bytes(), max_bytes), graph, method=path.stem)
 
 
+def circuit_level(path: str | Path, graph: EdgeGraph, max_bytes: int = MAX_BYTES) -> str:
+    """``"heads"`` when the file's in-graph edges are exactly those its in-graph nodes induce (an edge
+    is in the graph when both its ends are: a node circuit, as the head-level exporter
+    ``circuit_gym.circuits.mib`` writes it), ``"edges"`` otherwise (a circuit chosen edge by edge)."""
+    data = parse_mib_json(Path(path).read_bytes(), max_bytes)
+    circuit, _ = edge_circuit_from_mib(data, graph)
+    nodes = data.get("nodes", {})
+    inside = {name for name, node in nodes.items() if isinstance(node, dict) and node.get("in_graph")}
+    inside |= {"input", "logits"}
+    induced = {
+        i for i, (sender, receiver, _) in enumerate(graph.edges)
+        if graph.senders[sender] in inside and receiver in inside
+    }  # fmt: skip
+    return "heads" if nodes and set(circuit.edges) == induced else "edges"
+
+
 def score_circuit_file(path: str | Path, model, task, *, split: str = "test", batch_size: int = 16,
                        seeds: Sequence[int] = (0,), ablation: str | None = None) -> dict:  # fmt: skip
     """Faithfulness of the edge circuit in a MIB file on ``task``'s prompt batches.
