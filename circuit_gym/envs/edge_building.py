@@ -37,6 +37,7 @@ EDGE_STARTS = ("empty", "candidates")
 # PPO on 2 CPU cores train 6x faster at 512, and on the zoo's 12 x 12 models 512 candidates hold
 # the edges MIB's sizes up to 1% keep (291 of 29,089).
 DEFAULT_CANDIDATES = 512
+MECHRL_CANDIDATES = 3000  # the candidate edges of MechRL's released agent (its code; shared/README.md)
 EAP_IG_STEPS = 5  # the head level's and the board's EAP-IG setting
 # Observation columns, one row per candidate edge (in candidate order: |EAP-IG| descending).
 EDGE_COLUMNS = (
