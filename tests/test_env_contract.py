@@ -131,6 +131,9 @@ def test_a_bool_is_not_a_count_or_a_weight(cls, kwargs, name):
 
 # ------------------------------------------------------------------ spec and masks
 def test_every_spec_has_max_episode_steps_equal_to_the_number_of_heads_of_its_model():
+    """One step per head (per edge of the model's graph for the edge-building IDs): the longest
+    episode there is, so TimeLimit never cuts one short."""
+    from circuit_gym.edges import EdgeGraph
     from circuit_gym.embedded import MODEL_SETS
     from circuit_gym.models import load_model
 
@@ -146,6 +149,11 @@ def test_every_spec_has_max_episode_steps_equal_to_the_number_of_heads_of_its_mo
         elif model not in heads:  # loaded (a model set: its first member); GPT-2 small has 12 x 12
             name = MODEL_SETS.get(model, (model,))[0]
             heads[model] = 144 if model == "gpt2" else load_model(name).circuit_gym_info.n_heads_total
+        if env_id.rsplit("-", 2)[-2] == "Edges":  # steps bounded by the edges of the model's graph
+            side = int(heads[model] ** 0.5)  # every edge ID's model is square (12 x 12)
+            assert side * side == heads[model], env_id
+            assert spec.max_episode_steps == EdgeGraph(side, side).n_edges, env_id
+            continue
         assert spec.max_episode_steps == heads[model], env_id
     assert {m: heads[m] for m in ("tiny", "toy_d", "toy", "gpt2")} == {"tiny": 16, "toy_d": 144, "toy": 144,
                                                                      "gpt2": 144}  # fmt: skip
