@@ -32,7 +32,9 @@ OUT = ROOT / "docs" / "results" / "zoo" / "self_repair.json"
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
-        "--models", nargs="*", help="names among the defaults (zoo1-zoo4, runs/zoo_pilot/models/*)"
+        "--models",
+        nargs="*",
+        help="names among the defaults (zoo1-zoo4, docs/results/zoo/models/*, runs/zoo_pilot/models/*)",
     )
     p.add_argument("--tasks", nargs="*", help="default: every task of the model's suite")
     p.add_argument("--episodes", type=int, default=12, help="gate: train-split episodes (8 prompts each)")

@@ -136,12 +136,19 @@ def merge(previous: dict | None, new: dict) -> dict:
     return {"setup": new["setup"], "models": {**previous["models"], **new["models"]}}
 
 
+# Where the pilot's members and zoo v2 members not yet shipped in the package are kept (committed,
+# so the report's numbers can be recomputed from the weights they name), and where a training run
+# exports them.
+KEPT_MODELS = ("docs/results/zoo/models", "runs/zoo_pilot/models")
+
+
 def default_models(root: Path) -> dict[str, Path]:
-    """zoo1-zoo4, then the pilot members exported under ``runs/zoo_pilot/models`` if present."""
+    """zoo1-zoo4, then the models kept under :data:`KEPT_MODELS` (the first folder wins a name)."""
     models = {f"zoo{i}": embedded_dir(f"zoo{i}") for i in range(1, 5)}
-    pilot = root / "runs" / "zoo_pilot" / "models"
-    if pilot.is_dir():
-        models.update({d.name: d for d in sorted(pilot.iterdir()) if (d / "model.safetensors").is_file()})
+    for folder in reversed(KEPT_MODELS):
+        kept = root / folder
+        if kept.is_dir():
+            models.update({d.name: d for d in sorted(kept.iterdir()) if (d / "model.safetensors").is_file()})
     return models
 
 
