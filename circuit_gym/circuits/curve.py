@@ -15,8 +15,10 @@ clean model's metric (MIB's ``evaluate_baseline``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from circuit_gym.circuits.circuit import Circuit
 from circuit_gym.circuits.faithfulness import faithfulness
@@ -59,19 +61,27 @@ class FaithfulnessCurve:
 def faithfulness_curves(runner: CircuitRunner, requests: Sequence[tuple[Ranking, bool]],
                         fractions: Sequence[float] = MIB_FRACTIONS) -> list[FaithfulnessCurve]:  # fmt: skip
     """One curve per ``(ranking, absolute)`` request, from a single stacked pass."""
-    n_total = runner.n_layers * runner.n_heads
-    sizes = circuit_sizes(n_total, fractions)
     empty = Circuit.empty(runner.n_layers, runner.n_heads)
+    return stacked_curves(runner.metric, runner.full_metric, empty, runner.n_layers * runner.n_heads, requests,
+                          fractions)  # fmt: skip
+
+
+def stacked_curves(metric: Callable[[list], np.ndarray], full_metric: float, empty, n_total: int,
+                   requests: Sequence[tuple], fractions: Sequence[float] = MIB_FRACTIONS) -> list[FaithfulnessCurve]:  # fmt: skip
+    """The curves of any level (heads, edges): ``metric(circuits)`` runs every circuit of every request and
+    ``empty`` in one call (identical circuits once); a ranking needs ``top(n, absolute)`` and ``method``,
+    a circuit ``size``; ``n_total`` components."""
+    sizes = circuit_sizes(n_total, fractions)
     wanted = [[ranking.top(n, absolute) for n in sizes] for ranking, absolute in requests]
     unique = list(dict.fromkeys([empty, *(c for circuits in wanted for c in circuits)]))
-    metrics = dict(zip(unique, runner.metric(unique).tolist(), strict=True))
-    m_empty, m_full = metrics[empty], runner.full_metric
+    metrics = dict(zip(unique, np.asarray(metric(unique)).tolist(), strict=True))
+    m_empty = metrics[empty]
     curves = []
     for (ranking, absolute), circuits in zip(requests, wanted, strict=True):
         m = [metrics[c] for c in circuits]
-        f = [float(faithfulness(v, m_empty, m_full)) for v in m]
+        f = [float(faithfulness(v, m_empty, full_metric)) for v in m]
         curves.append(FaithfulnessCurve(ranking.method, bool(absolute), tuple(float(k) for k in fractions),
-                                        tuple(c.size for c in circuits), tuple(f), tuple(m), m_empty, m_full))  # fmt: skip
+                                        tuple(c.size for c in circuits), tuple(f), tuple(m), m_empty, full_metric))  # fmt: skip
     return curves
 
 

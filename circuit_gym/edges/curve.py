@@ -18,8 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from circuit_gym.circuits.area import cmd, cpr
-from circuit_gym.circuits.curve import MIB_FRACTIONS, FaithfulnessCurve, circuit_sizes
-from circuit_gym.circuits.faithfulness import faithfulness
+from circuit_gym.circuits.curve import MIB_FRACTIONS, FaithfulnessCurve, stacked_curves
 from circuit_gym.edges.circuit import EdgeCircuit
 from circuit_gym.edges.patching import EdgePatcher
 from circuit_gym.edges.ranking import EdgeRanking, random_edge_ranking
@@ -29,19 +28,8 @@ def edge_faithfulness_curves(patcher: EdgePatcher, requests: Sequence[tuple[Edge
                              fractions: Sequence[float] = MIB_FRACTIONS) -> list[FaithfulnessCurve]:  # fmt: skip
     """One curve per ``(ranking, absolute)`` request, all circuits in one stacked call."""
     graph = patcher.graph
-    sizes = circuit_sizes(graph.n_edges, fractions)
-    empty = EdgeCircuit.empty(graph)
-    wanted = [[ranking.top(n, absolute) for n in sizes] for ranking, absolute in requests]
-    unique = list(dict.fromkeys([empty, *(c for circuits in wanted for c in circuits)]))
-    metrics = dict(zip(unique, patcher.metric(unique).tolist(), strict=True))
-    m_empty, m_full = metrics[empty], patcher.full_metric
-    curves = []
-    for (ranking, absolute), circuits in zip(requests, wanted, strict=True):
-        m = [metrics[c] for c in circuits]
-        f = [float(faithfulness(v, m_empty, m_full)) for v in m]
-        curves.append(FaithfulnessCurve(ranking.method, bool(absolute), tuple(float(k) for k in fractions),
-                                        tuple(c.size for c in circuits), tuple(f), tuple(m), m_empty, m_full))  # fmt: skip
-    return curves
+    return stacked_curves(patcher.metric, patcher.full_metric, EdgeCircuit.empty(graph), graph.n_edges, requests,
+                          fractions)  # fmt: skip
 
 
 def edge_curve(patcher: EdgePatcher, ranking: EdgeRanking, absolute: bool = False,
