@@ -273,16 +273,16 @@ class EdgeBuildingEnv(gym.Env):
 
     def ranking(self) -> EdgeRanking:
         """The episode as a ranking of every edge (higher = more important): the edges added, in
-        order, then the other candidates and then every other edge by EAP-IG. From
-        ``start="candidates"`` the cut edges come last, the first cut lowest."""
+        order, then every other edge by its signed EAP-IG score (a candidate the agent left out is
+        not lifted: a negative one belongs below the edges that help). From ``start="candidates"``
+        the cut edges come last, the first cut lowest."""
         scores = np.asarray(self.state.eap_ig.scores, dtype=np.float64)
         span = float(np.abs(scores).max()) + 1.0
         ranked = scores.copy()
-        ranked[self.state.candidates] += 2 * span  # candidates above every other edge
         changed = self.order
         for place, edge in enumerate(changed):
-            lift = 4 * span + (len(changed) - place)
-            ranked[edge] = lift if self._adding() else -4 * span - (len(changed) - place)
+            lift = 2 * span + (len(changed) - place)
+            ranked[edge] = lift if self._adding() else -lift
         return EdgeRanking.from_array(ranked, "edge_building", self.graph, {"forward": self._passes})
 
     def action_mask(self) -> np.ndarray:
