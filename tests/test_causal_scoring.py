@@ -37,7 +37,7 @@ def test_an_unknown_observation_is_refused_before_any_environment_is_built(monke
     def no_env(*args, **kwargs):
         raise AssertionError("an environment was built before the request was checked")
 
-    monkeypatch.setattr(transfer_scorer, "_ENV", {"single-head": no_env, "circuit": no_env})
+    monkeypatch.setattr(transfer_scorer, "board_env", no_env)  # the one builder of every track's env
     with pytest.raises(ValueError, match="features must be one of"):
         score_transfer("x", policy_spec=READER, features="oracle", require_isolation=False)
     with pytest.raises(ValueError, match="features must be one of"):  # a single-head-only observation
