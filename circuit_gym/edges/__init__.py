@@ -2,7 +2,7 @@
 
 One idea per module:
 
-- :mod:`~circuit_gym.edges.names` — the one naming function for nodes and edges (MIB's strings);
+- :mod:`~circuit_gym.graph_names` — the one naming function for nodes and edges (MIB's strings);
 - :mod:`~circuit_gym.edges.graph` — :class:`EdgeGraph`, every edge of a model, in MIB's order;
 - :mod:`~circuit_gym.edges.circuit` — :class:`EdgeCircuit`, a frozen set of edges;
 - :mod:`~circuit_gym.edges.ranking` — :class:`EdgeRanking`, signed scores per edge;
@@ -25,9 +25,9 @@ from circuit_gym.edges.mib_files import (
     score_circuit_file,
     write_edge_mib_json,
 )
-from circuit_gym.edges.names import edge_name, node_name, parse_edge_name
 from circuit_gym.edges.patching import EdgePatcher
 from circuit_gym.edges.ranking import EdgeRanking, random_edge_ranking
+from circuit_gym.graph_names import edge_name, node_name, parse_edge_name
 
 __all__ = [
     "GRADIENT_HOOKS", "EdgeCircuit", "EdgeGraph", "EdgePatcher", "EdgeRanking", "eap_ig_ranking", "eap_ranking",

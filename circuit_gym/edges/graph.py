@@ -1,6 +1,6 @@
 """The edge graph of a model: which sender's output reaches which receiver's input.
 
-Nodes (MIB's, :mod:`circuit_gym.edges.names`): ``input`` (token + position embedding),
+Nodes (MIB's, :mod:`circuit_gym.graph_names`): ``input`` (token + position embedding),
 every attention head ``a{L}.h{H}``, every MLP ``m{L}`` on models that have them (GPT-2),
 and ``logits``. A head receives on three **ports**, its query, key and value inputs (MIB
 splits them), an MLP and the logits on one. An edge runs from every node's output to every
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from circuit_gym.edges.names import INPUT, LOGITS, PORTS, edge_name, node_name, parse_edge_name
+from circuit_gym.graph_names import INPUT, LOGITS, PORTS, edge_name, node_name, parse_edge_name
 
 
 @dataclass(frozen=True)

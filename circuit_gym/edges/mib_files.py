@@ -33,8 +33,8 @@ import numpy as np
 from circuit_gym.circuits.mib import MAX_BYTES, parse_mib_json
 from circuit_gym.edges.circuit import EdgeCircuit
 from circuit_gym.edges.graph import EdgeGraph
-from circuit_gym.edges.names import parse_edge_name
 from circuit_gym.edges.ranking import EdgeRanking
+from circuit_gym.graph_names import parse_edge_name
 
 
 def edge_circuit_to_mib(circuit: EdgeCircuit, ranking: EdgeRanking | None = None, *, d_model: int,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from circuit_gym.edges.circuit import EdgeCircuit
-from circuit_gym.edges.names import parse_edge_name, parse_node_name
+from circuit_gym.graph_names import parse_edge_name, parse_node_name
 from circuit_gym.plots import _pyplot, _save
 
 PORT_COLOURS = {"q": "tab:blue", "k": "tab:orange", "v": "tab:green", None: "grey"}

@@ -15,7 +15,6 @@ from circuit_gym.circuits import faithfulness
 from circuit_gym.edges.attribution import eap_ig_ranking, eap_ranking
 from circuit_gym.edges.circuit import EdgeCircuit
 from circuit_gym.edges.graph import EdgeGraph
-from circuit_gym.edges.names import LOGITS, parse_node_name
 from circuit_gym.edges.patching import EdgePatcher
 from circuit_gym.edges.ranking import EdgeRanking
 from circuit_gym.envs.arguments import (
@@ -30,6 +29,7 @@ from circuit_gym.envs.arguments import (
 from circuit_gym.envs.features import FEATURE_BOUND
 from circuit_gym.envs.pool import EnvPools, Episode, shared_model
 from circuit_gym.envs.render import render_grid
+from circuit_gym.graph_names import LOGITS, parse_node_name
 
 EDGE_STARTS = ("empty", "candidates")
 # MechRL's released agent chooses among the top 3,000 EAP-IG edges of GPT-2 (29k-32k edges). The

@@ -1,5 +1,5 @@
 """Each planted circuit as edges: which head's output feeds which head's q, k or v, and which
-reach the logits (MIB's names, ``circuit_gym.edges.names``: ``a3.h2->a5.h1<k>``,
+reach the logits (MIB's names, ``circuit_gym.graph_names``: ``a3.h2->a5.h1<k>``,
 ``a7.h0->logits``, ``input->a0.h3<v>``).
 
 An edge is in the truth when the circuit's answer flows through it, that is when what it
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from circuit_gym.edges.names import INPUT, LOGITS, edge_name, node_name
+from circuit_gym.graph_names import INPUT, LOGITS, edge_name, node_name
 from circuit_gym.models.planted.layout import N_HEADS
 
 # kind -> (sender role or "input", receiver role or "logits", port of a head receiver)

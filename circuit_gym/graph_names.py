@@ -1,5 +1,9 @@
 """Names of the edge graph's nodes, ports and edges, built here only (MIB's strings).
 
+At the bottom of the package (it imports nothing of it), beside ``heads.py``'s head names, so
+that both the edge level (``circuit_gym.edges``) and the planted models' edge truth
+(``circuit_gym.models.planted``) use it without one importing the other.
+
 As TransformerLens builds every hook name with one function (``get_act_name``), every
 node and edge name of the edge level comes from :func:`node_name` and :func:`edge_name`,
 spelled as MIB's circuit files and EAP-IG's ``eap.graph.Graph`` spell them:
