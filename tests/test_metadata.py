@@ -54,8 +54,7 @@ def test_the_wheel_ships_py_typed_the_models_and_the_leaderboard_page(tmp_path):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "results", "radar")
-    for name in ("circuit_gym", "baselines", "leaderboard"):
-        shutil.copytree(ROOT / name, source / name, ignore=ignore)
+    shutil.copytree(ROOT / "circuit_gym", source / "circuit_gym", ignore=ignore)  # the one package
     shutil.copy(
         ROOT / "circuit_gym/models/toy/oracle_heads.png", source / "circuit_gym/models/toy/oracle_heads.png"
     )
