@@ -1,4 +1,4 @@
-"""Issue 41's self-repair pilot (circuit_gym.circuits.self_repair_pilot): per model and per task
+"""Issue 41's self-repair pilot (circuit_gym.reporting.self_repair_pilot): per model and per task
 that passes its gate on the train split, the self-repair, redundancy and agreement measures on an
 eval-split batch. Adds the models it measures to the report (same settings) and prints the tables
 docs/zoo.md's "Self-repair pilot" section shows (``python scripts/gen_docs_numbers.py`` fills them).
@@ -10,20 +10,17 @@ docs/zoo.md's "Self-repair pilot" section shows (``python scripts/gen_docs_numbe
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from circuit_gym.ablation.cache import SweepCache  # noqa: E402
-from circuit_gym.circuits.self_repair_pilot import (  # noqa: E402
+from circuit_gym.reporting.self_repair_pilot import (  # noqa: E402
     default_models,
-    merge,
-    pilot_report,
     pilot_table,
     summary_table,
+    update_report,
 )
 
 OUT = ROOT / "docs" / "results" / "zoo" / "self_repair.json"
@@ -47,13 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"unknown models {unknown}; available: {sorted(available)}")
     models = {m: available[m] for m in (args.models or available)}
-    report = pilot_report(
-        models, tasks=args.tasks, episodes=args.episodes, prompts=args.prompts, cache=SweepCache()
+    report = update_report(
+        args.out, models, fresh=args.fresh, tasks=args.tasks, episodes=args.episodes, prompts=args.prompts
     )
-    previous = None if args.fresh or not args.out.is_file() else json.loads(args.out.read_text())
-    report = merge(previous, report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1) + "\n")
     print(summary_table(report), pilot_table(report), sep="\n\n")
     return 0
 

@@ -104,7 +104,7 @@ def _row(redundancy, ratio, training, top1=True):
 
 
 def test_pilot_summary_counts_and_merge_checks_the_setup():
-    from circuit_gym.circuits.self_repair_pilot import merge, summary
+    from circuit_gym.reporting.self_repair_pilot import merge, summary
 
     tasks = {"a": _row(1.6, 0.5, True), "b": _row(1.4, 1.0, False, top1=False), "c": {"included": False}}
     tasks["c"]["training_task"] = True

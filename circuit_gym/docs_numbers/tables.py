@@ -320,7 +320,7 @@ def zoo_self_repair(which: str) -> Callable[[], str]:
     scripts/self_repair_pilot.py): ``summary`` (one row per model) or ``tasks`` (per gated task)."""
 
     def table() -> str:
-        from circuit_gym.circuits.self_repair_pilot import pilot_table, summary_table
+        from circuit_gym.reporting.self_repair_pilot import pilot_table, summary_table
 
         report = load(ROOT / "docs/results/zoo/self_repair.json")
         return summary_table(report) if which == "summary" else pilot_table(report)

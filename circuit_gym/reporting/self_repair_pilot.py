@@ -136,6 +136,17 @@ def merge(previous: dict | None, new: dict) -> dict:
     return {"setup": new["setup"], "models": {**previous["models"], **new["models"]}}
 
 
+def update_report(path: Path, models: Mapping[str, Path], *, fresh: bool = False, **settings) -> dict:
+    """Measure ``models`` (:func:`pilot_report` with ``settings``), add them to the report at ``path``
+    (unless ``fresh``: then it replaces it), write it and return it."""
+    report = pilot_report(models, cache=SweepCache(), **settings)
+    previous = None if fresh or not path.is_file() else json.loads(path.read_text())
+    report = merge(previous, report)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
 # Where the pilot's members and zoo v2 members not yet shipped in the package are kept (committed,
 # so the report's numbers can be recomputed from the weights they name), and where a training run
 # exports them.
