@@ -11,7 +11,9 @@ board. The reference entries are listed in the reviewed manifest
 
 from __future__ import annotations
 
-from circuit_gym.embedded import ZOO_HELD_OUT, ZOO_TRAIN, is_embedded
+from dataclasses import dataclass
+
+from circuit_gym.embedded import ZOO_HELD_OUT, ZOO_TRAIN, ZOO_V2_HELD_OUT, ZOO_V2_TRAIN, is_embedded
 from circuit_gym.envs.circuit_registration import VERSION as _CIRCUIT_ENV_IDS_VERSION
 from circuit_gym.envs.circuit_registration import circuit_env_id
 
@@ -148,26 +150,97 @@ QUADRANTS = ("seen_task_seen_model", "unseen_task_seen_model", "seen_task_unseen
              "unseen_task_unseen_model")  # fmt: skip
 
 
-def quadrant(task: str, model: str) -> str:
-    """The quadrant of an episode of ``task`` on the public zoo member ``model``."""
-    if task not in TRANSFER_TRAIN_TASKS + TRANSFER_HELD_OUT_TASKS:
-        raise ValueError(f"task {task!r} is in no split of {TRANSFER_BENCHMARK_VERSION}")
-    if model not in TRAIN_MODELS + HELD_OUT_MODELS:
-        raise ValueError(f"model {model!r} is in no split of {TRANSFER_BENCHMARK_VERSION}")
-    return f"{'seen' if task in TRANSFER_TRAIN_TASKS else 'unseen'}_task_{'seen' if model in TRAIN_MODELS else 'unseen'}_model"
+@dataclass(frozen=True)
+class TransferBenchmark:
+    """One version of the transfer benchmark: a row of :data:`TRANSFER_BENCHMARKS`.
+
+    A version fixes the zoo (its training and held-out models), the task split, the seeds and the
+    pinned settings; its tracks are named ``prefix + kind`` (``transfer-single-head`` on v6) and
+    its result files carry ``circuit-gym-transfer[-circuit]-{version}``. A new version is a row.
+    """
+
+    version: str
+    prefix: str
+    train_models: tuple[str, ...]
+    held_out_models: tuple[str, ...]
+    train_tasks: tuple[str, ...] = TRANSFER_TRAIN_TASKS
+    held_out_tasks: tuple[str, ...] = TRANSFER_HELD_OUT_TASKS
+    seeds: tuple[int, ...] = TRANSFER_SEEDS
+    circuit_seeds: tuple[int, ...] = TRANSFER_CIRCUIT_SEEDS
+    private_seeds: int = TRANSFER_PRIVATE_SEEDS
+    circuit_private_seeds: int = TRANSFER_CIRCUIT_PRIVATE_SEEDS
+    ablation: str = TRANSFER_ABLATION
+    reference: str = TRANSFER_REFERENCE
+    zoo_generation: str | None = None  # recorded from v7 on (v6's files predate the key)
+    planted_generator: int = 2  # the planted generator version of the version's Planted track
+
+    def track(self, kind: str) -> str:
+        return f"{self.prefix}{kind}"
+
+    def benchmark_version(self, kind: str) -> str:
+        return f"circuit-gym-transfer{'-circuit' if kind == CIRCUIT else ''}-{self.version}"
+
+    def public_models(self) -> tuple[str, ...]:
+        return self.train_models + self.held_out_models
+
+    def all_tasks(self) -> tuple[str, ...]:
+        return self.train_tasks + self.held_out_tasks
+
+    def seeds_of(self, kind: str) -> tuple[int, ...]:
+        return self.circuit_seeds if kind == CIRCUIT else self.seeds
+
+    def n_private_seeds(self, kind: str) -> int:
+        return self.circuit_private_seeds if kind == CIRCUIT else self.private_seeds
+
+    def quadrant(self, task: str, model: str) -> str:
+        """The quadrant of an episode of ``task`` on the public zoo member ``model``."""
+        if task not in self.all_tasks():
+            raise ValueError(f"task {task!r} is in no split of {self.benchmark_version(SINGLE_HEAD)}")
+        if model not in self.public_models():
+            raise ValueError(f"model {model!r} is in no split of {self.benchmark_version(SINGLE_HEAD)}")
+        return f"{'seen' if task in self.train_tasks else 'unseen'}_task_{'seen' if model in self.train_models else 'unseen'}_model"
+
+    def definition(self, kind: str = SINGLE_HEAD) -> dict:
+        """A track's definition, recorded in (and checked against) its result files."""
+        circuit = kind == CIRCUIT
+        return {
+            "benchmark_version": self.benchmark_version(kind), "track": self.track(kind),
+            "train_models": list(self.train_models), "held_out_models": list(self.held_out_models),
+            "tasks": list(self.held_out_tasks), "train_tasks": list(self.train_tasks), "split": SPLIT,
+            "seeds": list(self.seeds_of(kind)), "private_seeds_used": self.n_private_seeds(kind),
+            "ks": list(KS), "ablation": self.ablation, "prompts_per_episode": PROMPTS_PER_EPISODE,
+            # the circuit track's reward is faithfulness: no general damage, so no reference text or lambda
+            **({"start": CIRCUIT_START, "budget": CIRCUIT_BUDGET, "alpha": CIRCUIT_ALPHA, "n_random": CIRCUIT_N_RANDOM}
+               if circuit else {"reference": self.reference, "lam": LAM}),
+            **({"zoo_generation": self.zoo_generation} if self.zoo_generation else {}),
+        }  # fmt: skip
 
 
-def transfer_definition(track: str = SINGLE_HEAD) -> dict:
-    """A transfer track's definition, recorded in (and checked against) its result files."""
-    circuit = track == CIRCUIT
-    return {
-        "benchmark_version": TRANSFER_CIRCUIT_BENCHMARK_VERSION if circuit else TRANSFER_BENCHMARK_VERSION,
-        "track": f"{TRANSFER_PREFIX}{track}", "train_models": list(TRAIN_MODELS), "held_out_models": list(HELD_OUT_MODELS),
-        "tasks": list(TRANSFER_HELD_OUT_TASKS), "train_tasks": list(TRANSFER_TRAIN_TASKS), "split": SPLIT,
-        "seeds": list(TRANSFER_CIRCUIT_SEEDS if circuit else TRANSFER_SEEDS),
-        "private_seeds_used": TRANSFER_CIRCUIT_PRIVATE_SEEDS if circuit else TRANSFER_PRIVATE_SEEDS,
-        "ks": list(KS), "ablation": TRANSFER_ABLATION, "prompts_per_episode": PROMPTS_PER_EPISODE,
-        # the circuit track's reward is faithfulness: no general damage, so no reference text or lambda
-        **({"start": CIRCUIT_START, "budget": CIRCUIT_BUDGET, "alpha": CIRCUIT_ALPHA, "n_random": CIRCUIT_N_RANDOM}
-           if circuit else {"reference": TRANSFER_REFERENCE, "lam": LAM}),
-    }  # fmt: skip
+# Benchmark v7 (issue 41): the same task split, seeds and settings on zoo v2 (the self-repair
+# knob drawn per member), split by the same odd/even rule (train zoo5, zoo7; held out zoo6, zoo8),
+# a new private model drawn from a new secret, and the planted generator's version 3 (six kinds,
+# the defect fixed). Everything v6 chose before its zoo was trained is kept, so the two versions
+# differ only in the models.
+TRANSFER_BENCHMARKS: dict[str, TransferBenchmark] = {
+    "v6": TransferBenchmark("v6", TRANSFER_PREFIX, TRAIN_MODELS, HELD_OUT_MODELS),
+    "v7": TransferBenchmark(
+        "v7", "v7-", ZOO_V2_TRAIN, ZOO_V2_HELD_OUT, zoo_generation="v2", planted_generator=3
+    ),
+}
+
+
+def transfer_benchmark(version: str) -> TransferBenchmark:
+    """The row ``version`` of :data:`TRANSFER_BENCHMARKS`; ValueError naming the versions otherwise."""
+    if version not in TRANSFER_BENCHMARKS:
+        raise ValueError(f"transfer benchmark must be one of {list(TRANSFER_BENCHMARKS)}, got {version!r}")
+    return TRANSFER_BENCHMARKS[version]
+
+
+def quadrant(task: str, model: str, version: str = "v6") -> str:
+    """The quadrant of an episode of ``task`` on the public zoo member ``model`` (benchmark ``version``)."""
+    return transfer_benchmark(version).quadrant(task, model)
+
+
+def transfer_definition(track: str = SINGLE_HEAD, version: str = "v6") -> dict:
+    """A transfer track's definition (benchmark ``version``), recorded in (and checked against) its result files."""
+    return transfer_benchmark(version).definition(track)

@@ -15,23 +15,40 @@ here and imports nothing from circuit_gym.
 from __future__ import annotations
 
 # The public model zoo (``circuit_gym.models.zoo_recipe``: one recipe, drawn seeds and placements),
-# shipped under models/zoo/.
-ZOO = ("zoo1", "zoo2", "zoo3", "zoo4")
+# shipped under models/zoo/, by generation: v1 (benchmark v6) and v2 (benchmark v7: v1's recipe
+# with the self-repair knob drawn per member).
+ZOO_GENERATIONS: dict[str, tuple[str, ...]] = {
+    "v1": ("zoo1", "zoo2", "zoo3", "zoo4"),
+    "v2": ("zoo5", "zoo6", "zoo7", "zoo8"),
+}
+ZOO = ZOO_GENERATIONS["v1"]
+ZOO_V2 = ZOO_GENERATIONS["v2"]
+# The members shipped in this release (a generation is listed once its every member trained).
+SHIPPED_ZOO = ZOO
 # Embedded model -> its directory under circuit_gym/models/.
 EMBEDDED_PATHS: dict[str, str] = {
     "toy": "toy",
     "toy_d": "toy_d",
     "tiny": "tiny",
-    **{m: f"zoo/{m}" for m in ZOO},
+    **{m: f"zoo/{m}" for m in SHIPPED_ZOO},
 }
 EMBEDDED = tuple(EMBEDDED_PATHS)
-# The zoo's split into training and held-out models (benchmark v6, ``circuit_gym.benchmark``):
-# members with an odd index train, those with an even index are held out. A rule on the names,
-# fixed before any agent was trained or scored on the zoo. The training half spans the placements'
-# extremes (zoo1: layers 8-9, zoo3: 0-1), the held-out half lies between them (zoo2: 3-4, zoo4:
-# 5-6; docs/results/zoo_placement.json): held-out depths are interpolated, not extrapolated.
-ZOO_TRAIN = tuple(m for m in ZOO if int(m.removeprefix("zoo")) % 2 == 1)
-ZOO_HELD_OUT = tuple(m for m in ZOO if m not in ZOO_TRAIN)
+
+
+# The zoo's split into training and held-out models (benchmark v6 on v1, v7 on v2;
+# ``circuit_gym.benchmark``): members with an odd index train, those with an even index are held
+# out. A rule on the names, fixed before any agent was trained or scored on the zoo. On v1 the
+# training half spans the placements' extremes (zoo1: layers 8-9, zoo3: 0-1), the held-out half
+# lies between them (zoo2: 3-4, zoo4: 5-6; docs/results/zoo_placement.json): held-out depths are
+# interpolated, not extrapolated.
+def zoo_split(members: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(training, held-out)`` members of a zoo generation by the odd/even rule."""
+    train = tuple(m for m in members if int(m.removeprefix("zoo")) % 2 == 1)
+    return train, tuple(m for m in members if m not in train)
+
+
+ZOO_TRAIN, ZOO_HELD_OUT = zoo_split(ZOO)
+ZOO_V2_TRAIN, ZOO_V2_HELD_OUT = zoo_split(ZOO_V2)
 # Named sets of embedded models an environment can draw from (``model="zoo"``).
 MODEL_SETS: dict[str, tuple[str, ...]] = {"zoo": ZOO, "zoo-train": ZOO_TRAIN, "zoo-held-out": ZOO_HELD_OUT}
 

@@ -24,6 +24,17 @@ from circuit_gym.leaderboard.verification import rescore_matches
 MANIFEST = load_manifest()
 
 
+# Tracks with references in the manifest: every track of a benchmark the board ranks or keeps
+# (a version being built, as v7 until its zoo ships, has none yet: checked below).
+SCORED = tuple(t for t in TRACKS if MANIFEST[t])
+
+
+def test_every_track_of_a_ranked_or_retired_benchmark_has_references():
+    shown = {b for b in tracks.BENCHMARKS if b == tracks.IN_FORCE or tracks.BENCHMARKS[b]} | {B.PLANTED}
+    missing = [t for t in TRACKS if tracks.track(t).benchmark in shown and not MANIFEST[t]]
+    assert missing == []
+
+
 def _first_reference(track: str):
     return next(iter(MANIFEST[track].values()))
 
@@ -65,7 +76,7 @@ def test_every_board_track_is_a_row_with_its_own_folder_definition_and_reference
     assert not tracks.retired(tracks.DEFAULT_TRACK)
 
 
-@pytest.mark.parametrize("track", TRACKS)
+@pytest.mark.parametrize("track", SCORED)
 def test_the_canary_and_both_rescores_go_through_the_rows_scorer_with_the_references_request(recorded, track):
     reference = _first_reference(track)
     row = tracks.TRACKS[track]

@@ -30,6 +30,7 @@ from pathlib import Path
 import gymnasium as gym
 
 from circuit_gym import benchmark as B
+from circuit_gym.embedded import is_embedded
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.envs.features import DEFAULT_FEATURES
 from circuit_gym.leaderboard import circuit_scorer, scorer
@@ -55,20 +56,15 @@ PRIVATE_MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 MIN_PRIVATE_TASKS = 2
 
 
-def public_models() -> tuple[str, ...]:
-    return B.TRAIN_MODELS + B.HELD_OUT_MODELS
+V6 = B.transfer_benchmark("v6")  # the default of every function here: the benchmark whose results came first
 
 
-def all_tasks() -> tuple[str, ...]:
-    return B.TRANSFER_TRAIN_TASKS + B.TRANSFER_HELD_OUT_TASKS
+def public_models(bench: B.TransferBenchmark = V6) -> tuple[str, ...]:
+    return bench.public_models()
 
 
-def seeds_of(track: str) -> tuple[int, ...]:
-    return B.TRANSFER_CIRCUIT_SEEDS if track == B.CIRCUIT else B.TRANSFER_SEEDS
-
-
-def n_private_seeds(track: str) -> int:
-    return B.TRANSFER_CIRCUIT_PRIVATE_SEEDS if track == B.CIRCUIT else B.TRANSFER_PRIVATE_SEEDS
+def all_tasks(bench: B.TransferBenchmark = V6) -> tuple[str, ...]:
+    return bench.all_tasks()
 
 
 @dataclass(frozen=True)
@@ -86,7 +82,7 @@ class Cell:
         return [(task, seed) for task in self.tasks for seed in self.seeds]
 
 
-def check_private_model(path: str | Path) -> tuple[Path, tuple[str, ...]]:
+def check_private_model(path: str | Path, bench: B.TransferBenchmark = V6) -> tuple[Path, tuple[str, ...]]:
     """``(directory, the held-out tasks served on it)`` if ``path`` holds a model of the zoo's shape
     whose card says it performs at least :data:`MIN_PRIVATE_TASKS` of the held-out tasks (its
     inclusion gate: a task it does not perform is never served on it), else a clear error, before
@@ -100,7 +96,7 @@ def check_private_model(path: str | Path) -> tuple[Path, tuple[str, ...]]:
     if missing:
         raise FileNotFoundError(f"private model directory {directory} lacks {', '.join(missing)}")
     config = json.loads((directory / "config.json").read_text())
-    zoo = json.loads((embedded_dir(B.TRAIN_MODELS[0]) / "config.json").read_text())
+    zoo = json.loads((embedded_dir(bench.train_models[0]) / "config.json").read_text())
     shape_keys = ("n_layers", "n_heads", "d_model", "d_head", "d_vocab")
     got, want = ({k: c.get(k) for k in shape_keys} for c in (config, zoo))
     if got != want:
@@ -111,10 +107,10 @@ def check_private_model(path: str | Path) -> tuple[Path, tuple[str, ...]]:
     if not card_path.is_file():
         raise FileNotFoundError(
             f"private model {directory} has no card_metrics.json: measure its inclusion gate first "
-            f"(python scripts/model_card.py --model {B.TRAIN_MODELS[0]} --path {directory})"
+            f"(python scripts/model_card.py --model {bench.train_models[0]} --path {directory})"
         )
     included = set(json.loads(card_path.read_text())["suite"]["included"])
-    served = tuple(t for t in B.TRANSFER_HELD_OUT_TASKS if t in included)
+    served = tuple(t for t in bench.held_out_tasks if t in included)
     if len(served) < MIN_PRIVATE_TASKS:
         raise ValueError(
             f"private model {directory} passes its inclusion gate on held-out tasks {list(served)} only "
@@ -140,10 +136,10 @@ def feature_sets(track: str) -> tuple[str, ...]:
     return tuple(CIRCUIT_FEATURE_SETS if track == B.CIRCUIT else FEATURE_SETS)
 
 
-def cell_env(track: str, cell: Cell, features: str) -> gym.Env:
+def cell_env(track: str, cell: Cell, features: str, bench: B.TransferBenchmark = V6) -> gym.Env:
     """The environment of ``cell`` on ``track`` (``benchmark.SINGLE_HEAD`` or ``benchmark.CIRCUIT``)."""
     env = board_env(track, cell.model, max(cell.seeds) + 1, tasks=cell.tasks, cache=cell.cache,
-                    model_path=cell.path, transfer=True, features=features)  # fmt: skip
+                    model_path=cell.path, transfer=bench, features=features)  # fmt: skip
     return HideOracleInfo(env) if track == B.SINGLE_HEAD else env
 
 
@@ -163,14 +159,18 @@ def summary(track: str, rows: list[dict]) -> dict:
     return {**scorer._summary(rows), "circuits": areas_summary(rows)}
 
 
-def transfer_scores(track: str, rows: list[dict]) -> dict:
+def transfer_scores(track: str, rows: list[dict], bench: B.TransferBenchmark = V6) -> dict:
     """A result's ``scores``: per quadrant, per (model, task), and the rows."""
     quadrants = {
-        q: summary(track, [r for r in rows if B.quadrant(r["task"], r["model"]) == q]) for q in B.QUADRANTS
+        q: summary(track, [r for r in rows if bench.quadrant(r["task"], r["model"]) == q])
+        for q in B.QUADRANTS
     }
     per_cell = {
-        m: {t: summary(track, [r for r in rows if r["model"] == m and r["task"] == t]) for t in all_tasks()}
-        for m in public_models()
+        m: {
+            t: summary(track, [r for r in rows if r["model"] == m and r["task"] == t])
+            for t in bench.all_tasks()
+        }
+        for m in bench.public_models()
     }
     out = {"quadrants": quadrants, "per_model_task": per_cell, "episodes": rows}
     if track == B.SINGLE_HEAD:  # the circuit track's summaries hold their passes already
@@ -178,16 +178,14 @@ def transfer_scores(track: str, rows: list[dict]) -> dict:
     return out
 
 
-def cells(
-    track: str, private: tuple[Path, tuple[str, ...]] | None, private_seeds: tuple[int, ...] | None
-) -> list[Cell]:
+def cells(track: str, private: tuple[Path, tuple[str, ...]] | None, private_seeds: tuple[int, ...] | None,
+          bench: B.TransferBenchmark = V6) -> list[Cell]:  # fmt: skip
     """The public cells (every public model, every task, the track's seeds), then the private
     model's (``private``: its directory and the held-out tasks it performs)."""
-    out = [Cell(m, None, all_tasks(), seeds_of(track), True) for m in public_models()]
+    out = [Cell(m, None, bench.all_tasks(), bench.seeds_of(track), True) for m in bench.public_models()]
     if private is not None:
-        out.append(
-            Cell(PRIVATE, str(private[0]), private[1], tuple(private_seeds[: n_private_seeds(track)]), False)
-        )
+        seeds = tuple(private_seeds[: bench.n_private_seeds(track)])
+        out.append(Cell(PRIVATE, str(private[0]), private[1], seeds, False))
     return out
 
 
@@ -195,7 +193,7 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
                    checkpoint: str | None = None, builtin: str | None = None,
                    private_model: str | Path | None = None, private_seeds: str | Path | None = None,
                    require_isolation: bool | None = None, models: tuple[str, ...] | None = None,
-                   sample: int | None = None, features: str = DEFAULT_FEATURES) -> dict:  # fmt: skip
+                   sample: int | None = None, features: str = DEFAULT_FEATURES, version: str = "v6") -> dict:  # fmt: skip
     """Score one policy (sandboxed) or builtin on a transfer track; the result dict (``track``
     ``"transfer-single-head"`` or ``"transfer-circuit"``, ``status`` "scored" or "failed").
 
@@ -205,7 +203,9 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
     (``circuit_gym/leaderboard/canary.py``): only the first ``sample`` episodes of the first public model,
     their rows under ``scores["episodes"]``, ``status`` "sample" (the board refuses it).
     ``features``: the observation (:func:`feature_sets`), recorded in the provenance unless the default.
+    ``version``: the transfer benchmark's row (``benchmark.TRANSFER_BENCHMARKS``: its zoo and splits).
     """
+    bench = B.transfer_benchmark(version)
     if track not in TRACKS:
         raise ValueError(f"track must be one of {TRACKS}, got {track!r}")
     if features not in feature_sets(track):
@@ -217,17 +217,20 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
             "give both private_model and private_seeds (the private model is scored on private seeds), or neither"
         )
     spec_track = _TRACK[track]
-    checked = check_private_model(private_model) if private_model is not None else None
+    checked = check_private_model(private_model, bench) if private_model is not None else None
     private_dir = checked[0] if checked is not None else None
     policy_hash, private, require_isolation = check_request(
         track, name, policy_spec, builtin, checkpoint, private_seeds, require_isolation
     )
-    if private is not None and len(private[0]) < n_private_seeds(track):
+    if private is not None and len(private[0]) < bench.n_private_seeds(track):
         raise ValueError(
             f"private seed file {private_seeds} holds {len(private[0])} seeds; the {track} transfer track "
-            f"uses {n_private_seeds(track)}"
+            f"uses {bench.n_private_seeds(track)}"
         )
-    plan = cells(track, checked, private[0] if private else None)
+    unshipped = [m for m in bench.public_models() if not is_embedded(m)]
+    if unshipped:
+        raise ValueError(f"benchmark {version}'s models {unshipped} are not shipped in this release")
+    plan = cells(track, checked, private[0] if private else None, bench)
     if sample is not None:
         if private is not None:
             raise ValueError("a sample run (the canary's) does not score the private model")
@@ -236,15 +239,17 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
             raise ValueError(f"sample must be between 1 and {len(first.jobs())} episodes, got {sample}")
         plan = [first]
     if models is not None:
-        unknown = sorted(set(models) - set(public_models()))
+        unknown = sorted(set(models) - set(bench.public_models()))
         if unknown:
-            raise ValueError(f"models must be public zoo members {list(public_models())}, got {unknown}")
+            raise ValueError(
+                f"models must be public zoo members {list(bench.public_models())}, got {unknown}"
+            )
         plan = [c for c in plan if c.model in models or c.model == PRIVATE]
     start = time.time()
-    envs = {c.model: cell_env(track, c, features) for c in plan}
+    envs = {c.model: cell_env(track, c, features, bench) for c in plan}
     if private_dir is not None:
         check_card_weights(private_dir, envs[PRIVATE].unwrapped.model.circuit_gym_info.weights_hash)
-    definition = B.transfer_definition(track)
+    definition = bench.definition(track)
     result: dict = {
         "name": name,
         "track": definition["track"],
@@ -283,7 +288,7 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
         if sample is not None:
             result.update(status="sample", scores=_round({"episodes": public}))
         else:
-            result.update(status="scored", scores=_round(transfer_scores(track, public)))
+            result.update(status="scored", scores=_round(transfer_scores(track, public, bench)))
         if private_dir is not None:
             hidden = rows[PRIVATE]
             result["private"] = {
@@ -306,7 +311,7 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
 def _line(track: str, s: dict) -> str:
     if not s:
         return "no episodes"
-    if track == "transfer-circuit":
+    if track.endswith(B.CIRCUIT):
         return f"CPR {s['cpr']:.3f}, CMD {s['cmd']:.3f} ({s['episodes']} episodes)"
     ci = ", ".join("nan" if v is None else f"{v:.3f}" for v in s["k1"]["recovery_ci95"])
     return (f"best-of-1 {s['k1']['recovery']:.3f} [{ci}], best-of-5 {s['k5']['recovery']:.3f} "
