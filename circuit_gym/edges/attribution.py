@@ -24,10 +24,14 @@ and v apart, comes from one backward pass):
   default is 30). The steps are stacked along the batch: **one** forward and **one**
   backward pass over ``steps`` x the batch.
 
-GIM (Edin et al. 2025, MIB's current leader) changes how the gradient flows back through
-attention; at edge level it plugs in as another ``g``: :data:`GRADIENT_HOOKS` maps a name
-to a function ``(patcher, steps) -> per-port gradients`` (none registered here; the head
-level's ``circuit_gym/ablation/gim.py`` is the place for its backward rule).
+- **GIM** (Edin et al. 2025, MIB's current leader): ``g`` at the clean run, as EAP, but
+  with the gradient flowing back by GIM's rules (frozen LayerNorm scales, the softmax's
+  Jacobian at temperature 2, Q/K/V gradients times 1/4, 1/4, 1/2; the head level's
+  :mod:`circuit_gym.ablation.gim`), through :func:`circuit_gym.edges.gim.gim_port_gradients`.
+  Cost: EAP's. With ``steps > 1`` the gradient is averaged over EAP-IG's input grid instead.
+
+:data:`GRADIENT_HOOKS` maps a rule's name to a function ``(patcher, steps) -> per-port
+gradients``; :func:`gradient_ranking` turns any of them into edge scores.
 """
 
 from __future__ import annotations
@@ -37,12 +41,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from circuit_gym.edges.gim import gim_port_gradients
 from circuit_gym.edges.patching import EdgePatcher
 from circuit_gym.edges.ranking import EdgeRanking
-
-# name -> (patcher, steps) -> list of per-port gradients (the layout of _port_gradients'
-# result): the hook for GIM-style backward rules. Empty until one is registered.
-GRADIENT_HOOKS: dict[str, Callable[[EdgePatcher, int], list[torch.Tensor]]] = {}
 
 
 def eap_ranking(patcher: EdgePatcher) -> EdgeRanking:
@@ -53,20 +54,42 @@ def eap_ranking(patcher: EdgePatcher) -> EdgeRanking:
 def eap_ig_ranking(patcher: EdgePatcher, steps: int = 5) -> EdgeRanking:
     """EAP-IG (inputs) edge scores with ``steps`` interpolation steps (one stacked forward +
     one backward pass)."""
-    if isinstance(steps, bool) or int(steps) < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
-    steps = int(steps)
-    clean, corrupt = patcher.clean_input, patcher.corrupt_input
-    alphas = torch.arange(steps, dtype=clean.dtype, device=clean.device) / steps
-    emb = (corrupt[None] + alphas[:, None, None, None] * (clean - corrupt)[None]).flatten(0, 1)
-    return _ranking(patcher, _port_gradients(patcher, emb, steps), f"eap_ig_{steps}")
+    steps = _check_steps(steps)
+    return _ranking(patcher, _port_gradients(patcher, _ig_inputs(patcher, steps), steps), f"eap_ig_{steps}")
+
+
+def _gim_gradients(patcher: EdgePatcher, steps: int) -> list[torch.Tensor]:
+    """GIM's per-port gradients: at the clean run for one step, else over EAP-IG's input grid."""
+    emb = patcher.clean_input if steps == 1 else _ig_inputs(patcher, steps)
+    return gim_port_gradients(patcher, emb, steps)
+
+
+# name -> (patcher, steps) -> list of per-port gradients (the layout of _port_gradients' result)
+GRADIENT_HOOKS: dict[str, Callable[[EdgePatcher, int], list[torch.Tensor]]] = {"gim": _gim_gradients}
 
 
 def gradient_ranking(patcher: EdgePatcher, name: str, steps: int = 1) -> EdgeRanking:
-    """Edge scores from a registered gradient rule (:data:`GRADIENT_HOOKS`, e.g. GIM's)."""
+    """Edge scores from a registered gradient rule (:data:`GRADIENT_HOOKS`, e.g. ``"gim"``);
+    the method is ``name`` (with ``_{steps}`` for more than one step)."""
     if name not in GRADIENT_HOOKS:
         raise KeyError(f"no gradient rule {name!r}; registered: {sorted(GRADIENT_HOOKS)}")
-    return _ranking(patcher, GRADIENT_HOOKS[name](patcher, steps), name)
+    steps = _check_steps(steps)
+    method = name if steps == 1 else f"{name}_{steps}"
+    return _ranking(patcher, GRADIENT_HOOKS[name](patcher, steps), method)
+
+
+def _check_steps(steps: int) -> int:
+    if isinstance(steps, bool) or int(steps) < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    return int(steps)
+
+
+def _ig_inputs(patcher: EdgePatcher, steps: int) -> torch.Tensor:
+    """EAP-IG's input grid: ``corrupt + (j / steps)(clean - corrupt)``, ``j = 0 .. steps - 1``,
+    stacked along the batch ``[steps * batch, seq, d]``."""
+    clean, corrupt = patcher.clean_input, patcher.corrupt_input
+    alphas = torch.arange(steps, dtype=clean.dtype, device=clean.device) / steps
+    return (corrupt[None] + alphas[:, None, None, None] * (clean - corrupt)[None]).flatten(0, 1)
 
 
 def _port_gradients(patcher: EdgePatcher, emb: torch.Tensor, copies: int) -> list[torch.Tensor]:

@@ -2,9 +2,8 @@
 
 Every reference takes an :class:`EdgePatcher` and returns an :class:`EdgeRanking` whose
 ``passes`` say what it cost (``forward`` / ``backward`` full passes, ``circuits`` patched
-circuit runs); :func:`lm_passes` adds them up. GIM plugs in through
-:data:`circuit_gym.edges.attribution.GRADIENT_HOOKS` (``gradient_ranking``) once its head-level
-backward rule exists (``circuit_gym/ablation/gim.py``).
+circuit runs); :func:`lm_passes` adds them up. GIM is a registered gradient rule
+(:data:`circuit_gym.edges.attribution.GRADIENT_HOOKS`, ``gradient_ranking``).
 
     python -m circuit_gym.edges.references [--out docs/results/edges/references.json]
 
@@ -20,7 +19,7 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from circuit_gym.edges.attribution import eap_ig_ranking, eap_ranking
+from circuit_gym.edges.attribution import eap_ig_ranking, eap_ranking, gradient_ranking
 from circuit_gym.edges.curve import edge_batch_scores
 from circuit_gym.edges.greedy import greedy_edge_ranking
 from circuit_gym.edges.patching import EdgePatcher
@@ -32,6 +31,7 @@ GREEDY_CANDIDATES = 10  # greedy insertion over EAP-IG's top 10 edges: 55 circui
 EDGE_REFERENCES: dict[str, EdgeReference] = {
     "eap": eap_ranking,
     "eap_ig": eap_ig_ranking,  # 5 steps
+    "gim": lambda patcher: gradient_ranking(patcher, "gim"),  # EAP's pass, GIM's backward rules
     "random": lambda patcher: random_edge_ranking(patcher.graph, 0),
     "greedy_eap_ig": lambda patcher: greedy_edge_ranking(patcher, eap_ig_ranking(patcher), GREEDY_CANDIDATES),
 }
