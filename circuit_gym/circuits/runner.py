@@ -31,12 +31,11 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from circuit_gym.ablation.engine import RESID_BUDGET, AblationEngine, Evaluation, default_ablation
+from circuit_gym.ablation.circuit_metric import CircuitMetric
+from circuit_gym.ablation.engine import RESID_BUDGET, AblationEngine
 from circuit_gym.ablation.masked_replay import replay_masks
 from circuit_gym.circuits.circuit import Circuit
 from circuit_gym.heads import z_hook
-from circuit_gym.models.loading import model_device
-from circuit_gym.tasks.base import PromptBatch, Task
 
 REPLAYS = ("masked", "plain")
 REPLAY_ENV_VAR = "CIRCUIT_GYM_REPLAY"
@@ -53,37 +52,14 @@ def default_replay() -> str:
     return check_replay(os.environ.get(REPLAY_ENV_VAR) or "masked")
 
 
-class CircuitRunner:
-    """Task metric of any circuit on one prompt batch (higher = better behaviour)."""
+class CircuitRunner(CircuitMetric[Circuit]):
+    """Task metric of any circuit of heads on one prompt batch (higher = better behaviour);
+    ``CircuitRunner.for_task(model, task, batch, ablation, replay=...)`` builds its engine."""
 
     def __init__(self, engine: AblationEngine, replay: str | None = None) -> None:
-        self.engine = engine
+        super().__init__(engine)
         self.replay = None if replay is None else check_replay(replay)
         self.n_layers, self.n_heads = engine.n_layers, engine.n_heads
-        self.ablation = engine.kind
-
-    @classmethod
-    def for_task(cls, model, task: Task, batch: PromptBatch, ablation: str | None = None,
-                 replay: str | None = None) -> CircuitRunner:  # fmt: skip
-        """A runner for ``task`` on ``batch``; ``ablation`` defaults to the model's
-        (:func:`~circuit_gym.ablation.engine.default_ablation`)."""
-        if ablation is None:
-            ablation = default_ablation(model.circuit_gym_info.name)
-        engine = AblationEngine(model, Evaluation.for_task(task, batch, model_device(model)), ablation)
-        return cls(engine, replay)
-
-    @property
-    def full_metric(self) -> float:
-        """m(full): the clean model's metric, averaged over the batch."""
-        return self.engine.clean_score
-
-    @property
-    def batch_size(self) -> int:
-        return int(self.engine.ev.tokens.shape[0])
-
-    def metric(self, circuits: Sequence[Circuit]) -> np.ndarray:
-        """m(C) for each circuit: the task metric averaged over the batch, float64."""
-        return self.metric_rows(circuits).mean(1)
 
     @torch.no_grad()
     def metric_rows(self, circuits: Sequence[Circuit]) -> np.ndarray:

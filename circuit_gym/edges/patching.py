@@ -41,25 +41,24 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from circuit_gym.ablation.engine import AblationEngine, Evaluation, default_ablation
+from circuit_gym.ablation.circuit_metric import CircuitMetric
+from circuit_gym.ablation.engine import AblationEngine
 from circuit_gym.ablation.fast_blocks import FastBlocks
 from circuit_gym.edges.circuit import EdgeCircuit
 from circuit_gym.edges.graph import EdgeGraph
-from circuit_gym.models.loading import model_device
-from circuit_gym.tasks.base import PromptBatch, Task
 
 # Floats held per pass for the senders' differences and the ports' inputs (stacked circuits).
 EDGE_BUDGET = 40_000_000
 
 
-class EdgePatcher:
-    """Task metric of any edge circuit on one prompt batch (higher = better behaviour)."""
+class EdgePatcher(CircuitMetric[EdgeCircuit]):
+    """Task metric of any edge circuit on one prompt batch (higher = better behaviour); m(full)
+    keeps every edge. ``EdgePatcher.for_task(model, task, batch, ablation)`` builds its engine."""
 
     def __init__(self, engine: AblationEngine) -> None:
+        super().__init__(engine)
         model = engine.model
-        self.engine = engine
         self.graph = EdgeGraph.of_model(model)
-        self.ablation = engine.kind
         if self.graph.has_mlp:
             raise NotImplementedError(
                 "edge patching runs attention-only models (toy, zoo, planted); the graph of a model with "
@@ -84,27 +83,7 @@ class EdgePatcher:
         if not torch.allclose(rows, engine.clean_rows, atol=1e-4, rtol=1e-4):
             raise RuntimeError("the edge replay does not reproduce the model's clean pass on this batch")
 
-    @classmethod
-    def for_task(cls, model, task: Task, batch: PromptBatch, ablation: str | None = None) -> EdgePatcher:
-        """A patcher for ``task`` on ``batch``; ``ablation`` defaults to the model's (as the head level)."""
-        if ablation is None:
-            ablation = default_ablation(model.circuit_gym_info.name)
-        return cls(AblationEngine(model, Evaluation.for_task(task, batch, model_device(model)), ablation))
-
     # ------------------------------------------------------------------ public
-    @property
-    def full_metric(self) -> float:
-        """m(full): the clean model's metric (every edge kept), the head engine's clean score."""
-        return self.engine.clean_score
-
-    @property
-    def batch_size(self) -> int:
-        return int(self.engine.ev.tokens.shape[0])
-
-    def metric(self, circuits: Sequence[EdgeCircuit]) -> np.ndarray:
-        """m(C) for each circuit: the task metric averaged over the batch, float64."""
-        return self.metric_rows(circuits).mean(1)
-
     @torch.no_grad()
     def metric_rows(self, circuits: Sequence[EdgeCircuit]) -> np.ndarray:
         """Per-prompt task metric of each circuit, ``[len(circuits), batch]``, float64. A circuit

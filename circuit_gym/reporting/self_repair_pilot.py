@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from circuit_gym.ablation.cache import SweepCache
-from circuit_gym.ablation.engine import AblationEngine, Evaluation
+from circuit_gym.ablation.contrastive import build_task_engine
 from circuit_gym.benchmark import ABLATION, TRANSFER_TRAIN_TASKS
 from circuit_gym.circuits.self_repair import TOP_K, self_repair_measures
 from circuit_gym.embedded import is_embedded
 from circuit_gym.heads import head_name
 from circuit_gym.models.behaviour import task_metrics
-from circuit_gym.models.loading import embedded_dir, load_model, model_device
+from circuit_gym.models.loading import embedded_dir, load_model
 from circuit_gym.suite import MIN_ACCURACY, default_tasks, gate, oracle_heads
 from circuit_gym.tasks import get_task
 
@@ -70,7 +70,7 @@ def model_entry(model, task_names, *, episodes: int, accuracy_batches: int, prom
         if row["included"]:
             task = get_task(name)
             batch = task.batch(model, MEASURE_SPLIT, prompts, seed=seed)
-            engine = AblationEngine(model, Evaluation.for_task(task, batch, model_device(model)), ABLATION)
+            engine = build_task_engine(model, task, batch, ABLATION)
             m = self_repair_measures(engine)
             m["top_head_name"] = head_name(m["top_head"], n_heads)
             m["top_pair_names"] = [head_name(h, n_heads) for h in m["top_pair"]]
