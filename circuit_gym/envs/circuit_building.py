@@ -22,6 +22,7 @@ from circuit_gym.envs.arguments import (
 )
 from circuit_gym.envs.causal_features import CircuitCausalState, episode_causal
 from circuit_gym.envs.features import CIRCUIT_FEATURE_SETS, DEFAULT_FEATURES, FEATURE_BOUND, N_STATIC
+from circuit_gym.envs.memo import memoised
 from circuit_gym.envs.pool import EnvPools, Episode, shared_model
 from circuit_gym.envs.render import render_grid
 from circuit_gym.heads import head_name
@@ -66,17 +67,11 @@ class CircuitEpisode:
         ``evaluate(todo)`` instead when given: an outside evaluator of the same numbers, e.g.
         ``baselines.circuit_ray``'s Ray workers)."""
         runner = self.runner
-        todo = list(dict.fromkeys(h for h in head_sets if not (use_memo and h in self.memo)))
-        computed = {}
-        if todo:
-            if evaluate is not None:
-                values = np.asarray(evaluate(todo), dtype=np.float64)
-            else:
-                values = runner.metric([Circuit(h, runner.n_layers, runner.n_heads) for h in todo])
-            computed = dict(zip(todo, values.tolist(), strict=True))
-            if use_memo:
-                self.memo.update(computed)
-        return np.array([computed[h] if h in computed else self.memo[h] for h in head_sets], dtype=np.float64)
+
+        def run(todo: list[frozenset[int]]) -> np.ndarray:
+            return runner.metric([Circuit(h, runner.n_layers, runner.n_heads) for h in todo])
+
+        return memoised(self.memo if use_memo else {}, head_sets, evaluate or run)
 
 
 def circuit_episode(episode: Episode) -> CircuitEpisode:

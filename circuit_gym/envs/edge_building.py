@@ -27,6 +27,7 @@ from circuit_gym.envs.arguments import (
     reset_choice,
 )
 from circuit_gym.envs.features import FEATURE_BOUND
+from circuit_gym.envs.memo import memoised
 from circuit_gym.envs.pool import EnvPools, Episode, shared_model
 from circuit_gym.envs.render import render_grid
 from circuit_gym.graph_names import LOGITS, parse_node_name
@@ -89,10 +90,10 @@ class EdgeEpisode:
 
     def faithfulness(self, edges: frozenset[int]) -> float:
         """f of the circuit keeping ``edges`` (graph edge indices), memoised per circuit."""
-        if edges not in self.memo:
-            circuit = EdgeCircuit(edges, self.graph)
-            self.memo[edges] = float(self.patcher.metric([circuit])[0])
-        return float(faithfulness(self.memo[edges], self.empty_metric, self.full_metric))
+        [metric] = memoised(
+            self.memo, [edges], lambda todo: self.patcher.metric([EdgeCircuit(e, self.graph) for e in todo])
+        )
+        return float(faithfulness(metric, self.empty_metric, self.full_metric))
 
 
 def edge_episode(episode: Episode, k: int) -> EdgeEpisode:
