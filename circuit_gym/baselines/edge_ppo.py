@@ -14,19 +14,24 @@ adapter base are ``circuit_gym/baselines/ppo_trainer.py``'s:
 - :data:`RECIPE`: the environments and the checkpoint selection: after every epoch the
   deterministic policy plays train-split batches ``pool_size .. pool_size + selection_episodes - 1``
   of every (training model, training task) cell (held back: never trained on, never reported);
-  the score is the mean edge CPR of those episodes' rankings (``circuit_gym.edges.curve``), and
-  the curve shows EAP-IG's CPR on the same batches beside it (computed once, kept on resume);
+  the score is the mean over cells of the **small-circuit area** (:func:`small_circuit_area`) of
+  those episodes' rankings: the mean faithfulness of the ranking's first 1, 2, ..., ``budget``
+  edges, the circuits the agent itself builds. The curve shows EAP-IG's and the untrained
+  network's area on the same batches beside it (computed once, kept on resume);
 - :class:`EdgePPOPolicy`: a trained network that plays an episode and returns its edge ranking
-  (the insertion order, then the other candidates and every other edge by EAP-IG): what the
-  board scores.
+  (the insertion order, then every other edge by signed EAP-IG): what the board scores.
 
     python scripts/train_edge_ppo.py --out runs/edge_ppo/seed0 --epochs 6
     python scripts/train_edge_ppo.py --out runs/edge_ppo/seed0 --epochs 10   # resumes, extends
+
+A run selected under an earlier rule goes on under this one from a copy of its training state
+(:func:`fork_run`): the network, optimiser and epoch count carry over, the selection starts afresh.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -39,8 +44,6 @@ import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym.baselines import ppo_trainer
 from circuit_gym.baselines.ppo_trainer import PolicyAdapter, PPOConfigBase, cells, selection_indices
 from circuit_gym.benchmark import TRANSFER_TRAIN_TASKS
-from circuit_gym.circuits.area import cpr
-from circuit_gym.edges.curve import edge_curve
 from circuit_gym.edges.ranking import EdgeRanking
 from circuit_gym.embedded import MODEL_SETS, ZOO_TRAIN
 from circuit_gym.envs.edge_building import EDGE_COLUMNS, MEMBER, EdgeBuildingEnv
@@ -72,10 +75,10 @@ class EdgePPOConfig(PPOConfigBase):
     network: str = "edge_scorer"
     minibatch: int = 32
     candidates: int = 128  # K; every action a row, so K sets the network's and the episode's cost
-    budget: int = 32  # edges added per episode at most (one LM pass each)
+    budget: int = 32  # edges added per episode at most (one LM pass each); the selection's sizes 1 .. budget
     # Training's cost per edge. 0, not the env's 0.001: as with the circuit PPO (docs/circuit_envs.md),
     # a cost makes STOP the untrained policy's best action before it finds the edges that raise f;
-    # CPR, the selection score, does not charge for size.
+    # the selection score (the small-circuit area over sizes 1 .. budget) does not charge for size.
     alpha: float = 0.0
     gamma: float = 1.0  # finite episodes: the return is f of the final circuit
 
@@ -148,31 +151,14 @@ class EdgePPOPolicy(PolicyAdapter):
 
     def ranking(self, env: gym.Env, options: dict | None = None, seed: int | None = None) -> EdgeRanking:
         """Play one episode of ``env`` (reset with ``options``, e.g. ``{"task": ..., "batch_index":
-        ...}``) to its end; the episode's edge ranking (:func:`episode_ranking`)."""
+        ...}``) to its end; the episode's edge ranking: the environment's (the edges added, in
+        order, then every other edge by signed EAP-IG), named ``edge_ppo``."""
         obs, info = env.reset(seed=seed, options=options)
         done = False
         while not done:
             obs, _, terminated, truncated, info = env.step(self.act(obs, info["action_mask"]))
             done = terminated or truncated
-        return episode_ranking(edge_env(env), int(info["forward_passes"]))
-
-
-def episode_ranking(env: EdgeBuildingEnv, passes: int) -> EdgeRanking:
-    """An adding episode as a ranking of every edge: the edges added, in order, then every other
-    edge by signed EAP-IG. Not ``EdgeBuildingEnv.ranking``, which lifts the unchosen candidates
-    (the top |EAP-IG|, negative ones too) above every other edge: on seed 0's held-back batches
-    that cost 0.06 CPR against EAP-IG's own ranking whatever the policy chose, because beyond the
-    budget's first ~0.1% of the edges the tail is the whole curve. An episode that cuts
-    (``start="candidates"``) keeps the environment's ranking."""
-    if env.start != "empty":
-        return env.ranking()
-    scores = np.asarray(env.state.eap_ig.scores, dtype=np.float64)
-    ranked = scores.copy()
-    added = env.order
-    top = float(np.abs(scores).max()) + 1.0
-    for place, edge in enumerate(added):
-        ranked[edge] = top + (len(added) - place)  # above every EAP-IG score, first added highest
-    return EdgeRanking.from_array(ranked, "edge_ppo", env.graph, {"forward": passes})
+        return replace(edge_env(env).ranking(), method="edge_ppo")
 
 
 def load_policy(checkpoint: str) -> EdgePPOPolicy:
@@ -220,44 +206,89 @@ def make_training_env(config: EdgePPOConfig, seed: int) -> gym.Env:
     return TrainingBatches(make_env(config, config.selection_pool), config.pool_size)
 
 
-def episode_cpr(patcher, ranking: EdgeRanking) -> float:
-    """Edge CPR of ``ranking`` on the patcher's batch (the signed curve only)."""
-    return cpr(edge_curve(patcher, ranking))
+def small_circuit_area(faithfulness: Callable[[frozenset[int]], float], order: Sequence[int]) -> float:
+    """The checkpoint-selection formula: the mean faithfulness of an order's first 1, 2, ..., n
+    edges (``order`` holds n)::
+
+        area = (1 / n) * sum_{k=1..n} f({order_1, ..., order_k})
+
+    With n the budget it scores exactly the circuits an episode builds (its prefixes, memoised
+    by the environment: no LM pass), each size weighted alike. Edge CPR is not the rule: its
+    trapezoids over MIB's sizes give the circuits beyond the first 1/20 of the edges 0.95 of
+    the axis, and those hold the episode's edges plus EAP-IG's order, so on seed 0's held-back
+    batches it fell (1.403 -> 1.369) while the built circuit's f rose 0.00 -> 0.65."""
+    if len(order) == 0:
+        raise ValueError("the small-circuit area needs at least one edge")
+    edges = [int(e) for e in order]
+    return float(np.mean([faithfulness(frozenset(edges[:k])) for k in range(1, len(edges) + 1)]))
 
 
-def eap_ig_reference(env: gym.Env, indices: range) -> dict[str, list[float]]:
-    """EAP-IG's edge CPR on each held-back batch of each (model, task) cell: the curve's reference line."""
-    reference = {}
+def ranking_area(faithfulness: Callable[[frozenset[int]], float], ranking: EdgeRanking, size: int) -> float:
+    """The small-circuit area of ``ranking``'s first ``size`` edges (``faithfulness``: f of an
+    edge set on one batch, e.g. an edge episode's memoised ``EdgeEpisode.faithfulness``)."""
+    return small_circuit_area(faithfulness, ranking.order()[:size])
+
+
+def cell_areas(
+    env: gym.Env, indices: range, size: int, rank: Callable[[gym.Env, str, int], EdgeRanking]
+) -> dict:
+    """Per (model, task) cell of ``env``, the small-circuit area of ``rank(inner, task, i)`` on
+    each held-back batch ``i``."""
+    areas = {}
     for label, inner, task in cells(env):
-        base = edge_env(inner)
-        values = []
-        for i in indices:
-            base.reset(options={"task": task, "batch_index": i})
-            values.append(episode_cpr(base.state.patcher, base.state.eap_ig))
-        reference[label] = values
-    return reference
+        # rank() first: it resets the environment onto batch i, whose f the area then reads
+        areas[label] = [_area_after(inner, rank(inner, task, i), size) for i in indices]
+    return areas
 
 
-def selection_cpr(net: nn.Module, env: gym.Env, indices: range, reference: dict[str, list[float]]) -> dict:
-    """The checkpoint-selection score: the mean over (model, task) cells of the mean edge CPR of
-    the deterministic policy's episodes on the held-back batches; EAP-IG's on the same beside it."""
+def _area_after(inner: gym.Env, ranking: EdgeRanking, size: int) -> float:
+    return ranking_area(edge_env(inner).state.faithfulness, ranking, size)
+
+
+def policy_ranker(net: nn.Module) -> Callable[[gym.Env, str, int], EdgeRanking]:
+    """The deterministic policy's episode on a batch, as a ranking."""
     policy = EdgePPOPolicy(net)
-    per_cell, built, sizes = {}, [], []
-    for label, inner, task in cells(env):
-        values = []
-        for i in indices:
-            ranking = policy.ranking(inner, {"task": task, "batch_index": i})
-            base = edge_env(inner)
-            values.append(episode_cpr(base.state.patcher, ranking))
-            # what the episode itself reached (memoised: no pass): CPR barely sees the first edges
-            built.append(base.state.faithfulness(frozenset(base.order)))
-            sizes.append(len(base.order))
-        per_cell[label] = float(np.mean(values))
-    eap_ig = {label: float(np.mean(v)) for label, v in reference.items()}
-    return {"selection_score": float(np.mean(list(per_cell.values()))),
-            "eap_ig_cpr": float(np.mean(list(eap_ig.values()))),
+    return lambda inner, task, i: policy.ranking(inner, {"task": task, "batch_index": i})
+
+
+def eap_ig_ranker(inner: gym.Env, task: str, i: int) -> EdgeRanking:
+    """EAP-IG's own ranking of a batch (signed, as the environment's tail)."""
+    inner.reset(options={"task": task, "batch_index": i})
+    return edge_env(inner).state.eap_ig
+
+
+def _cell_means(areas: dict[str, list[float]]) -> tuple[float, dict[str, float]]:
+    per_cell = {label: float(np.mean(values)) for label, values in areas.items()}
+    return float(np.mean(list(per_cell.values()))), per_cell
+
+
+def selection_reference(config: EdgePPOConfig, env: gym.Env, indices: range) -> dict:
+    """What the curve shows beside the score, computed once per run: EAP-IG's areas and the
+    untrained network's (the one :func:`ppo_trainer.train` starts from: same seed, same shape)."""
+    torch.manual_seed(config.seed)  # the trainer seeds again before it builds its network
+    untrained = make_net(config, len(EDGE_COLUMNS))
+    return {"eap_ig": cell_areas(env, indices, config.budget, eap_ig_ranker),
+            "untrained": cell_areas(env, indices, config.budget, policy_ranker(untrained))}  # fmt: skip
+
+
+def selection_area(net: nn.Module, env: gym.Env, indices: range, size: int, reference: dict) -> dict:
+    """The checkpoint-selection score: the mean over (model, task) cells of the mean
+    small-circuit area (first ``size`` edges) of the deterministic policy's episodes on the
+    held-back batches; EAP-IG's and the untrained network's beside it, and what the episodes built."""
+    built, sizes = [], []
+
+    def rank(inner: gym.Env, task: str, i: int) -> EdgeRanking:
+        ranking = policy_ranker(net)(inner, task, i)
+        base = edge_env(inner)
+        built.append(base.state.faithfulness(frozenset(base.order)))  # memoised: no pass
+        sizes.append(len(base.order))
+        return ranking
+
+    score, per_cell = _cell_means(cell_areas(env, indices, size, rank))
+    return {"selection_score": score, "eap_ig_area": _cell_means(reference["eap_ig"])[0],
+            "untrained_area": _cell_means(reference["untrained"])[0],
             "built_faithfulness": float(np.mean(built)), "built_edges": float(np.mean(sizes)),
-            "cpr_per_cell": per_cell, "eap_ig_cpr_per_cell": eap_ig}  # fmt: skip
+            "area_per_cell": per_cell, "eap_ig_area_per_cell": _cell_means(reference["eap_ig"])[1]}  # fmt: skip
 
 
 def warm_up(config: EdgePPOConfig, progress: bool | None = None) -> float:
@@ -266,13 +297,13 @@ def warm_up(config: EdgePPOConfig, progress: bool | None = None) -> float:
 
 
 def selection(config: EdgePPOConfig, out: Path, reference: dict | None) -> tuple:
-    """The checkpoint-selection score (:func:`selection_cpr`) and EAP-IG's CPR on the same batches
-    (a resumed run's ``reference``, else computed now)."""
+    """The checkpoint-selection score (:func:`selection_area`) and its reference (a resumed
+    run's, else :func:`selection_reference` now)."""
     env = make_env(config, config.selection_pool)
     indices = selection_indices(config)
     if reference is None:
-        reference = eap_ig_reference(env, indices)
-    return (lambda net: selection_cpr(net, env, indices, reference)), reference
+        reference = selection_reference(config, env, indices)
+    return (lambda net: selection_area(net, env, indices, config.budget, reference)), reference
 
 
 def make_net(config: EdgePPOConfig, n_features: int) -> nn.Module:
@@ -287,10 +318,25 @@ RECIPE = ppo_trainer.Recipe(
 
 def train(config: EdgePPOConfig, out: Path, progress: bool | None = True) -> dict:
     """Train (``ppo_trainer.train``): ``policy.pt`` (best selection score), ``policy_last.pt``,
-    ``config.json``, ``curve.json`` (per epoch: env steps, test return, mean edge CPR on the
-    held-back batches and EAP-IG's on the same), ``checkpoint.pt``, ``train_summary.json``.
+    ``config.json``, ``curve.json`` (per epoch: env steps, test return, the small-circuit area on
+    the held-back batches, EAP-IG's and the untrained network's on the same), ``checkpoint.pt``,
+    ``train_summary.json``.
     The same call again continues from the last finished epoch; more ``epochs`` extend the run."""
     return ppo_trainer.train(config, RECIPE, out, progress)
+
+
+def fork_run(source: Path, out: Path) -> None:
+    """Start ``out`` from ``source``'s last finished epoch with its selection afresh: the same
+    configuration, network, optimiser, return normalisation, epoch count and environment seeds
+    (so :func:`train` on ``out`` resumes), but no curve, no best score and no reference. Use it
+    when the selection rule changed: the scores on ``source``'s curve are another rule's."""
+    if (out / ppo_trainer.CHECKPOINT).exists():
+        raise FileExistsError(f"{out} already holds a run")
+    checkpoint = torch.load(source / ppo_trainer.CHECKPOINT, weights_only=False)  # our own file
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text((source / "config.json").read_text())
+    fresh = {**checkpoint, "curve": [], "best": -np.inf, "reference": None}
+    torch.save(fresh, out / ppo_trainer.CHECKPOINT)
 
 
 def main(argv: list[str] | None = None) -> None:
