@@ -1,0 +1,91 @@
+"""The edge track's versions: one row per version of the board, one scorer for every row.
+
+An :class:`EdgeBenchmark` fixes what an edge-track result is comparable under: the transfer part
+(the held-out tasks on the public held-out zoo members, and the maintainers' private model when
+they pass it), the planted part (the planted generator's version, its kinds, the public seeds and
+how many secret models the maintainers' seed file draws), and the edge-building environment every
+episode is played in (candidates K, pass budget, alpha, ablation, batch). The scorer
+(``circuit_gym/leaderboard/edge_scorer.py``) reads nothing else, so benchmark v7 (zoo v2's models,
+planted generator v3) is one more row of :data:`EDGE_BENCHMARKS` and one more row of the track table
+(``circuit_gym/leaderboard/tracks.py``), not new code.
+
+Episode counts are chosen for cost only (the references are scored on a shared 2-core machine:
+an edge episode's setup, EAP and EAP-IG over 29,089 edges, costs 6-12 s, one edge CPR / CMD pair
+~9 s), never on held-out results: one test batch per (held-out model, held-out task), two
+public planted seeds per kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from circuit_gym import benchmark as B
+from circuit_gym.envs.edge_building import DEFAULT_CANDIDATES, EAP_IG_STEPS
+from circuit_gym.models.planted.versions import DEFAULT_VERSION, kinds_of
+from circuit_gym.track_envs import PLANTED_BATCH_INDEX, PLANTED_BATCH_SIZE, PLANTED_SPLIT
+
+
+@dataclass(frozen=True)
+class EdgeBenchmark:
+    """One version of the edge track (a row of :data:`EDGE_BENCHMARKS`)."""
+
+    version: str  # the board version it belongs to (tracks.BENCHMARKS)
+    track: str  # its track's name on the board
+    held_out_models: tuple[str, ...]
+    tasks: tuple[str, ...]  # held-out tasks
+    planted_generator: int
+    seeds: tuple[int, ...] = (0,)  # test batches per (public held-out model, held-out task)
+    private_seeds_used: int = 1  # batches per held-out task on the private model (the seed file's first)
+    planted_public_seeds: tuple[int, ...] = (0, 1)
+    planted_private_models: int = 10  # secret planted models per kind, drawn from the seed file's first seed
+    candidates: int = DEFAULT_CANDIDATES  # K: the top-K |EAP-IG| edges an action may add
+    budget: int = 32  # edges an episode may add (one LM pass each)
+    alpha: float = 0.001  # the environment's cost per edge (reward only; no score uses it)
+    ablation: str = B.TRANSFER_ABLATION
+    batch_size: int = B.PROMPTS_PER_EPISODE
+    planted_kinds: tuple[str, ...] | None = None  # None: every kind of the generator's version
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return self.planted_kinds if self.planted_kinds is not None else kinds_of(self.planted_generator)
+
+    def definition(self) -> dict:
+        """What the track's results are comparable under (checked against every result's provenance)."""
+        return {
+            "benchmark_version": f"circuit-gym-edges-{self.version}", "track": self.track,
+            "held_out_models": list(self.held_out_models), "tasks": list(self.tasks), "split": B.SPLIT,
+            "seeds": list(self.seeds), "private_seeds_used": self.private_seeds_used,
+            "planted_generator": self.planted_generator, "planted_kinds": list(self.kinds),
+            "planted_public_seeds": list(self.planted_public_seeds),
+            "planted_private_models": self.planted_private_models, "planted_split": PLANTED_SPLIT,
+            "planted_batch_size": PLANTED_BATCH_SIZE, "planted_batch_index": PLANTED_BATCH_INDEX,
+            "candidates": self.candidates, "budget": self.budget, "alpha": self.alpha, "ablation": self.ablation,
+            "prompts_per_episode": self.batch_size, "eap_ig_steps": EAP_IG_STEPS,
+            "reference_proposed": f"the top {self.budget} edges of the ranking (the budget)",
+        }  # fmt: skip
+
+    def public_episodes(self) -> int:
+        return len(self.held_out_models) * len(self.tasks) * len(self.seeds) + len(self.kinds) * len(
+            self.planted_public_seeds
+        )
+
+    def episodes(self, private: bool) -> int:
+        """Episodes a run plays: the public ones, and with the private part the secret planted models
+        (and at most the private model's held-out tasks)."""
+        hidden = len(self.kinds) * self.planted_private_models + len(self.tasks) * self.private_seeds_used
+        return self.public_episodes() + (hidden if private else 0)
+
+
+EDGES = "edges"
+EDGE_BENCHMARKS: dict[str, EdgeBenchmark] = {
+    "v6": EdgeBenchmark("v6", EDGES, B.HELD_OUT_MODELS, B.TRANSFER_HELD_OUT_TASKS, DEFAULT_VERSION),
+}
+EDGE_TRACKS = tuple(b.track for b in EDGE_BENCHMARKS.values())
+
+
+def edge_benchmark(track: str) -> EdgeBenchmark:
+    """The row whose track is ``track``; ValueError naming the edge tracks otherwise."""
+    for bench in EDGE_BENCHMARKS.values():
+        if bench.track == track:
+            return bench
+    raise ValueError(f"edge track must be one of {list(EDGE_TRACKS)}, got {track!r}")
