@@ -160,6 +160,37 @@ def _track_help() -> str:
     )
 
 
+def _add_private_args(p: argparse.ArgumentParser, when: str, isolation: bool | None, **why: str) -> None:
+    """The maintainers' private evaluation (``--private-model``, ``--private-seeds``) and the
+    sandbox's ``--require-isolation``, shared by every subcommand that scores: ``when`` heads each
+    help, ``why[dest]`` ends it, ``isolation`` is the default (None: on with --private-seeds)."""
+    p.add_argument(
+        "--private-model", metavar="DIR",
+        help=f"{when}the transfer tracks' private evaluation model's directory (never committed; needs "
+        f"--private-seeds){why.get('private_model', '')}",
+    )  # fmt: skip
+    p.add_argument(
+        "--private-seeds", metavar="FILE",
+        help=f"{when}the maintainers' private seed file (JSON list of ints, or one int per line){why.get('private_seeds', '')}",
+    )  # fmt: skip
+    default = (
+        "on with --private-seeds, off otherwise" if isolation is None else ("on" if isolation else "off")
+    )
+    p.add_argument(
+        "--require-isolation", action=argparse.BooleanOptionalAction, default=isolation,
+        help=f"{when}refuse to run a policy without complete isolation (circuit_gym/leaderboard/isolation.py; "
+        f"default: {default}){why.get('require_isolation', '')}",
+    )  # fmt: skip
+
+
+def _add_jobs_arg(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--jobs", type=int, default=1, help=f"{what} at once (one process each)")
+
+
+def _add_track_filter(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--track", choices=tuple(TRACKS), help="one track only (default: all)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """``leaderboard`` and its subcommands."""
     lb = sub.add_parser(
@@ -170,11 +201,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_args(p, default=None)
     p.add_argument("--name", help="the entry's name on the board (default with --builtin: the builtin's)")
     p.add_argument("--track", choices=tuple(TRACKS), default=DEFAULT_TRACK, help=_track_help())
-    p.add_argument(
-        "--private-model", metavar="DIR",
-        help="maintainers only, transfer tracks: the private evaluation model's directory (never committed); "
-        "needs --private-seeds; the result keeps its weights hash",
-    )  # fmt: skip
     p.add_argument(
         "--features", default=DEFAULT_FEATURES,
         help=f"transfer tracks: the observation the policy is given, the environments' features argument "
@@ -197,16 +223,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the result file (default: the track's folder of the board, leaderboard/results/.../NAME.json, "
         "where `render` reads)",
     )
-    p.add_argument(
-        "--private-seeds", metavar="FILE",
-        help="maintainers only: a private seed file (JSON list of ints, or one int per line); the policy is "
-        "also scored on those test-pool batch seeds, and the result keeps those scores and the file's "
-        "SHA-256, never the seeds",
-    )  # fmt: skip
-    p.add_argument(
-        "--require-isolation", action=argparse.BooleanOptionalAction, default=None,
-        help="refuse to run the policy without complete isolation (circuit_gym/leaderboard/isolation.py); default: on "
-        "with --private-seeds, off otherwise (the result then records what was missing)",
+    _add_private_args(
+        p, "maintainers only: ", None, private_model="; the result keeps its weights hash",
+        private_seeds="; the policy is also scored on those test-pool batch seeds, and the result keeps those "
+        "scores and the file's SHA-256, never the seeds",
+        require_isolation="; without it the result records what was missing",
     )  # fmt: skip
     p.set_defaults(func=_cmd_score)
     p = lb_sub.add_parser("render", help="verify result files and build the board")
@@ -215,49 +236,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--results", nargs="*", help=f"result files of any track (default: {folders})")
     p.add_argument("--out", help="output directory (default: leaderboard/)")
     p.add_argument(
-        "--private-model", metavar="DIR",
-        help="with --rescore and --private-seeds: the private evaluation model, to verify the transfer tracks' "
-        "private scores (refused when the entry was scored on other weights)",
-    )  # fmt: skip
-    p.add_argument(
         "--rescore", action="store_true", help="re-run the scorer on every entry and refuse mismatches"
     )
-    p.add_argument(
-        "--jobs", type=int, default=1, help="with --rescore: entries re-scored at once (one process each)"
-    )
-    p.add_argument(
-        "--private-seeds", metavar="FILE",
-        help="with --rescore: the private seed file, to re-compute the private scores of the entries scored "
-        "on it (same SHA-256); only those entries are called verified",
-    )  # fmt: skip
-    p.add_argument(
-        "--require-isolation", action=argparse.BooleanOptionalAction, default=True,
-        help="with --rescore: refuse to run a submitted policy without complete isolation (default: on)",
+    _add_jobs_arg(p, "with --rescore: entries re-scored")
+    _add_private_args(
+        p, "with --rescore: ", True,
+        private_model=", to verify their private scores (refused when the entry was scored on other weights)",
+        private_seeds=", to re-compute the private scores of the entries scored on it (same SHA-256); only "
+        "those entries are called verified",
     )  # fmt: skip
     p.set_defaults(func=_cmd_render)
     p = lb_sub.add_parser(
         "canary",
         help="re-score the first episodes of every reference and compare them with the committed rows",
     )
-    p.add_argument("--track", choices=tuple(TRACKS), help="one track only (default: all)")
+    _add_track_filter(p)
     p.set_defaults(func=_cmd_canary)
     p = lb_sub.add_parser(
         "rescore-references",
         help="score every reference of leaderboard/references.json again; write its result files and the manifest",
     )
-    p.add_argument("--track", choices=tuple(TRACKS), help="one track only (default: all)")
+    _add_track_filter(p)
     p.add_argument("--names", nargs="*", help="only these references (default: every one of the tracks)")
-    p.add_argument(
-        "--private-model", metavar="DIR",
-        help="the transfer tracks' private evaluation model (with --private-seeds; never committed)",
-    )  # fmt: skip
-    p.add_argument("--jobs", type=int, default=1, help="references scored at once (one process each)")
-    p.add_argument(
-        "--private-seeds", metavar="FILE",
-        help="the maintainers' private seed file: the references' private scores are computed on it",
-    )  # fmt: skip
-    p.add_argument(
-        "--require-isolation", action=argparse.BooleanOptionalAction, default=None,
-        help="refuse to run a sandboxed reference without complete isolation (default: on with --private-seeds)",
-    )  # fmt: skip
+    _add_jobs_arg(p, "references scored")
+    _add_private_args(p, "", None, private_seeds=": the references' private scores are computed on it")
     p.set_defaults(func=_cmd_rescore_references)
