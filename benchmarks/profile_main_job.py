@@ -1,6 +1,24 @@
-"""Profile of the main job by stage and by function, with the machine's own matmul rate beside it.
+"""Timings of the main job (``circuit-gym run``) by stage.
 
-Runs ``circuit-gym run`` (``--quick`` by default: the whole pipeline on tiny settings; ``--full``
+**Benchmark v6** (the default job, ``circuit_gym/baselines/main_job.py``; ``--benchmark v6``): runs
+the job in this process with an empty sweep cache of its own, on the default budget (``--scale
+full``) or on a smaller one (``--scale measure``: every public model and task, one test batch,
+a quarter of PPO's training batches and an eighth of its steps) for a loaded machine, and
+writes ``benchmarks/results/main_job.json``: each stage's wall and CPU seconds (the job's own
+records; the references stage runs in a second process beside PPO), the load average and the
+busiest other processes before and after, and the estimate for an idle 2-core machine: each
+stage's CPU seconds scaled to the default budget by its own unit (models loaded, episodes
+played, oracle tables swept before training, PPO steps), the two concurrent branches taking the
+longer of the two. CPU seconds measured beside other busy processes run somewhat slower than on
+an idle machine (shared caches), so the estimate leans high; ``measured_idle`` says whether the
+machine was idle.
+
+    python benchmarks/profile_main_job.py --benchmark v6 [--scale measure|full|quick]
+
+**Benchmark v5** (``--benchmark v5``, ``circuit-gym run --benchmark v5``): profile of the v5 job by
+stage and by function, with the machine's own matmul rate beside it.
+
+Runs ``circuit-gym run --benchmark v5`` (``--quick`` by default: the whole pipeline on tiny settings; ``--full``
 for the real job) in a child process under the sampling profiler **py-spy** (``pip install
 py-spy``; ``--subprocesses``, so the sweep workers are sampled too) with an empty sweep cache
 of its own, and prints one table:
@@ -216,7 +234,7 @@ def child_main(argv: list[str]) -> None:
 
     start = time.perf_counter()
     try:
-        main(["run", *argv])
+        main(["run", "--benchmark", "v5", *argv])
     finally:
         counts.seconds["total"] = time.perf_counter() - start
         counts.dump(directory)
@@ -266,7 +284,7 @@ def profile(full: bool, rate: int, json_path: Path) -> dict:
     work = Path(tempfile.mkdtemp(prefix="profile_main_job-"))
     counts_dir = work / "counts"
     counts_dir.mkdir()
-    report: dict = {"job": "circuit-gym run" + ("" if full else " --quick"), "profiler": "py-spy (sampling, "
+    report: dict = {"job": "circuit-gym run --benchmark v5" + ("" if full else " --quick"), "profiler": "py-spy (sampling, "
                     f"{rate} Hz, --subprocesses)", "load_before": load_average(),
                     "target_seconds": MAIN_JOB_TARGET_S, "seconds_before_issue_32": MAIN_JOB_BEFORE_S}  # fmt: skip
     from circuit_gym.models import load_model
@@ -355,13 +373,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--full", action="store_true", help="the real main job (default: --quick)")
-    parser.add_argument("--rate", type=int, default=50, help="py-spy samples per second")
-    parser.add_argument("--json", type=Path, default=RESULTS)
+    parser.add_argument("--benchmark", choices=["v6", "v5"], default="v6", help="which main job")
+    parser.add_argument("--scale", choices=list(V6_SCALES), default="measure", help="v6: the budget played")
+    parser.add_argument("--full", action="store_true", help="v5: the real main job (default: --quick)")
+    parser.add_argument("--rate", type=int, default=50, help="v5: py-spy samples per second")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--recompute", action="store_true", help="v6: the estimate of a written report again")
     args = parser.parse_args()
-    report = profile(args.full, args.rate, args.json)
-    print_report(report)
-    print(f"wrote {args.json}")
+    if args.benchmark == "v6":
+        from main_job_v6 import V6_RESULTS, measure_v6, print_v6, recompute
+
+        path = args.json or V6_RESULTS
+        print_v6(recompute(path) if args.recompute else measure_v6(args.scale, path))
+    else:
+        path = args.json or RESULTS
+        print_report(profile(args.full, args.rate, path))
+    print(f"wrote {path}")
+
+
+V6_SCALES = ("measure", "full", "quick")  # main_job_v6.SCALES' names
 
 
 if __name__ == "__main__":

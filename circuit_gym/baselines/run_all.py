@@ -1,4 +1,5 @@
-"""The main job (``circuit-gym run``): train PPO, evaluate every solver, write results/.
+"""Benchmark v5's main job (``circuit-gym run --benchmark v5``; the default job is benchmark v6's,
+:mod:`circuit_gym.baselines.main_job`): train PPO, evaluate every solver, write results/.
 
 1. Train PPO (``circuit_gym.baselines.ppo``) on the Multi environment: the benchmark's training
    tasks (``circuit_gym.benchmark.TRAIN_TASKS``), train split; the evaluation
@@ -156,7 +157,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     info = eval_env.unwrapped.model.circuit_gym_info
     report = {
         "model": info.name, "weights_hash": info.weights_hash, "n_heads_total": info.n_heads_total,
-        "version": circuit_gym.__version__, "command": f"circuit-gym run --model {model} --out {out}",
+        "version": circuit_gym.__version__, "command": f"circuit-gym run --benchmark v5 --model {model} --out {out}",
         "rows": rows, "circuits": circuits, "circuit_building": building, "greedy_vs_sweep": greedy_agreement, "ppo": {"config": asdict(config), **ppo_summary},
         "learning_curve": curve, "heatmaps": heatmaps, "episodes": results_as_dicts(results),
         "eval_batch_indices": list(episodes), "wall_seconds": time.time() - start, "oracle_tables": tables,

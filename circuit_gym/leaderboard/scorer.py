@@ -36,6 +36,7 @@ from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.leaderboard.passes import PassCounter
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
 from circuit_gym.leaderboard.scoring import PlayOne, TrackPlay, score_track
+from circuit_gym.passes import with_observation_passes
 from circuit_gym.planning import top_k_heads
 from circuit_gym.policy import check_scores
 from circuit_gym.solvers.white_box import WhiteBox
@@ -77,13 +78,6 @@ def _player(env: gym.Env, rank, prepare=None) -> PlayOne:
         return row
 
     return play_one
-
-
-def with_observation_passes(passes: dict[str, int], info: dict) -> dict[str, int]:
-    """The solver's own passes plus what its observation cost (``info["feature_passes"]``: the
-    causal columns are attribution and EAP-IG passes made for the policy, so they are its compute)."""
-    observed = info.get("feature_passes") or {}
-    return {kind: n + int(observed.get(kind, 0)) for kind, n in passes.items()}
 
 
 def _builtin_player(env: gym.Env, solver: WhiteBox) -> PlayOne:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.sandbox import passes_note
+from circuit_gym.reporting.transfer_tables import interval as _ci
+from circuit_gym.reporting.transfer_tables import number as _num
 from circuit_gym.stats import recovery_difference_ci95
 
 
@@ -56,17 +55,6 @@ def above_memoriser(entry: dict, fixed: dict | None) -> dict:
                                              [e["oracle_reward"] for e in mine])  # fmt: skip
         out[f"above_fixed_k{k}"], out[f"above_fixed_k{k}_ci"] = value, ci
     return out
-
-
-def _num(x, digits: int = 3) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
-def _ci(ci) -> str:
-    """`` [lo, hi]`` of a 95% interval, or nothing where it is missing or not two finite numbers
-    (a result file stores a NaN bound as null)."""
-    ok = ci is not None and len(ci) == 2 and all(isinstance(v, numbers.Real) and math.isfinite(v) for v in ci)
-    return f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ok else ""
 
 
 def isolation_note(result: dict) -> str | None:

@@ -1,104 +1,21 @@
-"""The transfer tracks' tables (benchmark v6): one row per entry, ranked on the private model.
-
-Columns anyone can reproduce come from the public zoo (four quadrants: seen / unseen task x
-seen / unseen model); the ranking column, the held-out tasks on the maintainers' private model,
-only the maintainers can (its weights are never committed). An entry scored without the private
-model ranks below every entry that has it, by its unseen-task-unseen-model column.
-"""
+"""The transfer tracks' tables on the board: the core's renderer
+(:mod:`circuit_gym.reporting.transfer_tables`, shared with the main job) with the board's note
+on what its passes count."""
 
 from __future__ import annotations
 
-from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.sandbox import passes_note
-from circuit_gym.leaderboard.tables import _ci, _num
+from circuit_gym.reporting import transfer_tables as T
+from circuit_gym.reporting.transfer_tables import SHORT, rank_transfer_rows, transfer_row
 
-SHORT = {"seen_task_seen_model": "seen task, seen model", "unseen_task_seen_model": "unseen task, seen model",
-         "seen_task_unseen_model": "seen task, unseen model", "unseen_task_unseen_model": "unseen task, unseen model"}  # fmt: skip
-
-
-def _value(summary: dict | None, track: str, k: int = 1) -> tuple[float | None, list | None]:
-    """(value, 95% interval) of one summary: best-of-``k`` recovery, or CPR on the circuit track."""
-    if not summary:
-        return None, None
-    if track == "transfer-circuit":
-        return summary.get("cpr"), summary.get("cpr_ci95")
-    s = summary[f"k{k}"]
-    return s.get("recovery"), s.get("recovery_ci95")
-
-
-def transfer_row(entry: dict) -> dict:
-    """The table's fields of one verified transfer entry (both tracks)."""
-    track, scores = entry["track"], entry["scores"]
-    private = (entry.get("private") or {}).get("scores", {}).get("overall")
-    row = {"name": entry["name"], "track": track, "check": entry["board"]["check"],
-           "reference": entry["board"]["reference"], "policy": entry["provenance"]["policy"],
-           "white_box": bool(entry["provenance"].get("white_box")),
-           "private_weights": (entry.get("private") or {}).get("weights_hash")}  # fmt: skip
-    ks = (1,) if track == "transfer-circuit" else B.KS
-    for k in ks:
-        suffix = "" if track == "transfer-circuit" else f"_k{k}"
-        row[f"private{suffix}"], row[f"private{suffix}_ci"] = _value(private, track, k)
-        for q in B.QUADRANTS:
-            row[f"{q}{suffix}"], row[f"{q}{suffix}_ci"] = _value(scores["quadrants"].get(q), track, k)
-    if track == "transfer-circuit":
-        unseen = scores["quadrants"].get("unseen_task_unseen_model") or {}
-        row["passes"] = unseen.get("forward_passes")
-    else:  # the language-model passes the solver ran in its rank call, per episode
-        compute = scores.get("compute") or {}
-        row["passes"] = sum(
-            compute.get(f"{kind}_passes_per_episode", 0.0) for kind in ("forward", "partial", "backward")
-        )
-    return row
-
-
-def rank_transfer_rows(rows: list[dict]) -> list[dict]:
-    """Private model first (entries without it after), then the public unseen-unseen column."""
-    key = "" if rows and rows[0]["track"] == "transfer-circuit" else "_k1"
-
-    def order(r: dict) -> tuple:
-        private, public = r.get(f"private{key}"), r.get(f"unseen_task_unseen_model{key}")
-        return (private is None, -(private or 0.0), -(public or 0.0), r["name"])
-
-    return sorted(rows, key=order)
+__all__ = ["SHORT", "rank_transfer_rows", "transfer_about", "transfer_markdown", "transfer_row"]
 
 
 def transfer_about(track: str) -> str:
-    """What a transfer track's columns mean (plain text, for the Markdown and the HTML page)."""
-    circuit = track == "transfer-circuit"
-    what = "CPR (higher is better)" if circuit else "best-of-1 oracle recovery [95% CI] (best-of-5)"
-    version = B.TRANSFER_CIRCUIT_BENCHMARK_VERSION if circuit else B.TRANSFER_BENCHMARK_VERSION
-    seeds = B.TRANSFER_CIRCUIT_SEEDS if circuit else B.TRANSFER_SEEDS
-    return (
-        f"{version}: {what}. Training models {', '.join(B.TRAIN_MODELS)}; held-out models {', '.join(B.HELD_OUT_MODELS)} "
-        f"(public); training tasks {', '.join(B.TRANSFER_TRAIN_TASKS)}; held-out tasks "
-        f"{', '.join(B.TRANSFER_HELD_OUT_TASKS)}; test split, {len(seeds)} batches per (model, task). "
-        "Private model (the ranking column): the held-out tasks it performs (its inclusion gate) on a model "
-        "trained by the zoo's public recipe with a secret seed; only the maintainers can reproduce it. The four quadrant columns anyone can "
-        "reproduce from the package. LM passes / episode: the passes the environment made for the policy's "
-        "observation, and a white-box reference's own. " + passes_note()
-    )
+    """What a transfer track's columns mean, with the board's note on passes."""
+    return T.transfer_about(track, passes_note())
 
 
 def transfer_markdown(rows: list[dict], track: str) -> str:
-    """The Markdown table of one transfer track, with what its columns mean."""
-    circuit = track == "transfer-circuit"
-    lines = [
-        f"### Transfer track, {'circuit building' if circuit else 'single head'}",
-        "",
-        transfer_about(track),
-        "",
-    ]
-    cols = ["private model", *(SHORT[q] for q in B.QUADRANTS)]
-    lines.append("| # | entry | check | " + " | ".join(cols) + " | LM passes / episode |")
-    lines.append("|---" * (4 + len(cols)) + "|")
-    for i, r in enumerate(rows, 1):
-        cells = []
-        for q in ("private", *B.QUADRANTS):
-            if circuit:
-                cells.append(f"{_num(r.get(q))}{_ci(r.get(f'{q}_ci'))}")
-            else:
-                cells.append(f"{_num(r.get(f'{q}_k1'))}{_ci(r.get(f'{q}_k1_ci'))} ({_num(r.get(f'{q}_k5'))})")
-        name = f"**{r['name']}**" if r["reference"] else r["name"]
-        extra = f" {_num(r.get('passes'), 0)} |"
-        lines.append(f"| {i} | {name} | {r['check']} | " + " | ".join(cells) + f" |{extra}")
-    return "\n".join(lines)
+    """The Markdown table of one transfer track on the board."""
+    return T.transfer_markdown(rows, track, passes_note())

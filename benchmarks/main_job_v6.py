@@ -1,0 +1,152 @@
+"""Stage timings of benchmark v6's main job and the estimate for an idle 2-core machine.
+
+Run through ``python benchmarks/profile_main_job.py --benchmark v6 [--scale ...]`` (its docstring
+says what is measured); writes ``benchmarks/results/main_job.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+V6_RESULTS = Path(__file__).resolve().parent / "results" / "main_job.json"
+TARGET_S = 600  # issue 46: from an empty cache on an idle 2-core machine
+REFERENCES, PPO, FIXED = "1 references (second process)", "2 PPO: warm-up and training", "3 fixed memoriser"
+PLAY, TABLES, WAIT = "4 PPO and the fixed memoriser play", "5 tables", "wait for the references"
+
+
+def scales() -> dict:
+    """The budgets this script can play: the job's own, its smoke run's, and the smaller one a
+    loaded machine can finish (every public model and task, so every model is loaded as often)."""
+    from circuit_gym.baselines.main_job import BUDGET, QUICK
+
+    measure = replace(BUDGET, pool_size=4, selection_episodes=1, steps_per_epoch=256, seeds=BUDGET.seeds[:1])
+    return {"full": BUDGET, "quick": QUICK, "measure": measure}
+
+
+def busiest_processes(n: int = 6) -> list[str]:
+    """The ``n`` processes using the most CPU (what else ran), as ``ps`` prints them."""
+    out = subprocess.run(
+        ["ps", "-eo", "pid,ni,pcpu,etime,args", "--sort=-pcpu"], capture_output=True, text=True
+    )
+    return [line[:160] for line in out.stdout.splitlines()[1 : n + 1]]
+
+
+def units(budget, ppo_config) -> dict:
+    """What each stage's work scales with."""
+    from circuit_gym import benchmark as B
+    from circuit_gym.embedded import model_set
+
+    train_models = len(model_set(budget.train_models))
+    train_tasks = len(budget.train_tasks.split(",")) if budget.train_tasks else len(B.TRANSFER_TRAIN_TASKS)
+    return {"models": len(budget.models), "episodes": len(budget.models) * len(budget.tasks) * len(budget.seeds),
+            "warm_up_tables": train_models * train_tasks * (budget.pool_size + budget.selection_episodes),
+            "ppo_steps": budget.epochs * budget.steps_per_epoch}  # fmt: skip
+
+
+def idle_estimate(report: dict, measured: dict, target: dict) -> dict:
+    """CPU seconds of each stage scaled to the ``target`` units, and the wall time two idle cores
+    would take: the references' process runs beside PPO and the memoriser's fit."""
+    st = report["stages"]
+
+    def played(stage: dict) -> float:  # models loaded once per model, episodes per episode
+        rest = stage["cpu"] - stage["build"] - stage["play"]
+        return (rest + stage["build"] * target["models"] / measured["models"]
+                + stage["play"] * target["episodes"] / measured["episodes"])  # fmt: skip
+
+    # The PPO stage's CPU split as its wall time splits (the same load throughout): the warm-up's
+    # oracle tables, the training steps, and the rest (building environments, loading models).
+    ppo, cpu_per_wall = report["ppo"], st[PPO]["cpu"] / st[PPO]["wall"]
+    warm, steps = ppo["warm_up_seconds"] * cpu_per_wall, ppo["train_seconds"] * cpu_per_wall
+    ppo_scaled = (st[PPO]["cpu"] - warm - steps + warm * target["warm_up_tables"] / measured["warm_up_tables"]
+                  + steps * target["ppo_steps"] / measured["ppo_steps"])  # fmt: skip
+    stages = {"startup (imports)": report["startup_cpu"], REFERENCES: played(st[REFERENCES]), PPO: ppo_scaled,
+              FIXED: st[FIXED]["cpu"], PLAY: played(st[PLAY]), TABLES: st[TABLES]["cpu"]}  # fmt: skip
+    wall = (stages["startup (imports)"] + max(stages[REFERENCES], stages[PPO] + stages[FIXED])
+            + stages[PLAY] + stages[TABLES])  # fmt: skip
+    return {"cpu_seconds_by_stage": stages, "wall_seconds": wall, "target_seconds": TARGET_S,
+            "met": wall <= TARGET_S, "verdict": "met" if wall <= TARGET_S else "missed",
+            "ppo_cpu_warm_up_and_steps": [warm, steps]}  # fmt: skip
+
+
+def measure_v6(scale: str, json_path: Path) -> dict:
+    """Run the v6 job at ``scale`` from an empty cache (a temporary one) and write the report."""
+    cpu0 = time.process_time()
+    work = Path(tempfile.mkdtemp(prefix="main_job_v6-"))
+    os.environ.update(CIRCUIT_GYM_CACHE=str(work / "cache"), CIRCUIT_GYM_PROGRESS="0", OMP_NUM_THREADS="1")
+    before = {
+        "load": os.getloadavg(),
+        "busiest": busiest_processes(),
+        "time": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    from circuit_gym.baselines import main_job
+
+    budgets = scales()
+    startup = time.process_time() - cpu0
+    start = time.perf_counter()
+    result = main_job.run(work / "out", budgets[scale])
+    wall = time.perf_counter() - start
+    after = {"load": os.getloadavg(), "busiest": busiest_processes()}
+    measured = units(budgets[scale], main_job.ppo_config(budgets[scale], 0))
+    target = units(budgets["full"], main_job.ppo_config(budgets["full"], 0))
+    report = {
+        "job": f"circuit-gym run (benchmark v6), budget {scale!r}", "command":
+        f"nice -n 10 python benchmarks/profile_main_job.py --benchmark v6 --scale {scale}",
+        "budget": asdict(budgets[scale]), "default_budget": asdict(budgets["full"]),
+        "units_measured": measured, "units_default": target,
+        "startup_cpu": startup, "stages": result["stages"], "wall_seconds": wall, "ppo": {k: result["ppo"][k] for k in
+        ("warm_up_seconds", "train_seconds", "best_selection_recovery")},
+        "before": before, "after": after, "cpus": os.cpu_count(), "nice": os.nice(0),
+        "measured_idle": max(before["load"][0], after["load"][0]) < 0.5,
+        "table": (work / "out" / "results.md").read_text(),
+    }  # fmt: skip
+    report["idle_estimate"] = idle_estimate(report, measured, target)
+    report["stage_rows"] = stage_rows(report)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
+def recompute(json_path: Path) -> dict:
+    """The estimate and the stage rows of a written report, computed again (this module changed)."""
+    report = json.loads(json_path.read_text())
+    report["idle_estimate"] = idle_estimate(report, report["units_measured"], report["units_default"])
+    report["stage_rows"] = stage_rows(report)
+    json_path.write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
+def stage_rows(report: dict) -> list[dict]:
+    """One row per stage: measured wall and CPU, and the idle estimate at the default budget."""
+    est = report["idle_estimate"]["cpu_seconds_by_stage"]
+    rows = [
+        {
+            "stage": "startup (imports)",
+            "wall": None,
+            "cpu": report["startup_cpu"],
+            "idle_estimate": est["startup (imports)"],
+        }
+    ]
+    for name in (REFERENCES, PPO, FIXED, PLAY, TABLES):
+        s = report["stages"][name]
+        rows.append({"stage": name, "wall": s["wall"], "cpu": s["cpu"], "idle_estimate": est[name]})
+    rows.append({"stage": "total (job wall; idle: the two branches overlap)", "wall": report["wall_seconds"],
+                 "cpu": sum(r["cpu"] for r in rows), "idle_estimate": report["idle_estimate"]["wall_seconds"]})  # fmt: skip
+    return rows
+
+
+def print_v6(report: dict) -> None:
+    print(f"{report['job']}: load {report['before']['load']} before, {report['after']['load']} after")
+    print("| stage | wall s | CPU s | idle estimate at the default budget, s |\n|---|---|---|---|")
+    for r in report["stage_rows"]:
+        wall = "-" if r["wall"] is None else f"{r['wall']:.0f}"
+        print(f"| {r['stage']} | {wall} | {r['cpu']:.1f} | {r['idle_estimate']:.0f} |")
+    est = report["idle_estimate"]
+    print(
+        f"idle estimate {est['wall_seconds']:.0f} s (target {est['target_seconds']} s: {'met' if est['met'] else 'missed'})"
+    )
