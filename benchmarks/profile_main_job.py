@@ -3,7 +3,7 @@
 **Benchmark v6** (the default job, ``circuit_gym/baselines/main_job.py``; ``--benchmark v6``): runs
 the job in this process with an empty sweep cache of its own, on the default budget (``--scale
 full``) or on a smaller one (``--scale measure``: every public model and task, one test batch,
-a quarter of PPO's training batches and an eighth of its steps) for a loaded machine, and
+an eighth of PPO's training batches and of its steps) for a loaded machine, and
 writes ``benchmarks/results/main_job.json``: each stage's wall and CPU seconds (the job's own
 records; the references stage runs in a second process beside PPO), the load average and the
 busiest other processes before and after, and the estimate for an idle 2-core machine: each

@@ -61,8 +61,9 @@ def test_plumbing_on_one_episode(tmp_path, monkeypatch):
     rows = main_job.play_all(players, TINY)
     assert {k: len(v) for k, v in rows.items()} == {"greedy": 1, "random": 1}
     greedy = rows["greedy"][0]
-    # attribution patching: one forward and one backward pass inside the rank call
-    assert greedy["lm_passes"] == {"forward": 1, "partial": 0, "backward": 1}
+    # attribution patching: one forward and one backward pass of the episode's batch inside the rank
+    # call, and one of each on the reference text for the model's first episode (then kept)
+    assert greedy["lm_passes"] == {"forward": 2, "partial": 0, "backward": 2}
     assert greedy["reward_k5"] >= greedy["reward_k1"]  # best-of-5 tries the best-of-1 head too
     assert greedy["reward_k5"] <= greedy["oracle_reward"] + 1e-6  # the oracle is the best single head
     entries = {p.name: main_job.entry(p, rows[p.name]) for p in players}
@@ -125,7 +126,7 @@ def test_quick_job_writes_its_tables(tmp_path, monkeypatch):
     assert report["entries"]["ppo"]["scores"]["compute"]["backward_passes_per_episode"] >= 1
     assert {
         "1 references (second process)",
-        "2 PPO: warm-up and training",
+        "2b PPO: warm-up and training",
         "4 PPO and the fixed memoriser play",
     } <= set(report["stages"])
     assert all(s["cpu"] >= 0 and s["wall"] > 0 for s in report["stages"].values())

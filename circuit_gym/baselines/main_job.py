@@ -6,7 +6,7 @@ track) on the public zoo, trained and scored in one command.
    fit, where the repository holds it) play every public model (the training and the held-out
    zoo members) on every task, at the track's test-split batches (``Budget.seeds``); this computes
    the test split's oracle tables, cached on disk.
-2. **PPO**: the v6 reference recipe (``scripts/train_transfer_ppo.py``'s: the Zoo-Multi ID over the
+2. **PPO**: the training models loaded and their general damage swept (cached), then the v6 reference recipe (``scripts/train_transfer_ppo.py``'s: the Zoo-Multi ID over the
    training models, train split of the training tasks, the kept ``causal`` design of
    :mod:`circuit_gym.baselines.ppo_designs`) with the job's budget (:data:`BUDGET`): fewer training
    batches and epochs than the committed runs, chosen on the training side only (see the budget's
@@ -69,9 +69,7 @@ ENV_ID, TRAIN_SET, DESIGN = "CircuitDiscovery-Zoo-Multi-v0", "zoo-train", "causa
 TESTSET_MEMORISER = Path(circuit_gym.__file__).resolve().parents[1] / (
     "docs/results/transfer/testset_memoriser_per_model.json"
 )
-REFERENCES = ("greedy", "eap_ig", "random", "testset_memoriser")  # played while PPO trains
-TRAINED = ("ppo", "fixed")  # played once PPO is trained and the memoriser fitted
-WHITE_BOX = ("greedy", "eap_ig")
+WHITE_BOX = ("greedy", "eap_ig")  # the board's cheap white-box references of the single-head track
 
 
 @dataclass(frozen=True)
@@ -132,19 +130,19 @@ class Player:
 
     name: str
     policy: str  # as the board's provenance names it
+    rank: Rank
     features: str = DEFAULT_FEATURES
-    rank: Rank | None = None
     prepare: Callable[[gym.Env], object] = lambda env: None
 
 
 def white_box_player(name: str) -> Player:
     solver = builtin(name, B.SINGLE_HEAD)
     solver.reset()  # as the scorer does: no estimate kept from an earlier run
-    return Player(name, f"builtin:{name}", rank=lambda obs, env: solver.rank(env), prepare=solver.prepare)
+    return Player(name, f"builtin:{name}", lambda obs, env: solver.rank(env), prepare=solver.prepare)
 
 
 def policy_player(name: str, policy, spec: str, features: str = DEFAULT_FEATURES) -> Player:
-    return Player(name, spec, features, rank=lambda obs, env: policy.rank_heads(obs))
+    return Player(name, spec, lambda obs, env: policy.rank_heads(obs), features)
 
 
 def reference_players(seed: int) -> list[Player]:
@@ -195,6 +193,8 @@ def play_all(
     for model in budget.models:
         t = time.process_time()
         envs = {f: episode_env(model, budget, f) for f in sorted({p.features for p in players})}
+        for env in envs.values():  # what every episode of the model shares (its general-damage sweep)
+            env.reset(options={"task": budget.tasks[0], "batch_index": budget.seeds[0]})
         cpu["build"] = cpu.get("build", 0.0) + time.process_time() - t
         t = time.process_time()
         for task in budget.tasks:
@@ -232,7 +232,9 @@ def score_references(budget: Budget, seed: int) -> dict:
     wall, cpu = time.perf_counter(), time.process_time()
     players = reference_players(seed)
     split: dict[str, float] = {}
-    rows = play_all(players, budget, split)
+    # The held-out models first: meanwhile PPO's process sweeps the training models' general damage
+    # (cached on disk), which this process then reads instead of computing it a second time.
+    rows = play_all(players, replace(budget, models=tuple(reversed(budget.models))), split)
     entries = {p.name: entry(p, rows[p.name]) for p in players}
     return {"entries": entries, "wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
             "cpu_split": split}  # fmt: skip
@@ -246,12 +248,24 @@ def ppo_config(budget: Budget, seed: int, device: str = "cpu") -> PPOConfig:
                    n_envs=budget.n_envs, steps_per_collect=budget.steps_per_collect, **budget.extra)  # fmt: skip
 
 
+def training_envs(config: PPOConfig, pool_size: int) -> tuple[list[gym.Env], tuple[str, ...]]:
+    """The board's train-split environment of each training model, and the training tasks."""
+    tasks = tuple(config.tasks.split(",")) if config.tasks else B.TRANSFER_TRAIN_TASKS
+    return [transfer_env(m, tasks, "train", pool_size) for m in model_set(config.model)], tasks
+
+
+def training_models(config: PPOConfig) -> None:
+    """Load the training models and sweep their general damage once (cached), before PPO: what
+    every training episode of a model shares, timed apart from the per-batch oracle tables."""
+    envs, tasks = training_envs(config, 1)
+    for env in envs:
+        env.reset(options={"task": tasks[0], "batch_index": 0})
+
+
 def fit_fixed(config: PPOConfig) -> FixedPolicy:
     """The fixed memoriser on PPO's training pools (train split of the training models' training
     tasks; their tables are cached by PPO's warm-up)."""
-    models = model_set(config.model)
-    tasks = tuple(config.tasks.split(",")) if config.tasks else B.TRANSFER_TRAIN_TASKS
-    envs = [transfer_env(m, tasks, "train", config.pool_size) for m in models]
+    envs, tasks = training_envs(config, config.pool_size)
     return FixedPolicy.fit_many(envs, tasks, config.pool_size)
 
 
@@ -268,7 +282,9 @@ def run(out: Path, budget: Budget = BUDGET, seed: int = 0, device: str = "cpu") 
     # RNG while PPO trains, and PPO would no longer be reproducible from its seed.
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as background:
         references = background.submit(score_references, budget, seed)
-        with stages.stage("2 PPO: warm-up and training"):
+        with stages.stage("2a training models: loaded, general-damage sweeps"):
+            training_models(config)
+        with stages.stage("2b PPO: warm-up and training"):
             ppo_summary = train(config, out / "ppo", progress=False)
         with stages.stage("3 fixed memoriser"):
             fixed = fit_fixed(config)
