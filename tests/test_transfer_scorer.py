@@ -10,6 +10,7 @@ import shutil
 import gymnasium as gym
 import numpy as np
 import pytest
+from leaderboard_helpers import shrink_transfer
 
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import verification as V
@@ -24,8 +25,7 @@ RANDOM = "circuit_gym.baselines.random_policy:make_policy"
 @pytest.fixture
 def one_seed(monkeypatch):
     """One batch per (model, task) and one private seed: the whole plan, small."""
-    monkeypatch.setattr(B, "TRANSFER_SEEDS", (0,))
-    monkeypatch.setattr(B, "TRANSFER_PRIVATE_SEEDS", 1)
+    shrink_transfer(monkeypatch, seeds=(0,), private_seeds=1)
 
 
 @pytest.fixture
@@ -107,8 +107,7 @@ def scored(tmp_path_factory):
     private = _stand_in(tmp_path, "zoo2", "private_a")
     _gate_out(private, ("capital",))  # a held-out task it does not perform is never served on it
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(B, "TRANSFER_SEEDS", (0,))
-        mp.setattr(B, "TRANSFER_PRIVATE_SEEDS", 1)
+        shrink_transfer(mp, seeds=(0,), private_seeds=1)
         result = score_transfer("random", policy_spec=RANDOM, private_model=private, private_seeds=seeds,
                                 require_isolation=False)  # fmt: skip
     path = write_result(result, tmp_path / "random.json")
@@ -179,6 +178,6 @@ def test_forged_or_partial_transfer_results_are_refused(scored, tmp_path, one_se
     with pytest.raises(V.RefusedResultError, match="some public models only"):
         V.verify(write_result(partial, tmp_path / "part.json"), None)
     # scored under another benchmark definition (a seed added): stale
-    monkeypatch.setattr(B, "TRANSFER_SEEDS", (0, 1))
+    shrink_transfer(monkeypatch, seeds=(0, 1))
     with pytest.raises(V.RefusedResultError, match="different benchmark"):
         V.verify(path, None)
