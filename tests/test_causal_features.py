@@ -14,7 +14,7 @@ from circuit_gym.envs import causal_features as cf
 from circuit_gym.envs.circuit_building import N_CIRCUIT_FEATURES, CircuitBuildingEnv
 from circuit_gym.envs.features import CAUSAL_FEATURE_NAMES, CIRCUIT_FEATURE_SETS, FEATURE_SETS, N_FEATURES
 from circuit_gym.envs.pool import clear_caches
-from circuit_gym.leaderboard.scorer import PassCounter
+from circuit_gym.passes import PassCounter
 from circuit_gym.tasks import base as task_base
 from circuit_gym.tasks import get_task
 

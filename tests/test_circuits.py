@@ -26,7 +26,7 @@ from circuit_gym.circuits import (
     trapezoid_area,
 )
 from circuit_gym.circuits import runner as runner_module
-from circuit_gym.leaderboard.scorer import PassCounter
+from circuit_gym.passes import PassCounter
 from circuit_gym.tasks import get_task
 
 

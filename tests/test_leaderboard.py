@@ -13,11 +13,11 @@ from leaderboard_helpers import manifest_for
 from circuit_gym import benchmark as B
 from circuit_gym.ablation import ContrastiveScorer
 from circuit_gym.leaderboard.board import RefusedResultError, render, rescore_matches
-from circuit_gym.leaderboard.passes import PassCounter
 from circuit_gym.leaderboard.provenance import canonical_json, content_hash
 from circuit_gym.leaderboard.references import Reference, manifest_entry
 from circuit_gym.leaderboard.scorer import score
 from circuit_gym.leaderboard.scoring import read_private_seeds, write_result
+from circuit_gym.passes import PassCounter
 
 RANDOM_SPEC = "circuit_gym.baselines.random_policy:make_policy"
 # Small reference set for the board tests: "ppo" stands in for the real checkpoint-based one.

@@ -16,7 +16,7 @@ circuit-building environment the observation also tracks the current circuit's f
 measured with that margin: ``M(empty)`` costs one pass at reset and ``M(C)`` one per step that
 changes the circuit.
 
-Costs (:data:`FEATURE_PASSES`, counted as ``circuit_gym.leaderboard.scorer.PassCounter``
+Costs (:data:`FEATURE_PASSES`, counted as ``circuit_gym.passes.PassCounter``
 counts them; a pass over a batch counts once): the environment reports what it paid in
 ``info["feature_passes"]``, counted as if nothing were memoised.
 """

@@ -13,7 +13,7 @@ intervals, plus:
 - generalisation: recovery on each held-out task separately;
 - consistency: agreement (Jaccard) of the policy's top-5 head sets across episodes of a task;
 - compute: the language-model forward, partial and backward passes the solver made inside
-  its rank call, per episode (``circuit_gym/leaderboard/passes.py``);
+  its rank call, per episode (``circuit_gym/passes.py``);
 - private scores, when the maintainers pass their private seed file: the same summary on
   those batch seeds, stored with the file's SHA-256 and never the seeds.
 
@@ -33,16 +33,15 @@ from circuit_gym import benchmark as B
 from circuit_gym.circuits.preferences import areas_summary, episode_areas
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.evaluation import episode_results, recovery_summary
-from circuit_gym.leaderboard.passes import PassCounter
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
 from circuit_gym.leaderboard.scoring import PlayOne, TrackPlay, score_track
-from circuit_gym.passes import with_observation_passes
+from circuit_gym.passes import PassCounter, with_observation_passes
 from circuit_gym.planning import top_k_heads
 from circuit_gym.policy import check_scores
 from circuit_gym.solvers.white_box import WhiteBox
 from circuit_gym.track_envs import board_env
 
-__all__ = ["PassCounter", "score"]  # PassCounter: re-exported for the tests that count passes with it
+__all__ = ["score"]
 
 
 def _make_env(model: str, model_path: str | None, seeds: tuple[int, ...], cache: bool = True) -> gym.Env:
