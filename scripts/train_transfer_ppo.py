@@ -1,98 +1,32 @@
-"""PPO trained across the training models of benchmark v6 (issue 35 item 7), seeds 0-4, both tracks.
+"""PPO trained across the training models of benchmark v6 (issue 35 item 7), seeds 0-4, both
+tracks (circuit_gym.baselines.transfer_training: what and how).
 
     python scripts/train_transfer_ppo.py                       # every track and seed, one at a time
     python scripts/train_transfer_ppo.py --workers 10          # ten trainings at once (one core each)
     python scripts/train_transfer_ppo.py --tracks ppo --seeds 0 1
     python scripts/train_transfer_ppo.py --copy-only           # copy finished runs to the docs only
     python scripts/train_transfer_ppo.py --design causal       # issue 34's design: causal observation
-
-A design (``circuit_gym.baselines.ppo_designs.DESIGNS``) is the reference recipe with some fields changed; its runs go to
-``TRACK`` (the reference design) or ``TRACK_DESIGN`` (e.g. ``ppo_causal``) under OUT and DOCS.
-Each (track, seed) trains on the Zoo-Multi ID of its track over ``zoo-train`` (the training models
-of ``circuit_gym.benchmark``: episodes of the training tasks on training models, train split)
-with the track's reference recipe otherwise, into ``OUT/TRACK/seedN`` (resumable: run the same
-command again after an interruption). Checkpoints are chosen on the train split's held-back
-batches of every (training model, training task) cell (``ppo_trainer.cells``); no held-out model,
-held-out task or test split is touched here. A finished run's ``policy.pt``, ``policy_last.pt``,
-``config.json``, ``curve.json`` and ``train_summary.json`` are copied to ``DOCS/TRACK/seedN/``, and
-``DOCS/training.json`` lists per run the best selection score and its wall times.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from circuit_gym.baselines.ppo_designs import DESIGNS, configure, run_name  # noqa: E402
-from circuit_gym.benchmark import TRAIN_MODELS  # noqa: E402
-from circuit_gym.embedded import MODEL_SETS  # noqa: E402
-
-TRAIN_SET = "zoo-train"  # circuit_gym.embedded.MODEL_SETS: the benchmark's training models
-# The Zoo-Multi IDs sample the benchmark's training tasks (circuit_gym.envs.registration).
-ENV_IDS = {"ppo": "CircuitDiscovery-Zoo-Multi-v0", "circuit_ppo": "CircuitDiscovery-Zoo-Multi-Circuit-v0"}
-SCORE_KEYS = {"ppo": "best_selection_recovery", "circuit_ppo": "best_selection_score"}
-
-COPIED = ("policy.pt", "policy_last.pt", "config.json", "curve.json", "train_summary.json")
-
-
-def config_of(track: str, seed: int, device: str, design: str = "reference"):
-    """The track's reference config with ``design``'s changes, on its Zoo-Multi ID over the
-    training models, with ``seed``."""
-    if track == "ppo":
-        from circuit_gym.baselines.ppo import PPOConfig as Config
-    else:
-        from circuit_gym.baselines.circuit_ppo import CircuitPPOConfig as Config
-    return configure(Config(env_id=ENV_IDS[track], model=TRAIN_SET, seed=seed, device=device), design)
-
-
-def train_one(track: str, seed: int, out: Path, device: str, design: str = "reference") -> dict:
-    from circuit_gym.baselines import circuit_ppo, ppo
-
-    train = ppo.train if track == "ppo" else circuit_ppo.train
-    return train(config_of(track, seed, device, design), out / run_name(track, design) / f"seed{seed}",
-                 progress=False)  # fmt: skip
-
-
-def copy_finished(track: str, seed: int, out: Path, docs: Path, design: str = "reference") -> bool:
-    """Copy a finished run (``train_summary.json`` written at its end) to the docs; False if unfinished."""
-    run = out / run_name(track, design) / f"seed{seed}"
-    if not (run / "train_summary.json").exists():
-        return False
-    target = docs / run_name(track, design) / f"seed{seed}"
-    target.mkdir(parents=True, exist_ok=True)
-    for name in COPIED:
-        shutil.copy2(run / name, target / name)
-    return True
-
-
-def record(docs: Path, track: str, seed: int, machine: str, design: str = "reference") -> None:
-    """Add a finished run's selection score and wall times to ``DOCS/training.json``."""
-    name = run_name(track, design)
-    summary = json.loads((docs / name / f"seed{seed}" / "train_summary.json").read_text())
-    path = docs / "training.json"
-    runs = json.loads(path.read_text())["runs"] if path.exists() else {}
-    runs[f"{name}/seed{seed}"] = {
-        "selection_score": summary[SCORE_KEYS[track]], "warm_up_seconds": round(summary["warm_up_seconds"], 1),
-        "train_seconds": round(summary["train_seconds"], 1), "resumed_after_epochs": summary["resumed_after_epochs"],
-        "machine": machine,
-    }  # fmt: skip
-    path.write_text(json.dumps({
-        "what": "PPO trained across the training models of benchmark v6; selection score = the "
-                "checkpoint-selection measure on held-back train-split batches of the training models' "
-                "training tasks (single-head: mean best-of-1/best-of-5 oracle recovery; circuit: CPR "
-                "relative to greedy search), never a held-out model, task or test split",
-        "train_models": list(TRAIN_MODELS), "runs": dict(sorted(runs.items())),
-    }, indent=1))  # fmt: skip
+from circuit_gym.baselines.ppo_designs import DESIGNS  # noqa: E402
+from circuit_gym.baselines.transfer_training import (  # noqa: E402
+    ENV_IDS,
+    check_train_set,
+    copy_and_record,
+    run_jobs,
+    train_one,
+)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -119,57 +53,22 @@ def main(argv: list[str] | None = None) -> None:
                              "epoch when the command runs again): for machines lent for a while")  # fmt: skip
     parser.add_argument("--job", nargs=2, metavar=("TRACK", "SEED"), help=argparse.SUPPRESS)  # one training
     args = parser.parse_args(argv)
-    if set(MODEL_SETS[TRAIN_SET]) != set(TRAIN_MODELS):
-        raise SystemExit(f"{TRAIN_SET} is {MODEL_SETS[TRAIN_SET]}, the benchmark trains on {TRAIN_MODELS}")
+    try:
+        check_train_set()
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
     if args.job:
         print(train_one(args.job[0], int(args.job[1]), args.out, args.device, args.design), flush=True)
         return
     jobs = [(t, s) for t in args.tracks for s in args.seeds]  # single-head first, seeds in order
     if not args.copy_only:
-        run_jobs(jobs, args)
-    for track, seed in jobs:
-        if copy_finished(track, seed, args.out, args.docs, args.design):
-            record(args.docs, track, seed, args.machine, args.design)
-            print(f"copied {track} seed {seed} to {args.docs / run_name(track, args.design) / f'seed{seed}'}")
-        else:
-            print(f"{track} seed {seed}: not finished in {args.out}")
 
+        def command(track: str, seed: int) -> list[str]:  # this script again, for one training
+            return [sys.executable, __file__, "--job", track, str(seed), "--out", str(args.out),
+                    "--device", args.device, "--design", args.design]  # fmt: skip
 
-def run_jobs(jobs: list[tuple[str, int]], args: argparse.Namespace) -> None:
-    """Each training in its own process (torch on one thread), ``args.workers`` at a time;
-    logs in ``OUT/logs``."""
-    (args.out / "logs").mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "CIRCUIT_GYM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    pending, running, start = list(jobs), {}, time.time()
-    while pending or running:
-        while pending and len(running) < args.workers:
-            track, seed = pending.pop(0)
-            log = open(args.out / "logs" / f"{run_name(track, args.design)}_seed{seed}.log", "a")  # noqa: SIM115
-            command = [sys.executable, __file__, "--job", track, str(seed), "--out", str(args.out),
-                       "--device", args.device, "--design", args.design]  # fmt: skip
-            running[(track, seed)] = (
-                subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env),
-                log,
-            )
-            print(f"[{time.time() - start:7.0f} s] started {track} seed {seed}", flush=True)
-        time.sleep(2)
-        if args.stop_after is not None and time.time() - start > args.stop_after:
-            for process, _ in running.values():
-                process.terminate()  # its last epoch's checkpoint is whole (written atomically)
-            for process, log in running.values():
-                process.wait()
-                log.close()
-            print(f"[{time.time() - start:7.0f} s] stopped: {sorted(running)} (resumable), "
-                  f"{pending} not started", flush=True)  # fmt: skip
-            return
-        for key, (process, log) in list(running.items()):
-            if process.poll() is not None:
-                log.close()
-                del running[key]
-                status = (
-                    "finished" if process.returncode == 0 else f"FAILED ({process.returncode}, see its log)"
-                )
-                print(f"[{time.time() - start:7.0f} s] {status}: {key[0]} seed {key[1]}", flush=True)
+        run_jobs(jobs, command, args.out, args.design, args.workers, args.stop_after)
+    print("\n".join(copy_and_record(jobs, args.out, args.docs, args.machine, args.design)))
 
 
 if __name__ == "__main__":
