@@ -33,7 +33,7 @@ import torch
 import circuit_gym  # noqa: F401  (registers the IDs)
 from circuit_gym.baselines.circuit_ray import RayWorkers, env_kwargs
 from circuit_gym.envs.circuit_building import CircuitBuildingEnv
-from circuit_gym.envs.circuit_registration import circuit_env_id
+from circuit_gym.envs.registration import circuit_env_id
 from circuit_gym.models.random_checkpoint import write_random_gpt2_checkpoint
 
 

@@ -206,7 +206,7 @@ def greedy_episode(replay: str, task: str, episode: int) -> dict:
     import gymnasium as gym
 
     from circuit_gym.baselines.circuit_solvers import GreedySearch, play_episode
-    from circuit_gym.envs.circuit_registration import circuit_env_id
+    from circuit_gym.envs.registration import circuit_env_id
     from circuit_gym.leaderboard.benchmark import CIRCUIT_ALPHA, CIRCUIT_BUDGET, SPLIT
 
     env = gym.make(circuit_env_id("Toy", "Multi"), model="toy", split=SPLIT, pool_size=episode + 1,

@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from circuit_gym.embedded import ZOO_HELD_OUT, ZOO_TRAIN, ZOO_V2_HELD_OUT, ZOO_V2_TRAIN, is_embedded
-from circuit_gym.envs.circuit_registration import VERSION as _CIRCUIT_ENV_IDS_VERSION
-from circuit_gym.envs.circuit_registration import circuit_env_id
+from circuit_gym.env_ids import CIRCUIT_SUFFIX, env_id
 
 # v5: the retrained embedded model (run F: copies any token), on which induction passes the
 # inclusion gate and induction_seen is left out (redundant there); the same rule now holds out
@@ -60,7 +59,7 @@ MEMORY_LIMIT_MB = 4096  # RLIMIT_DATA of the child: private writable (virtual) m
 
 def multi_env_id(model: str = MODEL) -> str:
     """The Multi environment ID the benchmark's episodes are built with, for ``model``."""
-    return f"CircuitDiscovery-{'Toy' if is_embedded(model) else 'GPT2'}-Multi-{ENV_VERSION}"
+    return env_id("Toy" if is_embedded(model) else "GPT2", "Multi", int(ENV_VERSION.removeprefix("v")))
 
 
 def definition() -> dict:
@@ -80,7 +79,9 @@ def definition() -> dict:
 # passes per episode. Its own version: changing anything below changes only this string, and
 # the single-head track's result files stay valid.
 CIRCUIT_BENCHMARK_VERSION = "circuit-gym-circuit-v1"
-CIRCUIT_ENV_VERSION = _CIRCUIT_ENV_IDS_VERSION  # v0 of the circuit-building IDs
+CIRCUIT_ENV_VERSION = (
+    0  # the circuit-building IDs' version it is played on (pinned: a new ID version is not this track)
+)
 CIRCUIT_START = "empty"
 CIRCUIT_BUDGET = 16  # the env's defaults: at most 16 heads added, alpha faithfulness per head
 CIRCUIT_ALPHA = 0.01
@@ -97,7 +98,7 @@ CIRCUIT_PRIVATE_SEEDS = 8
 
 def circuit_env(model: str = MODEL) -> str:
     """The circuit-building ID the circuit track's episodes are built with, for ``model``."""
-    return circuit_env_id("Toy" if is_embedded(model) else "GPT2", "Multi", CIRCUIT_ENV_VERSION)
+    return env_id("Toy" if is_embedded(model) else "GPT2", "Multi", CIRCUIT_ENV_VERSION, CIRCUIT_SUFFIX)
 
 
 def circuit_definition() -> dict:

@@ -23,8 +23,8 @@ ZOO_GENERATIONS: dict[str, tuple[str, ...]] = {
 }
 ZOO = ZOO_GENERATIONS["v1"]
 ZOO_V2 = ZOO_GENERATIONS["v2"]
-# The members shipped in this release (a generation is listed once its every member trained).
-SHIPPED_ZOO = ZOO
+# The members shipped in this release: zoo v2's as each finishes training and has its card.
+SHIPPED_ZOO = ZOO + ("zoo6",)
 # Embedded model -> its directory under circuit_gym/models/.
 EMBEDDED_PATHS: dict[str, str] = {
     "toy": "toy",

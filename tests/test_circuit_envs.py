@@ -17,7 +17,7 @@ from circuit_gym.envs.circuit_building import (
     SETUP_PASSES,
     CircuitBuildingEnv,
 )
-from circuit_gym.envs.circuit_registration import circuit_env_id, list_circuit_envs
+from circuit_gym.envs.registration import circuit_env_id
 from circuit_gym.envs.render import CELL, MARGIN, cell_centre, frame_shape
 from circuit_gym.models import load_model
 from circuit_gym.tasks import get_task
@@ -60,7 +60,7 @@ def fresh_tiny():
 # ------------------------------------------------------------------ registration
 def test_every_single_head_task_part_has_circuit_ids_on_both_models():
     task_parts = {row["id"].split("-")[2] for row in list_envs(family="single-head")}
-    rows = {row["id"]: row for row in list_circuit_envs()}
+    rows = {row["id"]: row for row in list_envs(family="circuit")}
     expected = {circuit_env_id(m, t) for m in ("Toy", "GPT2") for t in task_parts}
     assert set(rows) == expected and expected <= set(gym.registry)
     # pinned in the ID, and equal to the current benchmark's training tasks (a benchmark that

@@ -7,10 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from circuit_gym.embedded import EMBEDDED, MODEL_SETS, ZOO
+from circuit_gym.embedded import EMBEDDED, MODEL_SETS, SHIPPED_ZOO, ZOO, ZOO_GENERATIONS
 from circuit_gym.models.cards import card_metrics, gated_tasks
 from circuit_gym.models.loading import embedded_dir, load_model
-from circuit_gym.models.zoo_recipe import PLACEMENT_STRATA, ZOO_SEED, private_member, public_members
+from circuit_gym.models.zoo_recipe import (
+    GENERATIONS,
+    PLACEMENT_STRATA,
+    ZOO_SEED,
+    private_member,
+    public_members,
+)
 from circuit_gym.tasks import get_task
 from circuit_gym.tasks.base import beats_distractors
 
@@ -31,13 +37,20 @@ def test_the_private_draw_depends_on_the_secret_only():
     assert a.seed not in {m.seed for m in public_members()}
 
 
+def _recipe_member(name: str):
+    """The recipe's draw of a shipped member, from the generation whose names hold it."""
+    generation = next(g for g, names in ZOO_GENERATIONS.items() if name in names)
+    return next(m for m in public_members(generation=GENERATIONS[generation]) if m.name == name)
+
+
 def test_shipped_members_are_the_recipes():
-    names = [m.name for m in public_members()]
-    assert set(ZOO) <= set(names) and MODEL_SETS["zoo"] == ZOO
-    assert all(name in EMBEDDED for name in ZOO)
+    for generation, names in ZOO_GENERATIONS.items():
+        assert [m.name for m in public_members(generation=GENERATIONS[generation])] == list(names)
+    assert MODEL_SETS["zoo"] == ZOO and set(ZOO) <= set(SHIPPED_ZOO)
+    assert all(name in EMBEDDED for name in SHIPPED_ZOO)
 
 
-@pytest.mark.parametrize("name", ZOO)
+@pytest.mark.parametrize("name", SHIPPED_ZOO)
 def test_a_zoo_member_loads_matches_its_card_and_was_trained_with_its_draw(name):
     import json
 
@@ -45,16 +58,17 @@ def test_a_zoo_member_loads_matches_its_card_and_was_trained_with_its_draw(name)
     card = card_metrics(name)
     assert card["weights_hash"] == model.circuit_gym_info.weights_hash
     setup = json.loads((embedded_dir(name) / "training_log.json").read_text())["setup"]
-    member = next(m for m in public_members() if m.name == name)
-    assert (setup["seed"], setup["identity_layers"], setup["recipe"]) == (
+    member = _recipe_member(name)
+    assert (setup["seed"], setup["identity_layers"], setup["recipe"], setup.get("head_dropout", 0.0)) == (
         member.seed,
         member.identity_layers,
         "zoo",
+        member.head_dropout,
     )
     assert len(setup["tokenizer_sha256"]) == 64  # trained with the zoo's shared tokenizer file
 
 
-@pytest.mark.parametrize("name", ZOO)
+@pytest.mark.parametrize("name", SHIPPED_ZOO)
 def test_a_zoo_member_performs_its_gated_tasks(name):
     """Clean accuracy on fresh test-split batches (seeds the card did not use), computed here from
     the logits: the answer token beats every distractor at the metric position."""
@@ -83,7 +97,7 @@ def test_a_zoo_member_performs_its_gated_tasks(name):
 
 
 def test_zoo_members_share_one_tokenizer():
-    files = {name: (embedded_dir(name) / "tokenizer.json").read_bytes() for name in ZOO}
+    files = {name: (embedded_dir(name) / "tokenizer.json").read_bytes() for name in SHIPPED_ZOO}
     assert len(set(files.values())) == 1
 
 
@@ -133,3 +147,23 @@ def test_zoo_v2_draws_one_member_per_knob_stratum_and_leaves_v1_unchanged():
     private = private_member(12345, v2)
     assert private == private_member(12345, v2) and private != private_member(12345)
     assert KNOB_STRATA_V2[0][0] <= private.head_dropout <= KNOB_STRATA_V2[-1][1]
+
+
+def test_benchmark_v7_splits_zoo_v2_by_v6s_rule_and_changes_nothing_else():
+    """v7 is v6's row on zoo v2: the same odd/even rule on the names, and every other setting kept
+    (so the two versions' numbers differ by the models only)."""
+    from circuit_gym import benchmark as B
+
+    v6, v7 = B.transfer_benchmark("v6"), B.transfer_benchmark("v7")
+    assert set(v7.public_models()) == set(ZOO_GENERATIONS["v2"]) and not set(v7.train_models) & set(
+        v7.held_out_models
+    )
+    assert all(int(m.removeprefix("zoo")) % 2 == 1 for m in v7.train_models)
+    assert all(int(m.removeprefix("zoo")) % 2 == 0 for m in v7.held_out_models)
+    for kind in (B.SINGLE_HEAD, B.CIRCUIT):
+        a, b = v6.definition(kind), v7.definition(kind)
+        changed = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+        assert changed == {"benchmark_version", "track", "train_models", "held_out_models", "zoo_generation"}
+    assert v7.quadrant("capital", "zoo6") == "unseen_task_unseen_model"
+    with pytest.raises(ValueError, match="no split"):
+        v7.quadrant("ioi", "zoo1")  # a v6 model is in no split of v7

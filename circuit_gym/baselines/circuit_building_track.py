@@ -28,7 +28,7 @@ from circuit_gym.benchmark import (
     TRAIN_TASKS,
 )
 from circuit_gym.embedded import is_embedded
-from circuit_gym.envs.circuit_registration import circuit_env_id
+from circuit_gym.envs.registration import circuit_env_id
 from circuit_gym.reporting import selection_curves
 
 # Issue 22's targets for PPO on the Circuit IDs, against exact greedy search (mean over seeds).

@@ -47,8 +47,8 @@ from circuit_gym.baselines.ppo_trainer import (  # noqa: F401  (re-exported: the
 from circuit_gym.baselines.state_scorer import StateScorer, state_columns
 from circuit_gym.circuits import cpr, faithfulness_curve
 from circuit_gym.envs.circuit_building import MEMBER_COLUMN, N_CIRCUIT_FEATURES, CircuitBuildingEnv
-from circuit_gym.envs.circuit_registration import circuit_env_id
 from circuit_gym.envs.features import CIRCUIT_FEATURE_SETS
+from circuit_gym.envs.registration import circuit_env_id
 
 REWARDS = ("gain", "area")
 NETWORKS = ("circuit_scorer", "state_scorer")

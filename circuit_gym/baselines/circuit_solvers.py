@@ -43,7 +43,7 @@ import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym.circuits import batch_scores
 from circuit_gym.embedded import is_embedded
 from circuit_gym.envs.circuit_building import CircuitBuildingEnv
-from circuit_gym.envs.circuit_registration import circuit_env_id
+from circuit_gym.envs.registration import circuit_env_id
 from circuit_gym.progress import progress_iter
 from circuit_gym.solvers.episodes import CircuitSolver, episode_ranking, play, play_episode, summarize_track
 from circuit_gym.solvers.white_box import (

@@ -139,9 +139,8 @@ def env_ids() -> str:
     """The current IDs (``circuit-gym list``), one row per family, model and version: the task
     part of the ID in braces."""
     import circuit_gym
-    from circuit_gym.envs.circuit_registration import list_circuit_envs
 
-    entries = {e["id"]: e for e in [*circuit_gym.list_envs(), *list_circuit_envs()]}
+    entries = {e["id"]: e for e in circuit_gym.list_envs()}
     groups: dict[tuple, list[dict]] = {}
     for entry in entries.values():
         parts = entry["id"].split("-")

@@ -180,9 +180,17 @@ def transfer_scores(track: str, rows: list[dict], bench: B.TransferBenchmark = V
 
 def cells(track: str, private: tuple[Path, tuple[str, ...]] | None, private_seeds: tuple[int, ...] | None,
           bench: B.TransferBenchmark = V6) -> list[Cell]:  # fmt: skip
-    """The public cells (every public model, every task, the track's seeds), then the private
-    model's (``private``: its directory and the held-out tasks it performs)."""
-    out = [Cell(m, None, bench.all_tasks(), bench.seeds_of(track), True) for m in bench.public_models()]
+    """The public cells (every public model, every task its card's inclusion gate admits, the
+    track's seeds), then the private model's (``private``: its directory and the held-out tasks it
+    performs). A task a model does not perform is never served on it (on zoo v1 every member
+    performs every task of both splits; a zoo v2 member trained with the knob may not)."""
+    from circuit_gym.models.cards import gated_tasks
+
+    out = []
+    for m in bench.public_models():
+        gated = set(gated_tasks(m)) if is_embedded(m) else set(bench.all_tasks())
+        tasks = tuple(t for t in bench.all_tasks() if t in gated)
+        out.append(Cell(m, None, tasks, bench.seeds_of(track), True))
     if private is not None:
         seeds = tuple(private_seeds[: bench.n_private_seeds(track)])
         out.append(Cell(PRIVATE, str(private[0]), private[1], seeds, False))
@@ -227,9 +235,6 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
             f"private seed file {private_seeds} holds {len(private[0])} seeds; the {track} transfer track "
             f"uses {bench.n_private_seeds(track)}"
         )
-    unshipped = [m for m in bench.public_models() if not is_embedded(m)]
-    if unshipped:
-        raise ValueError(f"benchmark {version}'s models {unshipped} are not shipped in this release")
     plan = cells(track, checked, private[0] if private else None, bench)
     if sample is not None:
         if private is not None:
@@ -245,6 +250,9 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
                 f"models must be public zoo members {list(bench.public_models())}, got {unknown}"
             )
         plan = [c for c in plan if c.model in models or c.model == PRIVATE]
+    unshipped = [c.model for c in plan if c.model != PRIVATE and not is_embedded(c.model)]
+    if unshipped:
+        raise ValueError(f"benchmark {version}'s models {unshipped} are not shipped in this release")
     start = time.time()
     envs = {c.model: cell_env(track, c, features, bench) for c in plan}
     if private_dir is not None:
