@@ -16,12 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from circuit_gym.reporting.self_repair_pilot import (  # noqa: E402
-    default_models,
-    pilot_table,
-    summary_table,
-    update_report,
-)
+from circuit_gym.reporting import self_repair_pilot as pilot  # noqa: E402
 
 OUT = ROOT / "docs" / "results" / "zoo" / "self_repair.json"
 
@@ -39,15 +34,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--fresh", action="store_true", help="replace the report instead of adding to it")
     args = p.parse_args(argv)
-    available = default_models(ROOT)
+    available = pilot.default_models(ROOT)
     unknown = sorted(set(args.models or []) - set(available))
     if unknown:
         p.error(f"unknown models {unknown}; available: {sorted(available)}")
     models = {m: available[m] for m in (args.models or available)}
-    report = update_report(
+    report = pilot.update_report(
         args.out, models, fresh=args.fresh, tasks=args.tasks, episodes=args.episodes, prompts=args.prompts
     )
-    print(summary_table(report), pilot_table(report), sep="\n\n")
+    print(pilot.summary_table(report), pilot.pilot_table(report), sep="\n\n")
     return 0
 
 

@@ -19,21 +19,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from circuit_gym.baselines import transfer_training as training  # noqa: E402
 from circuit_gym.baselines.ppo_designs import DESIGNS  # noqa: E402
-from circuit_gym.baselines.transfer_training import (  # noqa: E402
-    ENV_IDS,
-    check_train_set,
-    copy_and_record,
-    run_jobs,
-    train_one,
-)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--tracks", nargs="+", choices=tuple(ENV_IDS), default=list(ENV_IDS))
+    parser.add_argument(
+        "--tracks", nargs="+", choices=tuple(training.ENV_IDS), default=list(training.ENV_IDS)
+    )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--design", choices=tuple(DESIGNS), default="reference",
                         help="which recipe (DESIGNS): the reference, or issue 34's causal observation")  # fmt: skip
@@ -54,11 +50,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--job", nargs=2, metavar=("TRACK", "SEED"), help=argparse.SUPPRESS)  # one training
     args = parser.parse_args(argv)
     try:
-        check_train_set()
+        training.check_train_set()
     except ValueError as err:
         raise SystemExit(str(err)) from None
     if args.job:
-        print(train_one(args.job[0], int(args.job[1]), args.out, args.device, args.design), flush=True)
+        print(
+            training.train_one(args.job[0], int(args.job[1]), args.out, args.device, args.design), flush=True
+        )
         return
     jobs = [(t, s) for t in args.tracks for s in args.seeds]  # single-head first, seeds in order
     if not args.copy_only:
@@ -67,8 +65,8 @@ def main(argv: list[str] | None = None) -> None:
             return [sys.executable, __file__, "--job", track, str(seed), "--out", str(args.out),
                     "--device", args.device, "--design", args.design]  # fmt: skip
 
-        run_jobs(jobs, command, args.out, args.design, args.workers, args.stop_after)
-    print("\n".join(copy_and_record(jobs, args.out, args.docs, args.machine, args.design)))
+        training.run_jobs(jobs, command, args.out, args.design, args.workers, args.stop_after)
+    print("\n".join(training.copy_and_record(jobs, args.out, args.docs, args.machine, args.design)))
 
 
 if __name__ == "__main__":
