@@ -8,12 +8,15 @@ One idea per module:
 - :mod:`~circuit_gym.edges.ranking` — :class:`EdgeRanking`, signed scores per edge;
 - :mod:`~circuit_gym.edges.patching` — :class:`EdgePatcher`, the only code that patches edges;
 - :mod:`~circuit_gym.edges.curve` — edge faithfulness curves at MIB's sizes, CPR and CMD;
-- :mod:`~circuit_gym.edges.attribution` — EAP and EAP-IG edge scores;
+- :mod:`~circuit_gym.edges.attribution` — EAP, EAP-IG and GIM edge scores;
+- :mod:`~circuit_gym.edges.gim` — GIM's backward rules in an op-by-op pass (per-port gradients);
+- :mod:`~circuit_gym.edges.acdc` — ACDC on edges (cumulative threshold sweep, candidates);
 - :mod:`~circuit_gym.edges.mib_files` — MIB's circuit files, out and in; ``score_circuit_file``.
 
 See docs/circuits.md ("Edges").
 """
 
+from circuit_gym.edges.acdc import EdgeAcdcResult, edge_acdc
 from circuit_gym.edges.attribution import GRADIENT_HOOKS, eap_ig_ranking, eap_ranking, gradient_ranking
 from circuit_gym.edges.circuit import EdgeCircuit
 from circuit_gym.edges.curve import edge_batch_scores, edge_curve, edge_faithfulness_curves
@@ -30,8 +33,8 @@ from circuit_gym.edges.ranking import EdgeRanking, random_edge_ranking
 from circuit_gym.graph_names import edge_name, node_name, parse_edge_name
 
 __all__ = [
-    "GRADIENT_HOOKS", "EdgeCircuit", "EdgeGraph", "EdgePatcher", "EdgeRanking", "eap_ig_ranking", "eap_ranking",
-    "edge_batch_scores", "edge_circuit_from_mib", "edge_circuit_to_mib", "edge_curve", "edge_faithfulness_curves",
+    "GRADIENT_HOOKS", "EdgeAcdcResult", "EdgeCircuit", "EdgeGraph", "EdgePatcher", "EdgeRanking", "eap_ig_ranking",
+    "eap_ranking", "edge_acdc", "edge_batch_scores", "edge_circuit_from_mib", "edge_circuit_to_mib", "edge_curve", "edge_faithfulness_curves",
     "edge_name", "gradient_ranking", "node_name", "parse_edge_name", "random_edge_ranking", "read_edge_mib_json",
     "score_circuit_file", "write_edge_mib_json",
 ]  # fmt: skip

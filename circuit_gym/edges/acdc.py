@@ -4,8 +4,8 @@ The algorithm, as the original runs it on edges, with the task metric (logit dif
 in place of the KL divergence (the patcher returns the metric only):
 
 - receivers are visited in reverse topological order: ``logits``, then the heads from the
-  last layer to the first (within a layer from the last head to the first), a head's ports
-  in the order q, k, v; a receiver's incoming edges from the latest sender to the earliest
+  last layer to the first (within a layer its MLP, on models with one, then the last head to
+  the first), a head's ports in the order q, k, v; a receiver's incoming edges from the latest sender to the earliest
   (:func:`acdc_order`);
 - each edge is tried once per threshold: removed (patched with the sender's counterfactual
   output) on top of every edge removed so far, and kept removed when the metric drops by
@@ -74,8 +74,10 @@ def acdc_order(graph: EdgeGraph, edges: Sequence[int] | None = None) -> list[int
         sender, receiver, port = graph.edges[index]
         if receiver == LOGITS:
             return (0, 0, 0, -sender)
-        _, layer, head = parse_node_name(receiver)
-        return (1, -int(layer) * graph.n_heads - int(head), PORTS.index(port), -sender)
+        kind, layer, head = parse_node_name(receiver)
+        assert layer is not None
+        within = graph.n_heads if kind == "mlp" else int(head or 0)  # a layer's MLP reads after its heads
+        return (1, -(layer * (graph.n_heads + 1) + within), PORTS.index(port) if port else 0, -sender)
 
     return sorted((int(e) for e in edges), key=key)
 
@@ -90,7 +92,7 @@ def edge_acdc(patcher: EdgePatcher, prior: EdgeRanking | None = None, n_candidat
     if prior is not None and prior.graph != graph:
         raise ValueError("the prior ranking is of another graph")
     start = np.ones(graph.n_edges, dtype=bool)
-    if prior is not None:
+    if prior is not None and n_candidates is not None:
         start[:] = False
         start[prior.candidates(int(n_candidates))] = True
     m_full = patcher.full_metric
@@ -101,7 +103,7 @@ def edge_acdc(patcher: EdgePatcher, prior: EdgeRanking | None = None, n_candidat
     current, kept, tries = start.copy(), [], 0
     level = np.zeros(graph.n_edges, dtype=np.int64)
     for tau in taus:
-        order = acdc_order(graph, np.flatnonzero(current))
+        order = acdc_order(graph, np.flatnonzero(current).tolist())
         current, m_current, n = _pass(patcher, order, current, m_current, tau, max_chunk)
         tries += n
         level[current] += 1

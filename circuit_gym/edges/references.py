@@ -62,8 +62,9 @@ def reference_table(models: Sequence[str], tasks: Sequence[str], seeds: Sequence
     from circuit_gym.models import load_model
     from circuit_gym.tasks import get_task
 
-    table = {"split": SPLIT, "batch_size": batch_size, "seeds": list(seeds), "ablation": ablation or "model default",
-             "greedy_candidates": GREEDY_CANDIDATES, "acdc_candidates": ACDC_CANDIDATES, "rows": []}  # fmt: skip
+    rows: list[dict] = []
+    table: dict = {"split": SPLIT, "batch_size": batch_size, "seeds": list(seeds), "ablation": ablation or "model default",
+             "greedy_candidates": GREEDY_CANDIDATES, "acdc_candidates": ACDC_CANDIDATES, "rows": rows}  # fmt: skip
     patchers: dict[tuple[str, str, int], EdgePatcher] = {}
     for name in references:
         for model_name in models:
@@ -80,12 +81,12 @@ def reference_table(models: Sequence[str], tasks: Sequence[str], seeds: Sequence
                     ranking = EDGE_REFERENCES[name](patcher)
                     seconds = time.perf_counter() - began
                     scores = edge_batch_scores(patcher, ranking)
-                    table["rows"].append({"model": model_name, "task": task_name, "seed": int(seed), "reference": name,
+                    rows.append({"model": model_name, "task": task_name, "seed": int(seed), "reference": name,
                                           "method": ranking.method, "cpr": scores["cpr"], "cmd": scores["cmd"],
                                           "lm_passes": lm_passes(ranking), "passes": dict(ranking.passes),
                                           "seconds": round(seconds, 1), "faithfulness": scores["curve"]["faithfulness"],
                                           "faithfulness_absolute": scores["curve_absolute"]["faithfulness"]})  # fmt: skip
-                    row = {k: v for k, v in table["rows"][-1].items() if not k.startswith("faithfulness")}
+                    row = {k: v for k, v in rows[-1].items() if not k.startswith("faithfulness")}
                     print(json.dumps(row), flush=True)
                     table["targets"] = targets(table)
                     if out is not None:
