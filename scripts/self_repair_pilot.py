@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--models",
         nargs="*",
-        help="names among the defaults (zoo1-zoo4, docs/results/zoo/models/*, runs/zoo_pilot/models/*)",
+        help="names among the defaults (the shipped zoo, docs/results/zoo/models/*, runs/zoo_pilot/models/*)",
     )
     p.add_argument("--tasks", nargs="*", help="default: every task of the model's suite")
     p.add_argument("--episodes", type=int, default=12, help="gate: train-split episodes (8 prompts each)")

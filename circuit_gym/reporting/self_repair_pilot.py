@@ -154,8 +154,11 @@ KEPT_MODELS = ("docs/results/zoo/models", "runs/zoo_pilot/models")
 
 
 def default_models(root: Path) -> dict[str, Path]:
-    """zoo1-zoo4, then the models kept under :data:`KEPT_MODELS` (the first folder wins a name)."""
-    models = {f"zoo{i}": embedded_dir(f"zoo{i}") for i in range(1, 5)}
+    """The shipped zoo members, then the models kept under :data:`KEPT_MODELS` (the first folder
+    wins a name)."""
+    from circuit_gym.embedded import SHIPPED_ZOO
+
+    models = {name: embedded_dir(name) for name in SHIPPED_ZOO}
     for folder in reversed(KEPT_MODELS):
         kept = root / folder
         if kept.is_dir():
