@@ -8,7 +8,8 @@ the disk cache.
 
 - :func:`board_env`: the single-head and circuit-building tracks of benchmark v5 (on ``toy``) and
   v6 (``transfer=True``: the zoo's pinned ablation and reference text, any feature set);
-- :func:`planted_env`: the Planted track's circuit-building environment of one circuit kind.
+- :func:`planted_env`: the Planted track's circuit-building environment of one circuit kind (and
+  planted generator version).
 
 What the policy may see is the scorer's business: the single-head environments keep their oracle
 fields here (training reads them; ``envs.HideOracleInfo`` removes them for scoring), the
@@ -59,19 +60,31 @@ def board_env(kind: str, model: str, pool_size: int, *, tasks: Sequence[str] | N
     return gym.make(env_id, **{**kwargs, **overrides})
 
 
-def planted_env_id(kind: str) -> str:
-    """The circuit-building Planted ID of the circuit ``kind`` (``tasks.planted.KINDS``)."""
-    from circuit_gym.envs.registration import PLANTED_CIRCUIT, PLANTED_TASK_SETS_V0
+def planted_env_id(kind: str, version: int | None = None) -> str:
+    """The circuit-building Planted ID of the circuit ``kind`` on the planted generator's ``version``
+    (None: the default, 2, the v6 board's, ``-v0``; 3: ``-v1``): the registry's line that pins it."""
+    # imported here: the planted modules register the planted tasks, which the suite's users never see
+    from circuit_gym.envs.registration import PLANTED_CIRCUIT, REGISTRY
+    from circuit_gym.models.planted.versions import DEFAULT_VERSION
     from circuit_gym.tasks.planted import task_name
 
-    key = next(key for key, tasks in PLANTED_TASK_SETS_V0.items() if tasks == (task_name(kind),))
-    return PLANTED_CIRCUIT.env_id("Planted", key, 0)
+    version = DEFAULT_VERSION if version is None else version
+    for line in REGISTRY:
+        pinned = line.kwargs.get("version", DEFAULT_VERSION)
+        if line.family == PLANTED_CIRCUIT and pinned == version and line.superseded_by is None:
+            for key, tasks in line.task_sets.items():
+                if tasks == (task_name(kind),):
+                    return PLANTED_CIRCUIT.env_id("Planted", key, line.version)
+    raise ValueError(
+        f"no circuit-building Planted ID of kind {kind!r} on planted generator version {version!r}"
+    )
 
 
-def planted_env(kind: str, seeds: Sequence[int], **overrides) -> gym.Env:
-    """The Planted track's environment of ``kind`` over the planted models of ``seeds``: the
-    circuit track's budget and alpha, no oracle fields, the track's split and batch."""
+def planted_env(kind: str, seeds: Sequence[int], version: int | None = None, **overrides) -> gym.Env:
+    """The Planted track's environment of ``kind`` over the planted models of ``seeds`` (generator
+    ``version``, :func:`planted_env_id`): the circuit track's budget and alpha, no oracle fields,
+    the track's split and batch."""
     kwargs = dict(seeds=tuple(seeds), split=PLANTED_SPLIT, pool_size=PLANTED_BATCH_INDEX + 1,
                   batch_size=PLANTED_BATCH_SIZE, start=B.CIRCUIT_START, budget=B.CIRCUIT_BUDGET,
                   alpha=B.CIRCUIT_ALPHA, oracle_info=False)  # fmt: skip
-    return gym.make(planted_env_id(kind), **{**kwargs, **overrides})
+    return gym.make(planted_env_id(kind, version), **{**kwargs, **overrides})

@@ -10,6 +10,7 @@ seed on a stand-in private model (transfer), so each scoring is one small run.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -51,9 +52,10 @@ def _namespace_cheat(tmp_path: Path, monkeypatch) -> str:
 @pytest.fixture
 def small_track(monkeypatch, tmp_path):
     """Two public seeds, two secret models, the multi-hop kind; a seed file outside the repository."""
-    monkeypatch.setattr(PS, "PUBLIC_SEEDS", (0, 1))
-    monkeypatch.setattr(PS, "N_PRIVATE_MODELS", 2)
-    monkeypatch.setattr(PS, "KINDS", ("multihop",))
+    small = dataclasses.replace(
+        PS.planted_benchmark(), public_seeds=(0, 1), private_models=2, kinds=("multihop",)
+    )
+    monkeypatch.setitem(PS.PLANTED_BENCHMARKS, PS.TRACK, small)
     monkeypatch.setattr(sandbox, "PRELOAD", ())
     seeds = tmp_path / "private" / "private_seeds.json"
     seeds.parent.mkdir()
@@ -70,7 +72,7 @@ def test_planted_a_namespace_package_policy_is_refused(small_track, tmp_path, mo
 
 @pytest.mark.parametrize("attack, check", [("leaks_in_message", "raised"), ("leaks_in_action", "action")])
 def test_planted_a_failure_on_a_secret_model_carries_no_policy_text(small_track, tmp_path, attack, check):
-    public = len(PS.PUBLIC_SEEDS) * len(PS.KINDS)
+    public = PS.planted_benchmark().episodes(private=False)
     result = PS.score_planted(attack, policy_spec=f"hostile_policies:{attack}", private_seeds=small_track,
                               checkpoint=public_episodes_checkpoint(tmp_path, public))  # fmt: skip
     assert_sealed(result, public, check)

@@ -142,10 +142,13 @@ def test_every_spec_has_max_episode_steps_equal_to_the_number_of_heads_of_its_mo
         if not env_id.startswith("CircuitDiscovery-"):
             continue
         model = spec.kwargs["model"]
-        if model not in heads and model == "planted":  # generated per reset: seed 0's model
+        if model not in heads and model == "planted":  # generated per reset: seed 0's model, every version's
             from circuit_gym.models.planted.generator import make_planted_model
+            from circuit_gym.models.planted.versions import VERSIONS
 
-            heads[model] = make_planted_model(0).model.circuit_gym_info.n_heads_total
+            sizes = {make_planted_model(0, version=v).model.circuit_gym_info.n_heads_total for v in VERSIONS}
+            assert len(sizes) == 1, sizes  # one grid: the IDs of every version share one bound
+            heads[model] = sizes.pop()
         elif model not in heads:  # loaded (a model set: its first member); GPT-2 small has 12 x 12
             name = MODEL_SETS.get(model, (model,))[0]
             heads[model] = 144 if model == "gpt2" else load_model(name).circuit_gym_info.n_heads_total

@@ -1,12 +1,14 @@
 """The Planted track (circuit_gym/leaderboard/planted_scorer.py): the attacks first (a policy that memorised
 the public models or hunts for the generator's truth files, a forged result, a policy reading
-``info`` mid-episode), then the metrics against independent computations, the IDs, the tables.
+``info`` mid-episode), then the metrics against independent computations, the IDs, the tables, and
+benchmark v7's row (``v7-planted``: planted generator v3, six kinds).
 
-The scoring tests shrink the track (two public seeds, two secret models, one kind) so that they
+The scoring tests shrink a track's row (two public seeds, two secret models, one kind) so that they
 run in seconds; what they check does not depend on its size."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -16,8 +18,9 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 import circuit_gym  # noqa: F401  (registers the IDs)
+from circuit_gym import benchmark as B
 from circuit_gym.envs.planted import TRUTH_KEY
-from circuit_gym.envs.registration import list_envs
+from circuit_gym.envs.registration import PLANTED_GENERATOR_V1, PLANTED_TASK_SETS_V1, list_envs
 from circuit_gym.leaderboard import planted_scorer as PS
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.planted_tables import load_results, planted_table, planted_tables
@@ -25,9 +28,11 @@ from circuit_gym.leaderboard.scoring import write_result
 from circuit_gym.leaderboard.tracks import TRACKS
 from circuit_gym.models.planted.generator import truth_of
 from circuit_gym.models.planted.recovery import precision_recall, ranking_auc
+from circuit_gym.models.planted.versions import DEFAULT_VERSION, kinds_of
 from circuit_gym.solvers import planted_rules as rules
-from circuit_gym.tasks.planted import KINDS, task_name
+from circuit_gym.tasks.planted import KINDS, KINDS_V3, task_name
 
+V7 = "v7-planted"  # benchmark v7's row
 ROLES = (
     "previous_token",
     "induction",
@@ -40,12 +45,17 @@ ROLES = (
 )
 
 
+def shrink(monkeypatch, track: str = PS.TRACK, **changes) -> PS.PlantedBenchmark:
+    """The row of ``track`` with ``changes`` (public seeds, private models, kinds) for this test."""
+    row = dataclasses.replace(PS.planted_benchmark(track), **changes)
+    monkeypatch.setitem(PS.PLANTED_BENCHMARKS, track, row)
+    return row
+
+
 @pytest.fixture
-def small_track(monkeypatch):
+def small_track(monkeypatch) -> PS.PlantedBenchmark:
     """The track on two public seeds, two secret models and the multi-hop kind only."""
-    monkeypatch.setattr(PS, "PUBLIC_SEEDS", (0, 1))
-    monkeypatch.setattr(PS, "N_PRIVATE_MODELS", 2)
-    monkeypatch.setattr(PS, "KINDS", ("multihop",))
+    return shrink(monkeypatch, public_seeds=(0, 1), private_models=2, kinds=("multihop",))
 
 
 @pytest.fixture
@@ -61,9 +71,9 @@ def test_a_policy_that_memorised_the_public_models_or_hunts_truth_files_fails_on
 ):
     if not probe().complete:
         pytest.skip("the policy's isolation is unavailable here: " + "; ".join(probe().missing))
-    envs = PS.make_planted_envs(PS.PUBLIC_SEEDS)
+    envs = PS.make_planted_envs(small_track.public_seeds)
     known = {}
-    for seed in PS.PUBLIC_SEEDS:  # what an attacker learns offline from the published seeds
+    for seed in small_track.public_seeds:  # what an attacker learns offline from the published seeds
         obs, _ = (
             envs["multihop"]
             .unwrapped.inner_for(seed)
@@ -180,9 +190,11 @@ def test_the_memoriser_of_the_public_models_is_at_chance_on_fresh_seeds():
 
 
 def test_private_model_seeds_are_a_function_of_the_first_seed_and_never_public():
-    seeds = PS.private_model_seeds((123, 4))
-    assert seeds == PS.private_model_seeds((123, 99)) != PS.private_model_seeds((124, 4))
-    assert len(set(seeds)) == PS.N_PRIVATE_MODELS and not set(seeds) & set(PS.PUBLIC_SEEDS)
+    for track in PS.PLANTED_BENCHMARKS:
+        row = PS.planted_benchmark(track)
+        seeds = PS.private_model_seeds((123, 4), track)
+        assert seeds == PS.private_model_seeds((123, 99), track) != PS.private_model_seeds((124, 4), track)
+        assert len(set(seeds)) == row.private_models and not set(seeds) & set(row.public_seeds)
 
 
 def test_choose_column_finds_a_planted_informative_column():
@@ -198,16 +210,42 @@ def test_choose_column_finds_a_planted_informative_column():
 
 
 # ------------------------------------------------------------------ IDs and tables
-def test_every_planted_id_makes_resets_and_steps():
-    ids = [r["id"] for family in ("planted", "planted-circuit") for r in list_envs(family=family)]
-    assert len(ids) == 8 and all(PS.env_id(k) in ids for k in KINDS)
-    for env_id in ids:
-        env = gym.make(env_id, seeds=(7,), pool_size=1, batch_size=4, oracle_info=False)
-        obs, info = env.reset(seed=0)
-        assert env.observation_space.contains(obs) and info["model"] == "planted-v2-7"
-        obs, reward, *_ = env.step(0)
-        assert env.observation_space.contains(obs) and np.isfinite(reward)
-        env.close()
+def test_every_planted_id_makes_resets_and_steps_on_its_generator_version():
+    """v0: generator version 2's four kinds (the v6 board's models); v1: version 3's six kinds."""
+    rows = [
+        r for family in ("planted", "planted-circuit") for r in list_envs(all_versions=True, family=family)
+    ]
+    ids = {v: [r["id"] for r in rows if r["version"] == v] for v in (0, 1)}
+    assert len(ids[0]) == 2 * len(KINDS) and len(ids[1]) == 2 * len(KINDS_V3) == len(rows) - len(ids[0])
+    assert all(PS.env_id(k) in ids[0] for k in KINDS) and all(PS.env_id(k, V7) in ids[1] for k in KINDS_V3)
+    new_kinds = [i for i in ids[1] if "-SelfRepair-" in i or "-And-" in i]  # v1's others: their specs (below)
+    for version, seed, generator in ((0, 7, 2), (1, 0, 3)):  # seeds whose models the other tests build too
+        for env_id in ids[version] if version == 0 else new_kinds:
+            env = gym.make(env_id, seeds=(seed,), pool_size=1, batch_size=4, oracle_info=False)
+            obs, info = env.reset(seed=0)
+            assert env.observation_space.contains(obs) and info["model"] == f"planted-v{generator}-{seed}"
+            obs, reward, *_ = env.step(0)
+            assert env.observation_space.contains(obs) and np.isfinite(reward)
+            env.close()
+
+
+def test_the_planted_ids_pin_their_generator_version_and_its_kinds():
+    """The registry writes v1's generator version out; it is benchmark v7's, and every ID's spec
+    builds its line's version (v0: none given, the default, 2)."""
+    assert (
+        PLANTED_GENERATOR_V1
+        == B.transfer_benchmark("v7").planted_generator
+        == PS.planted_benchmark(V7).generator
+    )
+    assert sorted(t for (t,) in PLANTED_TASK_SETS_V1.values()) == sorted(
+        map(task_name, kinds_of(PLANTED_GENERATOR_V1))
+    )
+    planted = [r for r in list_envs(all_versions=True) if r["family"].startswith("planted")]
+    assert len(planted) == 3 * (len(KINDS) + len(KINDS_V3))  # single head, circuit building, edges
+    for r in planted:
+        generator = gym.spec(r["id"]).kwargs.get("version", DEFAULT_VERSION)
+        assert generator == {0: DEFAULT_VERSION, 1: PLANTED_GENERATOR_V1}[r["version"]], r["id"]
+        assert r["tasks"][0].removeprefix("planted_") in kinds_of(generator)
 
 
 def test_the_tables_show_each_entry_on_public_and_secret_models(small_track, seed_file, tmp_path):
@@ -216,7 +254,7 @@ def test_the_tables_show_each_entry_on_public_and_secret_models(small_track, see
     results = load_results([path])
     summary = results[0]["scores"]["summary"]["multihop"]
     cell = f"{summary['precision']:.2f} / {summary['recall']:.2f} / {summary['auc']:.2f}"
-    assert f"| random | - | {cell} | - | - |" in planted_table(results)  # multi-hop only: the others are -
+    assert f"| random | {cell} | {cell} |" in planted_table(results)  # the row's kind (multi-hop) and all
     assert planted_table(results, secret=True).count("| random |") == 1
     assert "Secret models (2 per kind" in planted_tables([path])
 
@@ -235,3 +273,92 @@ def test_the_committed_results_are_sealed_current_and_their_summaries_follow_fro
             summary = r["scores"]["summary"][kind]
             for metric in ("precision", "recall", "auc"):
                 assert summary[metric] == pytest.approx(np.mean([e[metric] for e in rows]))
+
+
+# ------------------------------------------------------------------ benchmark v7's row
+def test_v7_planted_differs_from_planted_only_in_its_name_generator_kinds_and_ids():
+    old, new = PS.definition(), PS.definition(V7)
+    assert list(old) == list(new)
+    assert {k for k in old if old[k] != new[k]} == {
+        "benchmark_version",
+        "track",
+        "kinds",
+        "env_ids",
+        "generator_version",
+    }
+    assert (
+        new["kinds"] == list(KINDS_V3)
+        and new["generator_version"] == B.transfer_benchmark("v7").planted_generator
+    )
+    assert (
+        len(new["public_seeds"]) == len(old["public_seeds"])
+        and new["private_models"] == old["private_models"]
+    )
+    for env_id, kind in zip(new["env_ids"], KINDS_V3, strict=True):
+        spec = gym.spec(env_id)
+        assert (spec.kwargs["tasks"], spec.kwargs["inner"], spec.kwargs["version"]) == (
+            (task_name(kind),),
+            "circuit",
+            3,
+        )
+    assert not set(PS.private_model_seeds((5,))) & set(PS.private_model_seeds((5,), V7))  # another salt
+    row = TRACKS[V7]
+    assert (row.benchmark, row.definition()) == ("v7", new)
+    assert row.results_dir.relative_to(TRACKS["planted"].results_dir.parent) == Path("v7", "planted")
+    assert row.episodes(0) == 6 * 20 and row.episodes(1) == 6 * 40 and TRACKS["planted"].episodes(1) == 4 * 40
+
+
+def test_v7_planted_scores_builtins_on_all_six_kinds_against_generator_3s_truth(monkeypatch, tmp_path):
+    """random (a full run of a one-seed row) and attribution (a sample of it) on every kind of
+    seed 0's version-3 model; each episode's scores recomputed from its circuit and ranking against
+    version 3's truth, where the self-repair circuit holds its backup head (its AUC against the
+    primary heads alone, or against version 2's truth of the same seed, is another number)."""
+    row = shrink(monkeypatch, V7, public_seeds=(0,))
+    random = PS.score_planted("random", builtin="random", track=V7)
+    white = PS.score_planted("attribution", builtin="attribution", track=V7, sample=len(row.jobs()))
+    assert (random["status"], white["status"]) == ("scored", "sample")
+    assert set(random["scores"]["summary"]) == {*KINDS_V3, "all"} and random["track"] == V7
+    assert random["provenance"]["generator_version"] == 3 and random["provenance"]["kinds"] == list(KINDS_V3)
+    truth = truth_of(0, 3)
+    backups = truth.backups("self_repair")
+    assert backups and backups < truth.circuit("self_repair")
+    for result in (random, white):
+        episodes = result["scores"]["episodes"]
+        assert [(e["kind"], e["seed"]) for e in episodes] == row.jobs()
+        for e in episodes:
+            circuit = truth.circuit(e["kind"])
+            assert e["recall"] == pytest.approx(len(set(e["order"]) & circuit) / len(circuit))
+            assert e["auc"] == pytest.approx(_auc_by_count(e["ranking"], circuit))
+        repair = next(e for e in episodes if e["kind"] == "self_repair")
+        assert _auc_by_count(repair["ranking"], truth.circuit("self_repair") - backups) != pytest.approx(
+            repair["auc"]
+        )
+        assert any(_auc_by_count(e["ranking"], truth_of(0, 2).circuit(e["kind"])) != pytest.approx(e["auc"])
+                   for e in episodes if e["kind"] in KINDS)  # fmt: skip
+    path = tmp_path / "random.json"
+    write_result(random, path)
+    assert "| entry | " + " | ".join((*KINDS_V3, "all")) + " |" in planted_tables([path], track=V7)
+    with pytest.raises(ValueError, match="not a planted-track result"):
+        load_results([path])  # the v6 board's track refuses a v7 result
+
+
+def test_the_v7_memoriser_of_the_public_models_is_at_chance_on_secret_models():
+    """The memoriser builtin as v7-planted builds it (how often each head was a circuit head of
+    any kind in the public version-3 models) against the secret models one seed file draws."""
+    row = PS.planted_benchmark(V7)
+    solver, _ = PS.reference_solver("memoriser", {}, V7)
+    scores = solver.scores(None, np.zeros((144, len(rules.COLUMNS))), {})
+    order = np.lexsort((np.arange(144), -scores)).tolist()
+    secret = [truth_of(s, 3).circuit(k) for s in PS.private_model_seeds((987654, 5), V7) for k in row.kinds]
+    public = [truth_of(s, 3).circuit(k) for s in row.public_seeds for k in row.kinds]
+    aucs = [ranking_auc(order, t) for t in secret]
+    recalls = [precision_recall(order[: rules.PROPOSED], t)[1] for t in secret]
+    assert 0.4 < np.mean(aucs) < 0.6 and np.mean(recalls) < 0.1
+    assert np.mean([ranking_auc(order, t) for t in public]) > np.mean(aucs) + 0.1  # it memorised version 3's
+
+
+def _auc_by_count(ranking: list[int], truth: frozenset[int]) -> float:
+    """The share of (circuit head, other head) pairs the ranking orders circuit head first."""
+    pos = [i for i, h in enumerate(ranking) if h in truth]
+    neg = [i for i, h in enumerate(ranking) if h not in truth]
+    return float(np.mean([p < q for p in pos for q in neg]))

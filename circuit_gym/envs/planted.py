@@ -91,6 +91,8 @@ class PlantedEnv(ModelDrawEnv):
     ## Version History
     * v0: first release (issue 31), planted models of generator version 2; the ``version``
       argument (issue 41) builds generator version 3's models (default 2: unchanged).
+    * v1 (issue 41): the IDs pin generator version 3 (``version=3``): its six kinds, ``SelfRepair``
+      and ``And`` IDs among them; the v0 IDs keep version 2.
 
     Args:
         model: ``"planted"`` (the generated family; the registry passes it).

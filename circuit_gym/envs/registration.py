@@ -165,6 +165,21 @@ ZOO_TASK_SETS_V0 = {
 MODELS_PLANTED_V0 = {"Planted": "planted"}
 PLANTED_TASK_SETS_V0 = {"Induction": ("planted_induction",), "MultiHop": ("planted_multihop",),
                         "Redundant": ("planted_redundant",), "Suppression": ("planted_suppression",)}  # fmt: skip
+# Planted v1 (issue 41): the planted generator's version 3 (the v0 IDs keep version 2, the v6 board's
+# models): the defect fixed and two kinds more, one ID each (circuit_gym.tasks.planted.KINDS_V3).
+# Written out, not imported: the version is what the IDs pin (tests/test_planted_track.py checks it
+# against circuit_gym.models.planted.versions).
+PLANTED_GENERATOR_V1 = 3
+PLANTED_TASK_SETS_V1 = {
+    **PLANTED_TASK_SETS_V0,
+    "SelfRepair": ("planted_self_repair",),
+    "And": ("planted_and",),
+}
+PLANTED_NOTES_V1 = (
+    "planted generator version 3: every seed answers every kind (the BOS-fallback defect fixed), two kinds "
+    "more (SelfRepair: a backup head that acts only when the primary is ablated; And: a receiver that needs "
+    "two senders at once), edges and backup heads in the ground truth"
+)
 
 # Edges v0: the attention-only models only (edge patching of GPT-2's MLP nodes is not implemented);
 # an episode is at most one step per edge of the 12 x 12 graph (its budget is at most its candidates).
@@ -211,6 +226,12 @@ REGISTRY: tuple[Line, ...] = (
          "first release: the edge-building environment on a planted model generated from a seed drawn at each "
          "reset; the ground truth in info only at the episode's end",
          kwargs={"inner": "edges"}, max_episode_steps=EDGE_EPISODE_STEPS),
+    Line(PLANTED_SINGLE_HEAD, 1, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V1, PLANTED_NOTES_V1,
+         kwargs={"inner": "single-head", "version": PLANTED_GENERATOR_V1}),
+    Line(PLANTED_CIRCUIT, 1, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V1, PLANTED_NOTES_V1,
+         kwargs={"inner": "circuit", "version": PLANTED_GENERATOR_V1}),
+    Line(PLANTED_EDGES, 1, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V1, PLANTED_NOTES_V1,
+         kwargs={"inner": "edges", "version": PLANTED_GENERATOR_V1}, max_episode_steps=EDGE_EPISODE_STEPS),
 )  # fmt: skip
 
 

@@ -1,10 +1,16 @@
 """Score a circuit-building policy on the Planted track: exact ground truth, models nobody has seen.
 
-The track (:func:`definition`): for each circuit kind (``circuit_gym.tasks.planted.KINDS``), the
-policy plays ``CircuitDiscovery-Planted-{Kind}-Circuit-v0`` (``start="empty"``, the circuit track's
-budget and alpha, no oracle fields, resample ablation) on the planted model of each seed: the
-:data:`PUBLIC_SEEDS` (published, anyone can rescore), and, when the maintainers pass their private
-seed file, :data:`N_PRIVATE_MODELS` models drawn from its first seed (:func:`private_model_seeds`).
+The track has one row per board version (:class:`PlantedBenchmark`, :data:`PLANTED_BENCHMARKS`):
+``planted`` (planted generator version 2, its four kinds; the v6 board's) and ``v7-planted``
+(benchmark v7: generator version 3, six kinds, its own private salt). Every function here takes the
+row's track name (default ``planted``) and reads nothing else that differs between versions.
+
+A row's track (:func:`definition`): for each of its circuit kinds, the policy plays the kind's
+circuit-building Planted ID of the row's generator version (``CircuitDiscovery-Planted-{Kind}-Circuit-v0``
+on version 2, ``-v1`` on version 3; ``start="empty"``, the circuit track's budget and alpha, no
+oracle fields, resample ablation) on the planted model of each seed: the row's public seeds
+(published, anyone can rescore), and, when the maintainers pass their private seed file, the row's
+number of private models drawn from its first seed (:func:`private_model_seeds`).
 Each episode is one test-split batch of the kind's task. As on the circuit track the policy
 answers ``act(observation, action_mask)`` (a head to add, or STOP) and, at the end,
 ``rank_heads(observation)``; its proposed circuit is the heads it added, its ranking those heads
@@ -29,6 +35,7 @@ checks and episode loop, ``provenance.py``, ``sandbox.py``); the skeleton itself
 tasks of one model, which this track does not have.
 
     circuit-gym leaderboard score --track planted --builtin acdc --out leaderboard/results/planted/acdc.json
+    circuit-gym leaderboard score --track v7-planted --builtin acdc --out leaderboard/results/v7/planted/acdc.json
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -60,55 +68,112 @@ from circuit_gym.leaderboard.scoring import (
     play_episodes,
     read_private_seeds,
 )
-from circuit_gym.models.planted.generator import VERSION, truth_of
+from circuit_gym.models.planted.generator import truth_of
 from circuit_gym.models.planted.recovery import precision_recall, ranking_auc
+from circuit_gym.models.planted.versions import DEFAULT_VERSION, kinds_of
 from circuit_gym.policy import check_action, check_scores
 from circuit_gym.solvers import planted_rules as rules
 from circuit_gym.solvers.episodes import CircuitSolver, play, play_episode
 from circuit_gym.solvers.white_box import builtins as white_boxes
 from circuit_gym.stats import mean_ci95
-from circuit_gym.tasks.planted import KINDS, task_name
+from circuit_gym.tasks.planted import task_name
 from circuit_gym.track_envs import PLANTED_BATCH_INDEX as BATCH_INDEX
 from circuit_gym.track_envs import PLANTED_BATCH_SIZE as BATCH_SIZE
 from circuit_gym.track_envs import PLANTED_SPLIT as SPLIT
 from circuit_gym.track_envs import planted_env, planted_env_id
 
-TRACK = B.PLANTED
-BENCHMARK_VERSION = "circuit-gym-planted-v0"
-PUBLIC_SEEDS = tuple(range(20))
-N_PRIVATE_MODELS = 20
-_PRIVATE_SALT = 0x5EC2E7  # keeps the private models' seeds apart from other uses of the file's seed
+TRACK = B.PLANTED  # the first row's track: every function's default
 RULES = ("random", "shallow_first", "feature", "memoriser")
 METRICS = ("precision", "recall", "auc", "exact", "faithfulness", "circuit_size")
-env_id = planted_env_id  # the kind's circuit-building Planted ID
 
 
-def definition() -> dict:
+@dataclass(frozen=True)
+class PlantedBenchmark:
+    """One version of the Planted track (a row of :data:`PLANTED_BENCHMARKS`): what differs between
+    versions. The episode (split, batch, budget, alpha, ablation) and the rules are every row's."""
+
+    track: str  # its track's name on the board (circuit_gym/leaderboard/tracks.py)
+    benchmark_version: str  # recorded in (and checked against) every result's provenance
+    generator: int  # the planted generator's version (circuit_gym.models.planted.versions)
+    kinds: tuple[str, ...]  # the circuit kinds played, in order (the generator's)
+    public_seeds: tuple[int, ...] = tuple(range(20))
+    private_models: int = 20  # secret models per kind, drawn from the seed file's first seed
+    salt: int = 0x5EC2E7  # keeps the private models' seeds apart from other uses of the file's seed
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.kinds) - set(kinds_of(self.generator)))
+        if not self.kinds or unknown:
+            raise ValueError(f"kinds must be some of {kinds_of(self.generator)}, got {list(self.kinds)}")
+
+    def jobs(self) -> list[tuple[str, int]]:
+        """The public episodes in scoring order: kind by kind, seed by seed."""
+        return [(kind, seed) for kind in self.kinds for seed in self.public_seeds]
+
+    def episodes(self, private: bool) -> int:
+        """Episodes a run plays: the public ones, and the secret models' with the seed file."""
+        return len(self.kinds) * (len(self.public_seeds) + (self.private_models if private else 0))
+
+
+_V7 = B.transfer_benchmark("v7")
+PLANTED_BENCHMARKS: dict[str, PlantedBenchmark] = {
+    row.track: row
+    for row in (
+        PlantedBenchmark(TRACK, "circuit-gym-planted-v0", DEFAULT_VERSION, kinds_of(DEFAULT_VERSION)),
+        # benchmark v7: its generator version (benchmark.TRANSFER_BENCHMARKS), all of its kinds, as
+        # many public seeds; another salt, so one seed file draws other secret models than v6's
+        PlantedBenchmark(_V7.track(TRACK), f"circuit-gym-planted-{_V7.version}", _V7.planted_generator,
+                         kinds_of(_V7.planted_generator), salt=0x5EC7A3),
+    )
+}  # fmt: skip
+
+
+def planted_benchmark(track: str = TRACK) -> PlantedBenchmark:
+    """The row of ``track``; ValueError naming the Planted tracks otherwise."""
+    if track not in PLANTED_BENCHMARKS:
+        raise ValueError(f"planted track must be one of {list(PLANTED_BENCHMARKS)}, got {track!r}")
+    return PLANTED_BENCHMARKS[track]
+
+
+# The first row's values under their old names (readers of the v6 board's track).
+_FIRST = PLANTED_BENCHMARKS[TRACK]
+BENCHMARK_VERSION, VERSION, KINDS = _FIRST.benchmark_version, _FIRST.generator, _FIRST.kinds
+PUBLIC_SEEDS, N_PRIVATE_MODELS = _FIRST.public_seeds, _FIRST.private_models
+
+
+def env_id(kind: str, track: str = TRACK) -> str:
+    """The kind's circuit-building Planted ID on ``track``'s generator version."""
+    return planted_env_id(kind, planted_benchmark(track).generator)
+
+
+def definition(track: str = TRACK) -> dict:
     """What the track's results are comparable under (an entry scored under another is not)."""
+    row = planted_benchmark(track)
     return {
-        "benchmark_version": BENCHMARK_VERSION, "track": TRACK, "kinds": list(KINDS),
-        "env_ids": [env_id(k) for k in KINDS], "generator_version": VERSION, "public_seeds": list(PUBLIC_SEEDS),
-        "private_models": N_PRIVATE_MODELS, "split": SPLIT, "batch_size": BATCH_SIZE, "batch_index": BATCH_INDEX,
-        "ablation": "resample", "start": B.CIRCUIT_START, "budget": B.CIRCUIT_BUDGET, "alpha": B.CIRCUIT_ALPHA,
-        "rule_proposed": rules.PROPOSED,
+        "benchmark_version": row.benchmark_version, "track": row.track, "kinds": list(row.kinds),
+        "env_ids": [env_id(k, track) for k in row.kinds], "generator_version": row.generator,
+        "public_seeds": list(row.public_seeds), "private_models": row.private_models, "split": SPLIT,
+        "batch_size": BATCH_SIZE, "batch_index": BATCH_INDEX, "ablation": "resample", "start": B.CIRCUIT_START,
+        "budget": B.CIRCUIT_BUDGET, "alpha": B.CIRCUIT_ALPHA, "rule_proposed": rules.PROPOSED,
     }  # fmt: skip
 
 
-def private_model_seeds(file_seeds: tuple[int, ...]) -> tuple[int, ...]:
-    """:data:`N_PRIVATE_MODELS` model seeds drawn from the first seed of the maintainers' file,
-    none of them public."""
-    rng = np.random.default_rng([_PRIVATE_SALT, int(file_seeds[0])])
+def private_model_seeds(file_seeds: tuple[int, ...], track: str = TRACK) -> tuple[int, ...]:
+    """The row's number of private model seeds, drawn from the first seed of the maintainers' file
+    with the row's salt, none of them public."""
+    row = planted_benchmark(track)
+    rng = np.random.default_rng([row.salt, int(file_seeds[0])])
     out: list[int] = []
-    while len(out) < N_PRIVATE_MODELS:
+    while len(out) < row.private_models:
         seed = int(rng.integers(2**31))
-        if seed not in PUBLIC_SEEDS and seed not in out:
+        if seed not in row.public_seeds and seed not in out:
             out.append(seed)
     return tuple(out)
 
 
-def make_planted_envs(seeds: tuple[int, ...]) -> dict[str, gym.Env]:
-    """One circuit-building Planted environment per kind, over ``seeds`` (``track_envs.planted_env``)."""
-    return {kind: planted_env(kind, seeds) for kind in KINDS}
+def make_planted_envs(seeds: tuple[int, ...], track: str = TRACK) -> dict[str, gym.Env]:
+    """One circuit-building Planted environment per kind of ``track``, over ``seeds`` (``track_envs.planted_env``)."""
+    row = planted_benchmark(track)
+    return {kind: planted_env(kind, seeds, row.generator) for kind in row.kinds}
 
 
 @contextmanager
@@ -126,9 +191,10 @@ def _private_cache() -> Iterator[None]:
                 os.environ["CIRCUIT_GYM_CACHE"] = before
 
 
-def episode_scores(kind: str, seed: int, played: dict) -> dict:
-    """The ground-truth scores of one played episode (a row of ``solvers.episodes.play``)."""
-    truth = truth_of(seed).circuit(kind)
+def episode_scores(kind: str, seed: int, played: dict, track: str = TRACK) -> dict:
+    """The ground-truth scores of one played episode (a row of ``solvers.episodes.play``) on the
+    model of ``seed`` of ``track``'s generator version."""
+    truth = truth_of(seed, planted_benchmark(track).generator).circuit(kind)
     ranking = played["ranking"].order().tolist()
     precision, recall = precision_recall(played["order"], truth)
     return {"kind": kind, "seed": seed, "order": [int(h) for h in played["order"]], "ranking": ranking,
@@ -140,14 +206,14 @@ def episode_scores(kind: str, seed: int, played: dict) -> dict:
 Play = Callable[[gym.Env, str], dict]  # (inner env of the episode's model, task) -> a played row
 
 
-def _player(envs: dict[str, gym.Env], play_inner: Play, weights: dict[int, str]):
+def _player(envs: dict[str, gym.Env], play_inner: Play, weights: dict[int, str], track: str):
     """``(kind, seed) -> row`` (``scoring.play_episodes``' signature); records each model's weights hash."""
 
     def play_one(kind: str, seed: int, detailed: bool = True) -> dict:
         planted: PlantedEnv = envs[kind].unwrapped
         inner = planted.inner_for(seed)
         weights[seed] = inner.unwrapped.model.circuit_gym_info.weights_hash
-        return episode_scores(kind, seed, play_inner(inner, task_name(kind)))
+        return episode_scores(kind, seed, play_inner(inner, task_name(kind)), track)
 
     return play_one
 
@@ -167,21 +233,23 @@ def _sandbox_play(sandbox: SandboxedPolicy) -> Play:
     return run
 
 
-def _feature_choice(envs: dict[str, gym.Env]) -> dict:
+def _feature_choice(envs: dict[str, gym.Env], track: str) -> dict:
     """The ``feature`` rule's column and sign, chosen on the public seeds' first observations."""
+    row = planted_benchmark(track)
     observations, truths = [], []
-    for kind in KINDS:
-        for seed in PUBLIC_SEEDS:
+    for kind in row.kinds:
+        for seed in row.public_seeds:
             inner = envs[kind].unwrapped.inner_for(seed)
             obs, _ = inner.reset(options={"task": task_name(kind), "batch_index": BATCH_INDEX})
             observations.append(obs)
-            truths.append(truth_of(seed).circuit(kind))
+            truths.append(truth_of(seed, row.generator).circuit(kind))
     column, sign, auc = rules.choose_column(observations, truths)
     return {"column": rules.COLUMNS[column], "index": column, "sign": sign, "public_auc": auc}
 
 
-def reference_solver(name: str, envs: dict[str, gym.Env]) -> tuple[CircuitSolver, dict]:
-    """A builtin of this track, and what it chose on the public seeds (``{}`` for most)."""
+def reference_solver(name: str, envs: dict[str, gym.Env], track: str = TRACK) -> tuple[CircuitSolver, dict]:
+    """A builtin of this track, and what it chose on ``track``'s public seeds (``{}`` for most)."""
+    row = planted_benchmark(track)
     if name in white_boxes("circuit"):
         return white_boxes("circuit")[name].build(), {}
     if name == "random":
@@ -189,10 +257,11 @@ def reference_solver(name: str, envs: dict[str, gym.Env]) -> tuple[CircuitSolver
     if name == "shallow_first":
         return rules.shallow_first(), {}
     if name == "feature":
-        choice = _feature_choice(envs)
+        choice = _feature_choice(envs, track)
         return rules.feature_rule(choice["index"], choice["sign"]), {"feature": choice}
     if name == "memoriser":
-        return rules.memoriser(truth_of(s).circuit(k) for s in PUBLIC_SEEDS for k in KINDS), {}
+        public = (truth_of(s, row.generator).circuit(k) for s in row.public_seeds for k in row.kinds)
+        return rules.memoriser(public), {}
     raise ValueError(f"builtin must be one of {sorted(track_builtins())}, got {name!r}")
 
 
@@ -200,10 +269,10 @@ def track_builtins() -> tuple[str, ...]:
     return (*white_boxes("circuit"), *RULES)
 
 
-def summary(rows: list[dict]) -> dict:
-    """Per kind and ``"all"``: episodes, and the mean and 95% t-interval of each of :data:`METRICS`."""
+def summary(rows: list[dict], track: str = TRACK) -> dict:
+    """Per kind of ``track`` and ``"all"``: episodes, and the mean and 95% t-interval of each of :data:`METRICS`."""
     out = {}
-    for key in (*KINDS, "all"):
+    for key in (*planted_benchmark(track).kinds, "all"):
         sel = [r for r in rows if key in ("all", r["kind"])]
         if not sel:
             continue
@@ -213,32 +282,39 @@ def summary(rows: list[dict]) -> dict:
     return out
 
 
-def _weights_hash(weights: dict[int, str]) -> str:
-    return hashlib.sha256("\n".join(f"{s}:{weights[s]}" for s in PUBLIC_SEEDS).encode()).hexdigest()
+def episodes(n_private: int, track: str = TRACK) -> int:
+    """Episodes a run of ``track`` plays, with ``n_private`` private seeds given (any: the secret models)."""
+    return planted_benchmark(track).episodes(n_private > 0)
+
+
+def _weights_hash(weights: dict[int, str], seeds: tuple[int, ...]) -> str:
+    return hashlib.sha256("\n".join(f"{s}:{weights[s]}" for s in seeds).encode()).hexdigest()
 
 
 def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | None = None,
                   builtin: str | None = None, private_seeds: str | Path | None = None,
-                  require_isolation: bool | None = None, sample: int | None = None) -> dict:  # fmt: skip
+                  require_isolation: bool | None = None, sample: int | None = None, track: str = TRACK) -> dict:  # fmt: skip
     """Score one circuit-building policy (``policy_spec``, sandboxed) or builtin on the Planted
-    track; the result dict (``track`` "planted", ``status`` "scored" or "failed").
+    track ``track`` (a row of :data:`PLANTED_BENCHMARKS`); the result dict (``track`` the row's,
+    ``status`` "scored" or "failed").
 
     ``sample``: the canary's run (``circuit_gym/leaderboard/canary.py``): only the first ``sample``
     public episodes (kind by kind, seed by seed), their rows under ``scores["episodes"]``, no
     summaries, ``status`` "sample" (the board refuses it)."""
     check_name(name)
+    row = planted_benchmark(track)
     if (policy_spec is None) == (builtin is None):
         raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
     if builtin is not None and builtin not in track_builtins():
         raise ValueError(
-            f"builtin must be one of {sorted(track_builtins())} on the planted track, got {builtin!r}"
+            f"builtin must be one of {sorted(track_builtins())} on the {row.track} track, got {builtin!r}"
         )
     if policy_spec is not None:
         split_spec(policy_spec)
     policy_hash = files_hash(policy_spec or "circuit_gym.solvers.planted_rules:ScoreRule", checkpoint)
     private = read_private_seeds(private_seeds) if private_seeds is not None else None
     require_isolation = isolation_required(policy_spec, private, require_isolation)
-    jobs = [(kind, seed) for kind in KINDS for seed in PUBLIC_SEEDS]
+    jobs = row.jobs()
     if sample is not None:
         if private is not None:
             raise ValueError("a sample run (the canary's) does not score private models")
@@ -246,18 +322,18 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
             raise ValueError(f"sample must be between 1 and {len(jobs)} episodes, got {sample}")
         jobs = jobs[:sample]
     start = time.time()
-    envs = make_planted_envs(PUBLIC_SEEDS)
+    envs = make_planted_envs(row.public_seeds, track)
     result: dict = {
         "name": name,
-        "track": TRACK,
+        "track": row.track,
         "isolation": _in_process_isolation(),
-        **record_private_scoring(private_seeds, name, policy_spec or f"builtin:{builtin}", TRACK),
+        **record_private_scoring(private_seeds, name, policy_spec or f"builtin:{builtin}", row.track),
     }
     weights: dict[int, str] = {}
     sandbox = None
     try:
         if builtin is not None:
-            solver, chosen = reference_solver(builtin, envs)
+            solver, chosen = reference_solver(builtin, envs, track)
             play_inner = _solver_play(solver)
         else:
             chosen = {}
@@ -265,14 +341,14 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
             sandbox = SandboxedPolicy(policy_spec, checkpoint, timeout_s=B.CALL_TIMEOUT_S, memory_mb=B.MEMORY_LIMIT_MB,
                                       require_isolation=require_isolation, methods=("rank_heads", "act"))  # fmt: skip
             play_inner = _sandbox_play(sandbox)
-        public = play_episodes(_player(envs, play_inner, weights), jobs, "planted: public seeds")
+        public = play_episodes(_player(envs, play_inner, weights, track), jobs, f"{row.track}: public seeds")
         if private is not None:
             seal(sandbox)  # the secret models: a failure from here on carries no policy text
-            seeds = private_model_seeds(private[0])
+            seeds = private_model_seeds(private[0], track)
             with _private_cache():
-                private_envs = make_planted_envs(seeds)
-                hidden = play_episodes(_player(private_envs, play_inner, {}),
-                                       [(k, s) for k in KINDS for s in seeds], "planted: private models")  # fmt: skip
+                private_envs = make_planted_envs(seeds, track)
+                hidden = play_episodes(_player(private_envs, play_inner, {}, track),
+                                       [(k, s) for k in row.kinds for s in seeds], f"{row.track}: private models")  # fmt: skip
                 for env in private_envs.values():
                     env.close()
     except POLICY_FAILURES as err:
@@ -282,17 +358,19 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
             result.update(status="sample", scores=_round({"episodes": public}))
         else:
             result.update(
-                status="scored", scores=_round({"summary": summary(public), **chosen, "episodes": public})
+                status="scored",
+                scores=_round({"summary": summary(public, track), **chosen, "episodes": public}),
             )
         if private is not None:
             result["private"] = {"seed_file_sha256": private[1], "n_models": len(seeds),
-                                 "scores": _round({"summary": summary(hidden)})}  # fmt: skip
+                                 "scores": _round({"summary": summary(hidden, track)})}  # fmt: skip
     finally:
         if sandbox is not None:
             sandbox.close()
+    whole = len(weights) == len(row.public_seeds)  # a sample run's weights hash would cover some seeds only
     model = SimpleNamespace(circuit_gym_info=SimpleNamespace(
-        name=f"planted-v{VERSION}", weights_hash=_weights_hash(weights) if len(weights) == len(PUBLIC_SEEDS) else None))  # fmt: skip
-    result["provenance"] = make_provenance(definition(), model, policy_spec or f"builtin:{builtin}", checkpoint,
+        name=f"planted-v{row.generator}", weights_hash=_weights_hash(weights, row.public_seeds) if whole else None))  # fmt: skip
+    result["provenance"] = make_provenance(definition(track), model, policy_spec or f"builtin:{builtin}", checkpoint,
                                            policy_hash, white_box=builtin is not None)  # fmt: skip
     result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1), **sandbox_usage(sandbox)}
     result["content_hash"] = content_hash(result)

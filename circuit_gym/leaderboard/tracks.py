@@ -81,6 +81,7 @@ class Track:
 # section of the board says why it no longer ranks.
 BENCHMARKS = {
     "v6": None,
+    "v7": None,
     "planted": None,
     "v5": "retired: one hand-picked observation column (induction_attn) tops it, above the trained PPO and "
     "greedy search; v6 (the transfer tracks) holds models out as well as tasks",
@@ -111,12 +112,14 @@ def _v6(kind: str) -> Callable[[str, Request], dict]:
     return score
 
 
-def _planted(name: str, r: Request) -> dict:
-    from circuit_gym.leaderboard.planted_scorer import score_planted
+def _planted(track: str) -> Callable[[str, Request], dict]:
+    def score(name: str, r: Request) -> dict:
+        from circuit_gym.leaderboard.planted_scorer import score_planted
 
-    return score_planted(
-        name, r.policy_spec, r.checkpoint, r.builtin, r.private_seeds, r.require_isolation, r.sample
-    )
+        return score_planted(name, r.policy_spec, r.checkpoint, r.builtin, r.private_seeds, r.require_isolation,
+                             r.sample, track=track)  # fmt: skip
+
+    return score
 
 
 def _white_boxes(kind: str) -> Callable[[], tuple[str, ...]]:
@@ -155,10 +158,13 @@ def _v6_episodes(kind: str) -> Callable[[int], int]:
     return episodes
 
 
-def _planted_episodes(n_private: int) -> int:
-    from circuit_gym.leaderboard.planted_scorer import KINDS, N_PRIVATE_MODELS, PUBLIC_SEEDS
+def _planted_episodes(track: str) -> Callable[[int], int]:
+    def episodes(n_private: int) -> int:
+        from circuit_gym.leaderboard.planted_scorer import episodes as planted_episodes
 
-    return len(KINDS) * (len(PUBLIC_SEEDS) + (N_PRIVATE_MODELS if n_private else 0))
+        return planted_episodes(n_private, track)
+
+    return episodes
 
 
 def _headline(module: str, function: str) -> Callable[[dict], list[str]]:
@@ -170,10 +176,23 @@ def _headline(module: str, function: str) -> Callable[[dict], list[str]]:
     return lines
 
 
-def _planted_definition() -> dict:
-    from circuit_gym.leaderboard.planted_scorer import definition
+def _planted_definition(track: str) -> Callable[[], dict]:
+    def definition() -> dict:
+        from circuit_gym.leaderboard.planted_scorer import definition as planted_definition
 
-    return definition()
+        return planted_definition(track)
+
+    return definition
+
+
+def _planted_row(track: str, benchmark: str, results_dir: Path, cost: Cost) -> Track:
+    """A Planted track's row: its scorer, definition and episodes read ``planted_scorer``'s row ``track``."""
+    return Track(
+        name=track, benchmark=benchmark, definition=_planted_definition(track), score=_planted(track),
+        builtins=_planted_builtins, episodes=_planted_episodes(track),
+        headline=_headline("circuit_gym.leaderboard.planted_tables", "planted_headline"),
+        results_dir=results_dir, cost=cost, canary_episodes=1,
+    )  # fmt: skip
 
 
 # Measured 2026-11-26 on a 2-core machine with load average 10-17 (other jobs), the random
@@ -210,12 +229,11 @@ _ROWS = (
         results_dir=paths.RESULTS_DIR / "transfer" / "circuit", cost=Cost(None, None), canary_episodes=1,
         features=_v6_features(B.CIRCUIT), private_model=True,
     ),
-    Track(
-        name=B.PLANTED, benchmark="planted", definition=_planted_definition, score=_planted,
-        builtins=_planted_builtins, episodes=_planted_episodes,
-        headline=_headline("circuit_gym.leaderboard.planted_tables", "planted_headline"),
-        results_dir=paths.RESULTS_DIR / "planted", cost=Cost(None, None), canary_episodes=1,
-    ),
+    _planted_row(B.PLANTED, "planted", paths.RESULTS_DIR / "planted", Cost(None, None)),
+    # benchmark v7's Planted track (planted generator v3, six kinds): the same function, the other row;
+    # its results beside v7's transfer tracks' (leaderboard/results/v7/)
+    _planted_row(B.transfer_benchmark("v7").track(B.PLANTED), "v7", paths.RESULTS_DIR / "v7" / B.PLANTED,
+                 Cost(None, None)),
 )  # fmt: skip
 TRACKS: dict[str, Track] = {t.name: t for t in _ROWS}
 # The track `leaderboard score` plays unless told: the single-head track of the benchmark in force.
