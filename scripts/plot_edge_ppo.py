@@ -30,10 +30,10 @@ def plot(run: Path, out: Path, before: Path | None = None) -> None:
     fig, (area, built) = plt.subplots(1, 2, figsize=(10, 3.6))
     x = epochs(curve, steps)
     area.plot(x, [p["selection_score"] for p in curve], "o-", label="edge PPO")
-    for key, label, style in (("eap_ig_area", "EAP-IG", "--"), ("untrained_area", "untrained network", ":")):
-        area.axhline(
-            curve[0][key], linestyle=style, color="grey" if key == "eap_ig_area" else "black", label=label
-        )
+    area.axhline(curve[0]["eap_ig_area"], linestyle="--", color="grey", label="EAP-IG")
+    # the untrained network is the epoch-0 one (selection_reference builds it from the run's seed)
+    area.plot([0], [curve[0]["untrained_area"]], "kx", label="untrained network (epoch 0)")
+    area.set_xlim(-1, max(x) + 1)
     area.set(xlabel="epoch", ylabel="small-circuit area (mean f, sizes 1..budget)",
              title="selection score, held-back train batches")  # fmt: skip
     area.legend(fontsize=8)
