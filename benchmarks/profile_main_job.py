@@ -379,12 +379,15 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=50, help="v5: py-spy samples per second")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--recompute", action="store_true", help="v6: the estimate of a written report again")
+    parser.add_argument(
+        "--calibrate", action="store_true", help="v6, with --recompute: measure the contention now"
+    )
     args = parser.parse_args()
     if args.benchmark == "v6":
         from main_job_v6 import V6_RESULTS, measure_v6, print_v6, recompute
 
         path = args.json or V6_RESULTS
-        print_v6(recompute(path) if args.recompute else measure_v6(args.scale, path))
+        print_v6(recompute(path, args.calibrate) if args.recompute else measure_v6(args.scale, path))
     else:
         path = args.json or RESULTS
         print_report(profile(args.full, args.rate, path))
