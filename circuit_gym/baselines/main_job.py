@@ -47,9 +47,9 @@ import circuit_gym
 from circuit_gym import benchmark as B
 from circuit_gym.baselines.fixed_policy import FixedPolicy
 from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train
-from circuit_gym.baselines.ppo_designs import configure
 from circuit_gym.baselines.random_policy import RandomPolicy
 from circuit_gym.baselines.transfer_envs import transfer_env
+from circuit_gym.baselines.transfer_training import TRAIN_SET, config_of
 from circuit_gym.embedded import model_set
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.envs.features import DEFAULT_FEATURES
@@ -61,9 +61,8 @@ from circuit_gym.solvers.white_box import builtin
 from circuit_gym.track_envs import board_env
 
 TRACK = B.TRANSFER_PREFIX + B.SINGLE_HEAD
-# The v6 single-head PPO reference (scripts/train_transfer_ppo.py: ENV_IDS["ppo"], TRAIN_SET; the
-# board's ppo entry is the "causal" design).
-ENV_ID, TRAIN_SET, DESIGN = "CircuitDiscovery-Zoo-Multi-v0", "zoo-train", "causal"
+# The board's ppo entry is the v6 single-head reference recipe's "causal" design.
+DESIGN = "causal"
 # The committed fit of the test-set memoriser (an attack entry; scripts/fit_testset_memoriser.py);
 # a repository checkout holds it, an installed wheel does not (the entry is then left out).
 TESTSET_MEMORISER = Path(circuit_gym.__file__).resolve().parents[1] / (
@@ -242,8 +241,8 @@ def score_references(budget: Budget, seed: int) -> dict:
 
 def ppo_config(budget: Budget, seed: int, device: str = "cpu") -> PPOConfig:
     """The v6 reference recipe (``causal`` design) with the budget's batches, epochs and steps."""
-    base = configure(PPOConfig(env_id=ENV_ID, model=budget.train_models, seed=seed, device=device), DESIGN)
-    return replace(base, pool_size=budget.pool_size, selection_episodes=budget.selection_episodes,
+    base = config_of("ppo", seed, device, DESIGN)
+    return replace(base, model=budget.train_models, pool_size=budget.pool_size, selection_episodes=budget.selection_episodes,
                    epochs=budget.epochs, steps_per_epoch=budget.steps_per_epoch, tasks=budget.train_tasks,
                    n_envs=budget.n_envs, steps_per_collect=budget.steps_per_collect, **budget.extra)  # fmt: skip
 
