@@ -34,6 +34,8 @@ import circuit_gym
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import paths as board_paths
 from circuit_gym.leaderboard.charts import bar_chart, per_task_chart, radar
+from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS
+from circuit_gym.leaderboard.edge_tables import edge_markdown, edge_row, rank_edge_rows, write_mib_export
 from circuit_gym.leaderboard.html_page import Figure, write_page
 from circuit_gym.leaderboard.probing import probing_markdown
 from circuit_gym.leaderboard.references import References, load_manifest
@@ -128,7 +130,15 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     planted_entries = [e for e in entries if track(e) == PLANTED]
     if planted_entries:
         missing_references(planted_entries, references[PLANTED], refused, "planted track: ")
-    entries = [e for e in entries if track(e) not in (*TRANSFER_TRACKS, PLANTED)]
+    edges = []  # (track, ranked rows) of each edge track with entries; each entry's MIB export beside it
+    for t in EDGE_TRACKS:
+        t_entries = [e for e in entries if track(e) == t]
+        if t_entries:
+            missing_references(t_entries, references[t], refused, f"{t} track: ")
+            for e in t_entries:
+                write_mib_export(e["board"]["path"])
+            edges.append((t, rank_edge_rows([edge_row(e) for e in t_entries])))
+    entries = [e for e in entries if track(e) not in (*TRANSFER_TRACKS, PLANTED, *EDGE_TRACKS)]
     circuit_entries = [e for e in entries if track(e) == CIRCUIT]
     entries = [e for e in entries if track(e) != CIRCUIT]
     # The single-head (v5) references are required unless the board holds other tracks only.
@@ -161,6 +171,8 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     body = "".join(f"{transfer_markdown(rows_t, t)}\n\n" for t, _, rows_t in transfer)
     planted = planted_markdown([Path(e["board"]["path"]) for e in planted_entries])
     body += planted
+    edge_text = "".join(f"{edge_markdown(rows_t, t)}\n" for t, rows_t in edges)
+    body += edge_text
     if transfer and single:
         body += f"### Benchmark v5 (the held-out tasks on `toy`), {retired(B.SINGLE_HEAD)}\n\n"
     body += f"{table}\n\n![board](board.png)\n![per task](per_task.png)\n" if single else ""
@@ -177,12 +189,13 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     write_page(out / "index.html", rows, {e["name"]: e for e in entries}, tasks=B.HELD_OUT_TASKS, about=about,
                failed=failed, refused=refused, radar={r["name"]: radar_dir / f"{check_name(r['name'])}.png" for r in rows},
                figures=figures, circuit_rows=crows, circuit_about=circuit_about() if crows else "",
-               transfer=transfer, planted=planted)  # fmt: skip
+               transfer=transfer, planted=planted, edges=edge_text)  # fmt: skip
     read: dict[str, int] = {}
     for path in paths:
         read[str(path.parent)] = read.get(str(path.parent), 0) + 1
     boards = {**{t: rows_t for t, _, rows_t in transfer},
               PLANTED: [{"name": e["name"], "check": e["board"]["check"]} for e in planted_entries],
+              **{t: rows_t for t, rows_t in edges},
               B.SINGLE_HEAD: rows, B.CIRCUIT: crows}  # fmt: skip
     return {"rows": rows, "circuit_rows": crows, "refused": refused, "failed": [f["name"] for f in failed],
             "transfer_rows": {t: rows_t for t, _, rows_t in transfer}, "read": read,

@@ -315,9 +315,12 @@ def score_edges(name: str, track: str, policy_spec: str | None = None, checkpoin
     require_isolation = isolation_required(policy_spec, private, require_isolation)
     served = None
     if private_model is not None:
-        from circuit_gym.leaderboard.transfer_scorer import check_private_model
+        from circuit_gym.envs.pool import shared_model
+        from circuit_gym.leaderboard.transfer_scorer import check_card_weights, check_private_model
 
         private_dir, served = check_private_model(private_model)
+        # its card (the inclusion gate that chose the served tasks) must be these weights'
+        check_card_weights(private_dir, shared_model(PRIVATE, str(private_dir)).circuit_gym_info.weights_hash)
         if len(private[0]) < bench.private_seeds_used:
             raise ValueError(
                 f"private seed file {private_seeds} holds fewer than {bench.private_seeds_used} seeds"

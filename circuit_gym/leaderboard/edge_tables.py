@@ -5,12 +5,14 @@ One row per entry (``circuit_gym/leaderboard/edge_scorer.py``'s results), ranked
 only the maintainers can compute (the private model's edge CPR, then the secret planted models'
 AUC), then by the public held-out models' edge CPR. The passes each part cost sit beside it.
 
-:func:`write_mib_export`: beside a result ``NAME.json``, ``NAME.mib.zip`` holds one MIB circuit
+:func:`write_mib_export`: beside a result ``NAME.json``, ``NAME.mib.tar.xz`` holds one MIB circuit
 file per public episode (``transfer/{model}/{task}/seed{seed}.json``, ``planted/{kind}/seed{seed}.json``),
 written by ``circuit_gym.edges.mib_files.edge_circuit_to_mib``: every edge of the graph, ``in_graph``
 the episode's proposed circuit (the result's row), scores ``null`` (the row keeps the circuit, not
-the ranking of 29,089 edges). The archive is a function of the result, whose content hash seals it:
-fixed member order and timestamps, so the same result always gives the same bytes.
+the ranking of 29,089 edges). A tar archive compressed as one stream (xz), because every member
+repeats the same 29,089 edge names: 16 members take ~12 kB, where a zip (each member compressed
+apart) took 1.2 MB. The archive is a function of the result, whose content hash seals it: fixed
+member order, times and owners, so the same result always gives the same bytes.
 ``circuit-gym circuits score FILE`` scores any member from outside.
 """
 
@@ -18,13 +20,12 @@ from __future__ import annotations
 
 import io
 import json
-import zipfile
+import tarfile
 from pathlib import Path
 
 from circuit_gym.leaderboard.edge_benchmark import edge_benchmark
 
-MIB_SUFFIX = ".mib.zip"
-_ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the zip format's earliest date: no clock in the bytes
+MIB_SUFFIX = ".mib.tar.xz"
 
 
 def _num(x: float | None, digits: int = 3) -> str:
@@ -105,7 +106,9 @@ def edge_markdown(rows: list[dict], track: str) -> str:
     for i, r in enumerate(rows, 1):
         ci = r.get("cpr_ci")
         interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else ""
-        name = f"**{r['name']}**" if r["reference"] else r["name"]
+        name = (
+            f"{r['name']} (reference)" if r["reference"] else r["name"]
+        )  # plain: the HTML page shows it as text
         cells = [_num(r["private_cpr"]), f"{_num(r['cpr'])}{interval}", _num(r["cmd"]), _num(r["faithfulness"]),
                  _num(r["transfer_passes"], 0), _prt(r["secret"]), _prt(r["public"]), _num(r["planted_passes"], 0)]  # fmt: skip
         lines.append(f"| {i} | {name} | {r['check']} | " + " | ".join(cells) + " |")
@@ -135,20 +138,21 @@ def _member(row: dict) -> str:
 
 
 def mib_export(result: dict) -> bytes:
-    """The zip archive of the result's circuits, one MIB file per public episode (deterministic bytes)."""
+    """The archive of the result's circuits, one MIB file per public episode (deterministic bytes)."""
     from circuit_gym.edges.circuit import EdgeCircuit
     from circuit_gym.edges.graph import EdgeGraph
     from circuit_gym.edges.mib_files import edge_circuit_to_mib
 
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+    with tarfile.open(fileobj=buffer, mode="w:xz", format=tarfile.PAX_FORMAT) as archive:
         for row in result["scores"]["episodes"]:
             cfg = _graph_cfg(result["track"], row)
             graph = EdgeGraph(cfg["n_layers"], cfg["n_heads"], not cfg.get("attn_only", False))
             data = edge_circuit_to_mib(EdgeCircuit.from_names(row["circuit"], graph), d_model=cfg["d_model"])
-            info = zipfile.ZipInfo(_member(row), _ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, json.dumps(data, allow_nan=False))
+            body = json.dumps(data, allow_nan=False).encode()
+            info = tarfile.TarInfo(_member(row))  # mtime 0, owner 0: no clock or user in the bytes
+            info.size, info.mode = len(body), 0o644
+            archive.addfile(info, io.BytesIO(body))
     return buffer.getvalue()
 
 

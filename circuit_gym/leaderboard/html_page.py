@@ -317,11 +317,13 @@ def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequ
          title: str = "circuit_gym leaderboard", failed: Sequence[Mapping] = (), refused: Sequence[str] = (),
          figures: Sequence[Figure] = (), radar: Mapping[str, Path] | None = None,
          circuit_rows: Sequence[Mapping] = (), circuit_about: str = "",
-         transfer: Sequence[tuple[str, str, Sequence[Mapping]]] = (), planted: str = "") -> str:  # fmt: skip
+         transfer: Sequence[tuple[str, str, Sequence[Mapping]]] = (), planted: str = "",
+         edges: str = "") -> str:  # fmt: skip
     """The whole page as a string (``about``: plain text, escaped here). ``circuit_rows``: the
     circuit track's entries, in their own table after the single-head one (which is left out
     when there are circuit entries only). ``transfer``: (track, about, ranked rows) of each
-    transfer track (benchmark v6), each in its own table first: the board ranks on them."""
+    transfer track (benchmark v6), each in its own table first: the board ranks on them.
+    ``planted`` and ``edges``: those tracks' sections, in Markdown (``markdown_section``)."""
     script_hash = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'; "
            "base-uri 'none'; form-action 'none'")  # fmt: skip
@@ -348,7 +350,7 @@ def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequ
         f'<h1>{escape(title)}</h1><p class="about">{escape(about)}</p>'
         '<p class="about">Click a column header to sort by it (again to reverse). Intervals are 95% '
         "paired-bootstrap intervals; '-' means no value.</p>"
-        f"{transfer_html}{markdown_section(planted)}"
+        f"{transfer_html}{markdown_section(planted)}{markdown_section(edges)}"
         f"{table(rows, results, tasks, radar) if rows or not (circuit_rows or transfer) else ''}{figs}{circuit}"
         f"{_failures(failed, refused)}"
         f"<script>{SCRIPT}</script></body></html>\n"

@@ -21,6 +21,7 @@ from pathlib import Path
 from circuit_gym import benchmark as B
 from circuit_gym.envs.features import DEFAULT_FEATURES
 from circuit_gym.leaderboard import paths
+from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,36 @@ _ROWS = (
     # its results beside v7's transfer tracks' (leaderboard/results/v7/)
     _planted_row(B.transfer_benchmark("v7").track(B.PLANTED), "v7", paths.RESULTS_DIR / "v7" / B.PLANTED,
                  Cost(None, None)),
+)  # fmt: skip
+
+
+def _edges(track: str) -> Callable[[str, Request], dict]:
+    def score(name: str, r: Request) -> dict:
+        from circuit_gym.leaderboard.edge_scorer import score_edges
+
+        return score_edges(name, track, policy_spec=r.policy_spec, checkpoint=r.checkpoint, builtin=r.builtin,
+                           private_seeds=r.private_seeds, private_model=r.private_model,
+                           require_isolation=r.require_isolation, sample=r.sample)  # fmt: skip
+
+    return score
+
+
+def _edge_builtins() -> tuple[str, ...]:
+    from circuit_gym.leaderboard.edge_scorer import reference_names
+
+    return reference_names()
+
+
+# The edge track, one row per version (circuit_gym/leaderboard/edge_benchmark.py): its transfer part
+# ranks on the private model, its planted part on the secret models.
+_ROWS += tuple(
+    Track(
+        name=e.track, benchmark=e.version, definition=e.definition, score=_edges(e.track), builtins=_edge_builtins,
+        episodes=lambda n_private, e=e: e.episodes(n_private > 0),
+        headline=_headline("circuit_gym.leaderboard.edge_scorer", "headline"),
+        results_dir=paths.RESULTS_DIR / e.track, cost=Cost(None, None), canary_episodes=1, private_model=True,
+    )
+    for e in EDGE_BENCHMARKS.values()
 )  # fmt: skip
 TRACKS: dict[str, Track] = {t.name: t for t in _ROWS}
 # The track `leaderboard score` plays unless told: the single-head track of the benchmark in force.

@@ -16,6 +16,7 @@ from pathlib import Path
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import tracks
 from circuit_gym.leaderboard.compare import differences
+from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS, edge_benchmark
 from circuit_gym.leaderboard.protocol import stale_reason
 from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.leaderboard.references import (
@@ -32,7 +33,10 @@ CIRCUIT = B.CIRCUIT
 SINGLE_HEAD = B.SINGLE_HEAD
 # Benchmark v6's tracks (``circuit_gym/leaderboard/transfer_scorer.py``): the zoo's public models, four
 # quadrants, and the maintainers' private model.
-TRANSFER_TRACKS = tuple(t.name for t in tracks.TRACKS.values() if t.private_model)
+# The edge tracks rank on the private model too, with their own results (edge_scorer.py).
+TRANSFER_TRACKS = tuple(
+    t.name for t in tracks.TRACKS.values() if t.private_model and t.name not in EDGE_TRACKS
+)
 
 
 def definition_of(track_name: str) -> dict:
@@ -97,6 +101,8 @@ def verify(path: Path, weights_hash: str | None) -> dict:
     stale = stale_reason(prov, definition_of(track), weights_hash if one_model else None)
     if stale is None and transfer:
         stale = _transfer_stale(result, prov)
+    if stale is None and track in EDGE_TRACKS:
+        stale = _edge_stale(result, prov)
     if stale is not None:
         raise RefusedResultError(f"{path}: {stale}")
     return result
@@ -108,6 +114,16 @@ def _transfer_stale(result: dict, prov: dict) -> str | None:
         return f"scored on some public models only ({result['partial']}): not an entry"
     if prov.get("weights_hashes") != public_weights():
         return "scored on other weights of the public zoo than this checkout ships; rescore it"
+    return None
+
+
+def _edge_stale(result: dict, prov: dict) -> str | None:
+    """Why an edge result was not scored on the public held-out models this checkout ships, or None."""
+    from circuit_gym.envs.pool import shared_model
+
+    models = edge_benchmark(result["track"]).held_out_models
+    if prov.get("weights_hashes") != {m: shared_model(m).circuit_gym_info.weights_hash for m in models}:
+        return "scored on other weights of the public held-out models than this checkout ships; rescore it"
     return None
 
 

@@ -1,0 +1,225 @@
+"""The edge track (circuit_gym/leaderboard/edge_scorer.py, its row in tracks.py): the attacks first
+(a lookup table of the public test set, a forged result file), then the ranking rule, the
+committed references and their MIB exports, the board section.
+
+Slow (``@pytest.mark.slow``): the sandboxed scoring, and whatever loads the zoo's models to
+verify a result. The scoring test shrinks the track (one planted kind, one public seed, one secret model, 64
+candidates, no zoo model) so that it is one small run; what it checks does not depend on the size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tarfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from circuit_gym.edges.graph import EdgeGraph
+from circuit_gym.edges.mib_files import edge_circuit_from_mib
+from circuit_gym.edges.ranking import EdgeRanking
+from circuit_gym.leaderboard import edge_benchmark as EB
+from circuit_gym.leaderboard import sandbox
+from circuit_gym.leaderboard.edge_scorer import policy_ranking
+from circuit_gym.leaderboard.edge_tables import edge_markdown, edge_row, mib_export, mib_path, rank_edge_rows
+from circuit_gym.leaderboard.provenance import content_hash
+from circuit_gym.leaderboard.references import load_manifest
+from circuit_gym.leaderboard.tracks import TRACKS
+from circuit_gym.leaderboard.verification import RefusedResultError, collect, verify
+
+TESTS_DIR = Path(__file__).resolve().parent
+TRACK = EB.EDGE_BENCHMARKS["v6"].track
+MANIFEST = load_manifest()
+
+
+def _committed(name: str) -> Path:
+    return MANIFEST[TRACK][name].result_path()
+
+
+# ------------------------------------------------------------------ attacks
+@pytest.mark.slow
+def test_a_lookup_table_of_the_public_test_set_scores_nothing_on_the_secret_models(monkeypatch, tmp_path):
+    """The policy knows, for the public episode, which candidate rows are truth edges; the scorer
+    counts its passes from the environment, and on a secret model it has nothing to look up."""
+    from circuit_gym.envs.edge_building import setup_passes
+    from circuit_gym.leaderboard.edge_scorer import planted_env, score_edges
+    from circuit_gym.leaderboard.isolation import probe
+    from circuit_gym.models.planted.generator import truth_of
+    from circuit_gym.tasks.planted import task_name
+
+    if not probe().complete:
+        pytest.skip(f"isolation not available here: {probe().missing}")
+    small = dataclasses.replace(EB.EDGE_BENCHMARKS["v6"], held_out_models=(), planted_kinds=("induction",),
+                                planted_public_seeds=(0,), planted_private_models=1, candidates=64, budget=8)  # fmt: skip
+    monkeypatch.setitem(EB.EDGE_BENCHMARKS, "v6", small)
+    monkeypatch.setattr(sandbox, "PRELOAD", ())
+    monkeypatch.syspath_prepend(str(TESTS_DIR))
+    from edge_lookup_policy import fingerprint
+
+    env = planted_env(small, "induction", (0,))
+    inner = env.unwrapped.inner_for(0).unwrapped
+    obs, info = inner.reset(options={"task": task_name("induction"), "batch_index": 0})
+    truth = truth_of(0, small.planted_generator).edges("induction")
+    rows = [i for i, name in enumerate(info["candidate_edges"]) if name in truth]
+    assert rows, "no truth edge among the candidates: the attack would prove nothing"
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({fingerprint(obs): rows}))
+    seeds = tmp_path / "private" / "seeds.json"
+    seeds.parent.mkdir()
+    seeds.write_text(json.dumps([987654]))
+
+    result = score_edges("lookup", TRACK, policy_spec="edge_lookup_policy:lookup", checkpoint=str(table),
+                         private_seeds=seeds)  # fmt: skip
+    assert result["status"] == "scored", result.get("failure")
+    (public,) = result["scores"]["episodes"]
+    assert (public["precision"], public["recall"]) == (1.0, len(rows) / len(truth))  # the table worked
+    secret = result["private"]["scores"]["planted"]["all"]
+    assert (secret["precision"], secret["recall"], secret["circuit_size"]) == (0.0, 0.0, 0.0)
+    # passes are the environment's: its setup, and one per edge added
+    assert public["lm_passes"] == setup_passes(inner.ablation) + len(rows)
+    assert secret["lm_passes"] == setup_passes(inner.ablation)
+    env.close()
+
+
+@pytest.mark.slow  # verification loads the held-out zoo models
+def test_a_forged_result_file_is_refused(tmp_path):
+    good = json.loads(_committed("random").read_text())
+    forged = json.loads(json.dumps(good))
+    forged["scores"]["transfer"]["all"]["cpr"] = 2.0  # a better number, the hash left as it was
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    with pytest.raises(RefusedResultError, match="content hash mismatch"):
+        verify(tmp_path / "forged.json", None)
+    forged["content_hash"] = content_hash(forged)  # re-sealed: the name is the reference's, the numbers not
+    (tmp_path / "random.json").write_text(json.dumps(forged))
+    entries, refused, _ = collect([tmp_path / "random.json"], None)
+    assert not entries and "reserved" in refused[0]
+    other = {**good, "name": "mine", "provenance": {**good["provenance"], "budget": 512}}
+    other["content_hash"] = content_hash(other)  # re-sealed under another definition
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    with pytest.raises(RefusedResultError, match="different benchmark"):
+        verify(tmp_path / "other.json", None)
+    moved = {
+        **good,
+        "name": "mine",
+        "provenance": {**good["provenance"], "weights_hashes": {"zoo2": "0" * 64}},
+    }
+    moved["content_hash"] = content_hash(moved)  # scored (it says) on other held-out weights
+    (tmp_path / "moved.json").write_text(json.dumps(moved))
+    with pytest.raises(RefusedResultError, match="other weights"):
+        verify(tmp_path / "moved.json", None)
+
+
+# ------------------------------------------------------------------ the ranking rule
+def _fake_env(eap_ig: np.ndarray, candidates: list[int], added: list[int]):
+    graph = SimpleNamespace(n_edges=len(eap_ig))
+    ranking = SimpleNamespace(scores=eap_ig)
+    state = SimpleNamespace(eap_ig=ranking, candidates=np.array(candidates))
+    return SimpleNamespace(state=state, order=added, graph=graph)
+
+
+def test_a_policys_ranking_puts_its_edges_first_and_reorders_only_the_candidates(monkeypatch):
+    rng = np.random.default_rng(0)
+    eap_ig = rng.normal(size=40)
+    candidates = np.argsort(-np.abs(eap_ig))[:10].tolist()
+    added = candidates[3:5][::-1]
+    monkeypatch.setattr(EdgeRanking, "__post_init__", lambda self: None)  # a stand-in graph
+    env = _fake_env(eap_ig, candidates, added)
+    echo = np.abs(eap_ig[candidates])  # any scores: here |EAP-IG|, which disagrees with the signed order
+    ranked = policy_ranking(env, echo).scores
+    order = np.lexsort((np.arange(40), -ranked))
+    assert order[:2].tolist() == added
+    rest = [c for c in candidates if c not in added]
+    # every non-candidate keeps its EAP-IG score; the candidates hold the same set of places
+    outside = [e for e in range(40) if e not in candidates]
+    assert np.array_equal(ranked[outside], eap_ig[outside])
+    assert sorted(ranked[rest]) == sorted(eap_ig[rest])
+    # and among those places, they follow the policy's scores
+    by_place = sorted(rest, key=lambda e: -ranked[e])
+    assert by_place == sorted(rest, key=lambda e: -abs(eap_ig[e]))
+
+
+# ------------------------------------------------------------------ the committed references
+@pytest.mark.slow  # verification loads the held-out zoo models
+def test_the_track_is_a_row_with_every_edge_reference_and_the_edge_ppo_committed():
+    from circuit_gym.edges.references import EDGE_REFERENCES
+
+    row = TRACKS[TRACK]
+    assert row.private_model and row.results_dir.name == TRACK
+    assert set(row.builtins()) == set(EDGE_REFERENCES)
+    committed = set(MANIFEST[TRACK])
+    assert {"eap", "eap_ig", "random", "edge_ppo_untrained"} <= committed
+    for name in committed:
+        result = verify(_committed(name), None)
+        assert result["provenance"]["track"] == TRACK and result["status"] == "scored"
+        episodes = result["scores"]["episodes"]
+        assert len(episodes) == EB.EDGE_BENCHMARKS["v6"].public_episodes()
+        assert all(r["lm_passes"] >= 0 and len(r["circuit"]) == r["circuit_size"] for r in episodes)
+
+
+@pytest.mark.slow  # 16 MIB files of 29,089 edges each
+@pytest.mark.parametrize("name", ["random", "edge_ppo_untrained"])
+def test_each_entrys_mib_export_holds_its_circuits(name):
+    path = _committed(name)
+    result = json.loads(path.read_text())
+    archive = mib_path(path)
+    assert archive.read_bytes() == mib_export(result)  # beside the result, and a function of it
+    with tarfile.open(archive) as tar:
+        members = tar.getmembers()
+        assert len(members) == len(result["scores"]["episodes"])
+        for row, member in zip(result["scores"]["episodes"], members, strict=True):
+            data = json.loads(tar.extractfile(member).read())
+            graph = EdgeGraph(
+                data["cfg"]["n_layers"], data["cfg"]["n_heads"], not data["cfg"].get("attn_only")
+            )
+            circuit, _ = edge_circuit_from_mib(data, graph)
+            assert sorted(circuit.names()) == sorted(row["circuit"])
+            assert len(data["edges"]) == graph.n_edges == 29_089  # every edge, as MIB writes them
+
+
+def test_the_board_section_ranks_the_entries_and_shows_no_private_model_as_a_dash():
+    entries = []
+    for name in MANIFEST[TRACK]:
+        entry = json.loads(_committed(name).read_text())
+        entry["board"] = {"check": "hash-checked", "reference": name}
+        entries.append(entry)
+    rows = rank_edge_rows([edge_row(e) for e in entries])
+    cprs = [r["cpr"] for r in rows]
+    assert cprs == sorted(cprs, reverse=True)  # no private column here: the public edge CPR decides
+    text = edge_markdown(rows, TRACK)
+    table = [line for line in text.splitlines() if line.startswith("| ") and "entry" not in line]
+    assert len(table) == len(rows) and all(line.split("|")[4].strip() == "-" for line in table)
+
+
+@pytest.mark.slow
+def test_the_private_model_is_scored_on_the_tasks_its_card_serves_and_ranks_the_board(monkeypatch, tmp_path):
+    """A stand-in private model (a copy of a public member: what matters is that it is scored as the
+    private model, from its directory, without disk cache)."""
+    import shutil
+
+    from circuit_gym import benchmark as B
+    from circuit_gym.leaderboard.edge_scorer import score_edges
+    from circuit_gym.models.loading import embedded_dir
+
+    small = dataclasses.replace(EB.EDGE_BENCHMARKS["v6"], held_out_models=(), planted_kinds=("induction",),
+                                planted_public_seeds=(0,), planted_private_models=1, candidates=64, budget=8)  # fmt: skip
+    monkeypatch.setitem(EB.EDGE_BENCHMARKS, "v6", small)
+    model = tmp_path / "private" / "model"
+    shutil.copytree(embedded_dir(B.TRAIN_MODELS[0]), model)
+    seeds = tmp_path / "private" / "seeds.json"
+    seeds.write_text(json.dumps([3, 7]))
+    served = json.loads((model / "card_metrics.json").read_text())["suite"]["included"]
+    result = score_edges("eap", TRACK, builtin="eap", private_seeds=seeds, private_model=model)
+    assert result["status"] == "scored", result.get("failure")
+    private = result["private"]
+    assert (
+        private["tasks"] == [t for t in B.TRANSFER_HELD_OUT_TASKS if t in served] and private["n_seeds"] == 1
+    )
+    assert private["scores"]["transfer"]["all"]["episodes"] == len(private["tasks"])
+    # counts, the seed file's hash and the weights' hash: never a seed
+    assert set(private) == {"seed_file_sha256", "n_models", "n_seeds", "tasks", "weights_hash", "scores"}
+    entry = {**result, "board": {"check": "hash-checked", "reference": None}}
+    row = edge_row(entry)
+    assert row["private_cpr"] == private["scores"]["transfer"]["all"]["cpr"] is not None
