@@ -217,6 +217,11 @@ class TransferBenchmark:
         }  # fmt: skip
 
 
+# The benchmark the board ranks on: `leaderboard score`'s default track, the main job's (`circuit-gym
+# run`), README's policy section. v7 comes into force once every reference is scored on it.
+IN_FORCE = "v6"
+
+
 # Benchmark v7 (issue 41): the same task split, seeds and settings on zoo v2 (the self-repair
 # knob drawn per member), split by the same odd/even rule (train zoo5, zoo7; held out zoo6, zoo8),
 # a new private model drawn from a new secret, and the planted generator's version 3 (six kinds,

@@ -31,6 +31,8 @@ def test_run_plays_v6_by_default_and_v5_by_name(tmp_path, monkeypatch):
     assert budget.models == B.TRAIN_MODELS + B.HELD_OUT_MODELS
     assert set(budget.tasks) == set(B.TRANSFER_TRAIN_TASKS + B.TRANSFER_HELD_OUT_TASKS)
     assert budget.seeds == B.TRANSFER_SEEDS
+    # the main job is the benchmark in force: when the board moves to v7, this job must move with it
+    assert B.IN_FORCE == "v6" and B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD) == main_job.TRACK
     assert calls["v5"][0] == tmp_path / "b" and calls["v5"][1]["model"] == "toy"
     with pytest.raises(SystemExit, match="v5"):  # v6 plays the zoo: a model argument is a mistake
         main(["run", "--model", "gpt2", "--out", str(tmp_path / "c")])

@@ -87,7 +87,7 @@ BENCHMARKS = {
     "v5": "retired: one hand-picked observation column (induction_attn) tops it, above the trained PPO and "
     "greedy search; v6 (the transfer tracks) holds models out as well as tasks",
 }
-IN_FORCE = "v6"
+IN_FORCE = B.IN_FORCE  # the one place it is set: circuit_gym.benchmark (the main job reads it too)
 
 
 def _v5(track: str) -> Callable[[str, Request], dict]:
@@ -102,13 +102,14 @@ def _v5(track: str) -> Callable[[str, Request], dict]:
     return score
 
 
-def _v6(kind: str) -> Callable[[str, Request], dict]:
+def _transfer(kind: str, version: str) -> Callable[[str, Request], dict]:
     def score(name: str, r: Request) -> dict:
         from circuit_gym.leaderboard.transfer_scorer import score_transfer
 
         return score_transfer(name, kind, policy_spec=r.policy_spec, checkpoint=r.checkpoint, builtin=r.builtin,
                               private_model=r.private_model, private_seeds=r.private_seeds,
-                              require_isolation=r.require_isolation, sample=r.sample, features=r.features)  # fmt: skip
+                              require_isolation=r.require_isolation, sample=r.sample, features=r.features,
+                              version=version)  # fmt: skip
 
     return score
 
@@ -138,7 +139,7 @@ def _planted_builtins() -> tuple[str, ...]:
     return track_builtins()
 
 
-def _v6_features(kind: str) -> Callable[[], tuple[str, ...]]:
+def _transfer_features(kind: str) -> Callable[[], tuple[str, ...]]:
     def names() -> tuple[str, ...]:
         from circuit_gym.leaderboard.transfer_scorer import feature_sets
 
@@ -147,11 +148,11 @@ def _v6_features(kind: str) -> Callable[[], tuple[str, ...]]:
     return names
 
 
-def _v6_episodes(kind: str) -> Callable[[int], int]:
+def _transfer_episodes(kind: str, version: str) -> Callable[[int], int]:
     """Every task on every public model, then the held-out tasks on the private model."""
 
     def episodes(n_private: int) -> int:
-        d = B.transfer_definition(kind)
+        d = B.transfer_definition(kind, version)
         models = len(d["train_models"]) + len(d["held_out_models"])
         tasks = len(d["tasks"]) + len(d["train_tasks"])
         return models * tasks * len(d["seeds"]) + len(d["tasks"]) * min(n_private, d["private_seeds_used"])
@@ -201,6 +202,9 @@ def _planted_row(track: str, benchmark: str, results_dir: Path, cost: Cost) -> T
 # transfer-single-head on zoo1 (72 episodes) cold 845 s, then warm 111 s; single-head (v5), its
 # first 24 evaluation episodes, cold 364 s, then warm 55 s.
 _MEASURED = "the random reference's policy, 2-core machine at load 10-17, 2026-11-26"
+# Where each transfer version's results lie under leaderboard/results/ (v6's came first, at the top).
+_TRANSFER_DIRS = {"v6": "transfer", "v7": "v7"}
+_KIND_DIRS = {B.SINGLE_HEAD: ".", B.CIRCUIT: "circuit"}
 _ROWS = (
     Track(
         name=B.SINGLE_HEAD, benchmark="v5", definition=B.definition, score=_v5(B.SINGLE_HEAD),
@@ -216,19 +220,17 @@ _ROWS = (
         headline=_headline("circuit_gym.leaderboard.tables", "circuit_headline"),
         results_dir=paths.RESULTS_DIR / "circuit", cost=Cost(None, None), canary_episodes=1, single_model=True,
     ),
-    Track(
-        name=B.TRANSFER_PREFIX + B.SINGLE_HEAD, benchmark="v6", definition=lambda: B.transfer_definition(B.SINGLE_HEAD),
-        score=_v6(B.SINGLE_HEAD), builtins=_white_boxes(B.SINGLE_HEAD), episodes=_v6_episodes(B.SINGLE_HEAD),
-        headline=_headline("circuit_gym.leaderboard.transfer_scorer", "headline"),
-        results_dir=paths.RESULTS_DIR / "transfer", cost=Cost(11.7, 1.5, _MEASURED), canary_episodes=2,
-        features=_v6_features(B.SINGLE_HEAD), private_model=True,
-    ),
-    Track(
-        name=B.TRANSFER_PREFIX + B.CIRCUIT, benchmark="v6", definition=lambda: B.transfer_definition(B.CIRCUIT),
-        score=_v6(B.CIRCUIT), builtins=_white_boxes(B.CIRCUIT), episodes=_v6_episodes(B.CIRCUIT),
-        headline=_headline("circuit_gym.leaderboard.transfer_scorer", "headline"),
-        results_dir=paths.RESULTS_DIR / "transfer" / "circuit", cost=Cost(None, None), canary_episodes=1,
-        features=_v6_features(B.CIRCUIT), private_model=True,
+    *(
+        Track(
+            name=B.transfer_benchmark(version).track(kind), benchmark=version,
+            definition=lambda kind=kind, version=version: B.transfer_definition(kind, version),
+            score=_transfer(kind, version), builtins=_white_boxes(kind), episodes=_transfer_episodes(kind, version),
+            headline=_headline("circuit_gym.leaderboard.transfer_scorer", "headline"),
+            results_dir=paths.RESULTS_DIR / _TRANSFER_DIRS[version] / _KIND_DIRS[kind], cost=cost,
+            canary_episodes=2 if kind == B.SINGLE_HEAD else 1, features=_transfer_features(kind), private_model=True,
+        )
+        for version in B.TRANSFER_BENCHMARKS
+        for kind, cost in ((B.SINGLE_HEAD, Cost(11.7, 1.5, _MEASURED)), (B.CIRCUIT, Cost(None, None)))
     ),
     _planted_row(B.PLANTED, "planted", paths.RESULTS_DIR / "planted", Cost(None, None)),
     # benchmark v7's Planted track (planted generator v3, six kinds): the same function, the other row;
