@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from circuit_gym.baselines.acdc import acdc, acdc_ranking
+from circuit_gym.baselines.acdc import acdc_ranking
 from circuit_gym.baselines.eap_ig import attribution_patching_ranking, eap_ig_ranking, eap_ig_scores
 from circuit_gym.circuits import Circuit, CircuitRunner, Ranking
 from circuit_gym.passes import PassCounter
+from circuit_gym.solvers.acdc import acdc
 from circuit_gym.tasks import get_task
 
 

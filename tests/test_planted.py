@@ -7,7 +7,6 @@ import itertools
 import numpy as np
 import pytest
 
-from circuit_gym.baselines.acdc import acdc
 from circuit_gym.baselines.eap_ig import eap_ig_scores
 from circuit_gym.circuits import (
     Circuit,
@@ -27,6 +26,7 @@ from circuit_gym.models.planted.fixed import (
     load_planted_model,
     planted_state_dict,
 )
+from circuit_gym.solvers.acdc import acdc
 
 N_TOTAL = N_LAYERS * N_HEADS
 

@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from circuit_gym.circuits import CircuitRunner, Ranking
-from circuit_gym.solvers.acdc import DEFAULT_RELATIVE_TAUS, AcdcResult, acdc
+from circuit_gym.solvers.acdc import acdc
 from circuit_gym.tasks.base import PromptBatch, Task
 
-# The sweep itself lives in circuit_gym.solvers.acdc (the leaderboard's builtin "acdc" runs it
-# too); re-exported here.
-__all__ = ["DEFAULT_RELATIVE_TAUS", "AcdcResult", "acdc", "acdc_ranking"]
+__all__ = ["acdc_ranking"]
 
 
 def acdc_ranking(model, task: Task, batch: PromptBatch, *, ablation: str | None = None,

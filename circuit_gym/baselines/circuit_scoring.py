@@ -20,12 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from circuit_gym.baselines.acdc import acdc
 from circuit_gym.baselines.eap_ig import eap_ig_scores
 from circuit_gym.circuits import CircuitRunner, Ranking
 from circuit_gym.circuits.preferences import preference_ranking
 from circuit_gym.circuits.scores import batch_scores, summarise_batches
 from circuit_gym.progress import progress_iter
+from circuit_gym.solvers.acdc import acdc
 
 ObsRankFn = Callable[[np.ndarray, object], np.ndarray]  # (observation, env) -> preferences
 WHITE_BOX = ("acdc", "eap_ig")

@@ -32,7 +32,6 @@ from pathlib import Path
 
 import numpy as np
 
-from circuit_gym.baselines.acdc import acdc
 from circuit_gym.circuits import Circuit, CircuitRunner
 from circuit_gym.envs.features import (
     FEATURE_NAMES,
@@ -43,6 +42,7 @@ from circuit_gym.envs.features import (
 )
 from circuit_gym.models.planted import KINDS, PLANTED_TASKS, make_planted_model
 from circuit_gym.models.planted.recovery import precision_recall  # an empty proposal: precision 0
+from circuit_gym.solvers.acdc import acdc
 
 COLUMNS = (*FEATURE_NAMES[:N_STATIC], *PREDICTION_FEATURE_NAMES[:2])
 SPLIT, BATCH_SIZE, BATCH_SEED = "eval", 8, 0

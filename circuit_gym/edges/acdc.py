@@ -15,7 +15,7 @@ in place of the KL divergence (the patcher returns the metric only):
   left (cumulative, as the head level's :mod:`circuit_gym.solvers.acdc`; auto-circuit 1.0.1
   instead restarts every threshold from the full graph and scores an edge by the smallest
   threshold that removed it). Default thresholds: ``|m(full) - m(empty)|`` times the head
-  level's grid (:data:`~circuit_gym.solvers.acdc.DEFAULT_RELATIVE_TAUS`, 12 geometric steps
+  level's grid (:data:`~circuit_gym.circuits.thresholds.DEFAULT_RELATIVE_TAUS`, 12 geometric steps
   from 1e-3 to 0.5), so a threshold is a share of the behaviour.
 
 **Restricted to candidates**: every edge of a 12 x 12 model is 29,089 patched runs per
@@ -47,12 +47,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from circuit_gym.circuits.thresholds import DEFAULT_RELATIVE_TAUS, absolute_taus
 from circuit_gym.edges.circuit import EdgeCircuit
 from circuit_gym.edges.graph import EdgeGraph
 from circuit_gym.edges.patching import EdgePatcher
 from circuit_gym.edges.ranking import EdgeRanking
 from circuit_gym.graph_names import LOGITS, PORTS, parse_node_name
-from circuit_gym.solvers.acdc import DEFAULT_RELATIVE_TAUS
 
 MAX_CHUNK = 16  # speculative removals per stacked call (on a CPU a bigger stack barely saves time)
 
@@ -98,7 +98,7 @@ def edge_acdc(patcher: EdgePatcher, prior: EdgeRanking | None = None, n_candidat
     m_full = patcher.full_metric
     m_empty = float(patcher.metric([EdgeCircuit.empty(graph)])[0])
     m_current = m_full if start.all() else float(patcher.masks_metric_rows(start[None]).mean())
-    taus = tuple(abs(m_full - m_empty) * float(t) for t in sorted(relative_taus))
+    taus = tuple(absolute_taus(m_full, m_empty, relative_taus))
 
     current, kept, tries = start.copy(), [], 0
     level = np.zeros(graph.n_edges, dtype=np.int64)

@@ -37,9 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from circuit_gym.circuits import Circuit, CircuitRunner, Ranking
+from circuit_gym.circuits.thresholds import absolute_taus
 from circuit_gym.progress import progress_iter
-
-DEFAULT_RELATIVE_TAUS = tuple(np.geomspace(1e-3, 0.5, 12).tolist())
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ def acdc(runner: CircuitRunner, taus: Sequence[float] | None = None, progress: b
     m_current = runner.full_metric
     if taus is None:
         m_empty = float(runner.metric([Circuit.empty(n_layers, n_heads)])[0])
-        taus = [abs(runner.full_metric - m_empty) * t for t in DEFAULT_RELATIVE_TAUS]
+        taus = absolute_taus(runner.full_metric, m_empty)
     taus = [float(t) for t in taus]
     if not taus or any(b <= a for a, b in zip(taus, taus[1:], strict=False)) or not np.all(np.isfinite(taus)):
         raise ValueError(f"taus must be finite and strictly increasing, got {taus}")
