@@ -31,22 +31,24 @@ PLANTED_SPLIT, PLANTED_BATCH_SIZE, PLANTED_BATCH_INDEX = "test", 8, 0
 
 
 def board_env(kind: str, model: str, pool_size: int, *, tasks: Sequence[str] | None = None, split: str = B.SPLIT,
-              cache: bool = True, model_path: str | None = None, transfer: bool = False,
+              cache: bool = True, model_path: str | None = None, transfer: bool | B.TransferBenchmark = False,
               features: str = DEFAULT_FEATURES, **overrides) -> gym.Env:  # fmt: skip
     """The environment of ``kind`` (``benchmark.SINGLE_HEAD`` or ``benchmark.CIRCUIT``) on ``model``
-    over batches ``0 .. pool_size - 1`` of ``split``, with the benchmark's settings (v6's with
-    ``transfer``). ``tasks``: the environment's default (every task) when None. ``overrides``:
-    environment arguments a caller changes on purpose (e.g. ``oracle_info`` for training)."""
+    over batches ``0 .. pool_size - 1`` of ``split``, with the benchmark's settings (v5's; with
+    ``transfer``, a transfer benchmark's row's: ``True`` is v6). ``tasks``: the environment's
+    default (every task) when None. ``overrides``: environment arguments a caller changes on
+    purpose (e.g. ``oracle_info`` for training)."""
     if kind not in (B.SINGLE_HEAD, B.CIRCUIT):
         raise ValueError(f"kind must be {B.SINGLE_HEAD!r} or {B.CIRCUIT!r}, got {kind!r}")
+    bench = B.transfer_benchmark("v6") if transfer is True else transfer or None
     kwargs: dict = dict(model=model, split=split, pool_size=int(pool_size), batch_size=B.PROMPTS_PER_EPISODE,
-                        ablation=B.TRANSFER_ABLATION if transfer else B.ABLATION, cache=cache, features=features)  # fmt: skip
+                        ablation=bench.ablation if bench else B.ABLATION, cache=cache, features=features)  # fmt: skip
     if tasks is not None:
         kwargs["tasks"] = tuple(tasks)
     if model_path:
         kwargs["model_path"] = model_path
     # v6's IDs are the zoo's (the private model is loaded from a directory, under its own name)
-    id_model = B.TRAIN_MODELS[0] if transfer else model
+    id_model = bench.train_models[0] if bench else model
     if kind == B.CIRCUIT:
         kwargs.update(
             start=B.CIRCUIT_START, budget=B.CIRCUIT_BUDGET, alpha=B.CIRCUIT_ALPHA, oracle_info=False
@@ -54,8 +56,8 @@ def board_env(kind: str, model: str, pool_size: int, *, tasks: Sequence[str] | N
         env_id = B.circuit_env(id_model)
     else:
         kwargs["lam"] = B.LAM
-        if transfer:
-            kwargs["reference"] = B.TRANSFER_REFERENCE
+        if bench:
+            kwargs["reference"] = bench.reference
         env_id = B.multi_env_id(id_model)
     return gym.make(env_id, **{**kwargs, **overrides})
 

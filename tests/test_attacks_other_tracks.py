@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from leaderboard_helpers import shrink_transfer
 from sealed_records import assert_sealed, public_episodes_checkpoint
 
 from circuit_gym import benchmark as B
@@ -87,10 +88,7 @@ def test_planted_a_failure_on_a_secret_model_carries_no_policy_text(small_track,
 def small_transfer(monkeypatch, tmp_path):
     """One seed per cell, one private seed, a circuit budget of 3; a stand-in private model (a copy
     of a public member: what matters here is that it is scored as the private model)."""
-    monkeypatch.setattr(B, "TRANSFER_SEEDS", (0,))
-    monkeypatch.setattr(B, "TRANSFER_PRIVATE_SEEDS", 1)
-    monkeypatch.setattr(B, "TRANSFER_CIRCUIT_SEEDS", (0,))
-    monkeypatch.setattr(B, "TRANSFER_CIRCUIT_PRIVATE_SEEDS", 1)
+    shrink_transfer(monkeypatch, seeds=(0,), private_seeds=1, circuit_seeds=(0,), circuit_private_seeds=1)
     monkeypatch.setattr(B, "CIRCUIT_BUDGET", 3)
     monkeypatch.setattr(B, "CIRCUIT_N_RANDOM", 2)
     monkeypatch.setattr(sandbox, "PRELOAD", ())

@@ -52,11 +52,11 @@ def test_version_notes_are_per_version():
         version_notes("single-head", 9)
 
 
-def test_the_shim_module_lists_the_circuit_family():
-    from circuit_gym.envs.circuit_registration import VERSION, circuit_env_id, list_circuit_envs
+def test_circuit_env_id_spells_the_circuit_family():
+    from circuit_gym.envs.registration import CIRCUIT_VERSION, circuit_env_id
 
-    assert [r["id"] for r in list_circuit_envs()] == env_ids(family="circuit")
-    assert circuit_env_id("Toy", "Multi") == f"CircuitDiscovery-Toy-Multi-Circuit-v{VERSION}"
+    assert circuit_env_id("Toy", "Multi") == f"CircuitDiscovery-Toy-Multi-Circuit-v{CIRCUIT_VERSION}"
+    assert circuit_env_id("Toy", "Multi") in env_ids(family="circuit")
 
 
 def test_a_new_model_family_is_one_line(monkeypatch):
@@ -99,10 +99,17 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-def test_no_import_circle_between_the_registration_modules():
-    envs = ROOT / "circuit_gym" / "envs"
-    assert "circuit_gym.envs.circuit_registration" not in _imports(envs / "registration.py")
-    assert "circuit_gym.envs.registration" in _imports(envs / "circuit_registration.py")
+def test_the_benchmark_plays_registered_ids_spelled_as_the_registry_spells_them():
+    """benchmark.py names its IDs without importing the environments (env_ids.py, below both);
+    the versions it pins must be registered IDs of the families it means."""
+    from circuit_gym import benchmark as B
+    from circuit_gym.envs.registration import CIRCUIT, SINGLE_HEAD
+
+    for model, key in (("toy", "Toy"), ("gpt2", "GPT2")):
+        assert B.circuit_env(model) == CIRCUIT.env_id(key, "Multi", B.CIRCUIT_ENV_VERSION)
+        assert B.multi_env_id(model) == SINGLE_HEAD.env_id(key, "Multi", int(B.ENV_VERSION[1:]))
+        assert {B.circuit_env(model), B.multi_env_id(model)} <= set(gym.registry)
+    assert "circuit_gym.envs" not in " ".join(_imports(ROOT / "circuit_gym" / "benchmark.py"))
 
 
 # ------------------------------------------------------------------ command line

@@ -36,7 +36,9 @@ from typing import Any
 
 import gymnasium as gym
 
-PREFIX = "CircuitDiscovery"
+from circuit_gym.env_ids import CIRCUIT_SUFFIX
+from circuit_gym.env_ids import env_id as spell_id
+
 SUPERSEDED_ENTRY_POINT = "circuit_gym.envs.registration:make_superseded"
 # Head grids of models that are not shipped in the package (the embedded ones are read from
 # their config.json): what max_episode_steps needs, without loading the model.
@@ -53,14 +55,14 @@ class Family:
     suffix: str = ""
 
     def env_id(self, model_key: str, task_key: str, version: int) -> str:
-        return f"{PREFIX}-{model_key}-{task_key}{self.suffix}-v{version}"
+        return spell_id(model_key, task_key, version, self.suffix)
 
 
 SINGLE_HEAD = Family(
     "single-head", "single-head ablation", "circuit_gym.envs.circuit_env:CircuitDiscoveryEnv"
 )
 CIRCUIT = Family("circuit", "circuit building", "circuit_gym.envs.circuit_building:CircuitBuildingEnv",
-                 "-Circuit")  # fmt: skip
+                 CIRCUIT_SUFFIX)  # fmt: skip
 # The same two kinds over a set of models, each episode on a model drawn at reset (ZooEnv's
 # ``inner`` names the kind); the Zoo IDs hold out models, not only tasks (docs/zoo.md).
 ZOO_SINGLE_HEAD = Family(

@@ -44,12 +44,12 @@ def definition_of(track_name: str) -> dict:
     return tracks.track(track_name).definition()
 
 
-def public_weights() -> dict[str, str]:
-    """The weights hashes of the public zoo members the transfer tracks score (as shipped)."""
+def public_weights(definition: dict) -> dict[str, str]:
+    """The weights hashes of the public zoo members a transfer track's ``definition`` scores (as shipped)."""
     from circuit_gym.envs.pool import shared_model
-    from circuit_gym.leaderboard.transfer_scorer import public_models
 
-    return {m: shared_model(m).circuit_gym_info.weights_hash for m in public_models()}
+    models = definition["train_models"] + definition["held_out_models"]
+    return {m: shared_model(m).circuit_gym_info.weights_hash for m in models}
 
 
 def check_private_weights(path: Path, result: dict, private_weights_hash: str) -> None:
@@ -100,7 +100,7 @@ def verify(path: Path, weights_hash: str | None) -> dict:
     one_model = tracks.track(track).single_model
     stale = stale_reason(prov, definition_of(track), weights_hash if one_model else None)
     if stale is None and transfer:
-        stale = _transfer_stale(result, prov)
+        stale = _transfer_stale(result, prov, definition_of(track))
     if stale is None and track in EDGE_TRACKS:
         stale = _edge_stale(result, prov)
     if stale is not None:
@@ -108,11 +108,11 @@ def verify(path: Path, weights_hash: str | None) -> dict:
     return result
 
 
-def _transfer_stale(result: dict, prov: dict) -> str | None:
+def _transfer_stale(result: dict, prov: dict, definition: dict) -> str | None:
     """Why a transfer result is not a whole, current scoring of the public zoo, or None."""
     if "partial" in result:
         return f"scored on some public models only ({result['partial']}): not an entry"
-    if prov.get("weights_hashes") != public_weights():
+    if prov.get("weights_hashes") != public_weights(definition):
         return "scored on other weights of the public zoo than this checkout ships; rescore it"
     return None
 
@@ -159,10 +159,12 @@ def rescore_matches(
         and (private_model is not None or not transfer)
     )
     if with_private and transfer:
+        from circuit_gym.benchmark import transfer_benchmark
         from circuit_gym.envs.pool import shared_model
         from circuit_gym.leaderboard.transfer_scorer import PRIVATE, check_private_model
 
-        check_private_model(private_model)  # its shape and gate, before loading it
+        bench = transfer_benchmark(tracks.track(track(result)).benchmark)
+        check_private_model(private_model, bench)  # its shape and gate, before loading it
         check_private_weights(
             path, result, shared_model(PRIVATE, str(private_model)).circuit_gym_info.weights_hash
         )
