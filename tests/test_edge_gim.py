@@ -59,7 +59,7 @@ def _per_head(ranking: EdgeRanking, n_layers: int, n_heads: int) -> np.ndarray:
 def test_a_heads_outgoing_edges_add_up_to_its_head_level_gim_score(patcher, rules):
     graph = patcher.graph
     chosen = GIM_OFF if rules == "off" else GIM_DEFAULT
-    edges = _ranking(patcher, gim_port_gradients(patcher, patcher.clean_input, 1, chosen), "x")
+    edges = _ranking(patcher, gim_port_gradients(patcher, patcher.clean_input, 1, chosen), "x", copies=1)
     heads = gim_importance(patcher.engine, chosen)
     summed = _per_head(edges, graph.n_layers, graph.n_heads)
     assert np.abs(heads).max() > 1e-2

@@ -19,15 +19,21 @@ from circuit_gym.tasks import get_task
 def test_every_reference_ranks_every_edge_and_counts_its_passes(tiny_model):
     task = get_task("ioi")
     patcher = EdgePatcher.for_task(tiny_model, task, task.batch(tiny_model, "eval", 4, seed=6))
-    expected = {"eap": 4, "eap_ig": 4, "gim": 4, "random": 0,
-                "greedy_eap_ig": 4 + GREEDY_CANDIDATES * (GREEDY_CANDIDATES + 1) // 2}  # fmt: skip
+    # per copy of the batch: clean + counterfactual, then 1 (EAP, GIM) or 5 (EAP-IG's steps) forward and backward
+    expected = {"eap": 2 + 2, "eap_ig": 2 + 2 * 5, "gim": 2 + 2, "random": 0,
+                "greedy_eap_ig": 2 + 2 * 5 + GREEDY_CANDIDATES * (GREEDY_CANDIDATES + 1) // 2}  # fmt: skip
     for name, reference in EDGE_REFERENCES.items():
         ranking = reference(patcher)
         assert ranking.graph == patcher.graph and np.isfinite(ranking.scores).all()
         if name == "acdc_eap_ig":  # EAP-IG's passes, m(empty), m(start), at least one run per candidate
-            assert lm_passes(ranking) >= 4 + 2 + ACDC_CANDIDATES
+            assert lm_passes(ranking) >= 12 + 2 + ACDC_CANDIDATES
         else:
             assert lm_passes(ranking) == expected[name], name
+    # the edge environment's setup spends the same passes in the same unit: EAP and EAP-IG sharing the
+    # clean and counterfactual passes, and the empty circuit's
+    from circuit_gym.envs.edge_building import setup_passes
+
+    assert setup_passes(patcher.ablation) == expected["eap"] + expected["eap_ig"] - 2 + 1
 
 
 def test_targets_read_the_best_cheap_and_costly_reference_per_cell():

@@ -21,8 +21,8 @@ and v apart, comes from one backward pass):
   for ``j = 0 .. steps - 1`` (Hanna's grid: it includes the corrupted end, not the clean
   one; the head level's :mod:`circuit_gym.ablation.integrated_gradients` interpolates head
   outputs on ``j = 1 .. steps`` instead). Default ``steps = 5``, as at head level (Hanna's
-  default is 30). The steps are stacked along the batch: **one** forward and **one**
-  backward pass over ``steps`` x the batch.
+  default is 30). The steps are stacked along the batch: one forward and one backward pass
+  over ``steps`` x the batch, counted as ``steps`` passes each (per copy of the batch).
 
 - **GIM** (Edin et al. 2025, MIB's current leader): ``g`` at the clean run, as EAP, but
   with the gradient flowing back by GIM's rules (frozen LayerNorm scales, the softmax's
@@ -48,14 +48,15 @@ from circuit_gym.edges.ranking import EdgeRanking
 
 def eap_ranking(patcher: EdgePatcher) -> EdgeRanking:
     """EAP edge scores (one forward + one backward pass after the patcher's own passes)."""
-    return _ranking(patcher, _port_gradients(patcher, patcher.clean_input, 1), "eap")
+    return _ranking(patcher, _port_gradients(patcher, patcher.clean_input, 1), "eap", copies=1)
 
 
 def eap_ig_ranking(patcher: EdgePatcher, steps: int = 5) -> EdgeRanking:
-    """EAP-IG (inputs) edge scores with ``steps`` interpolation steps (one stacked forward +
-    one backward pass)."""
+    """EAP-IG (inputs) edge scores with ``steps`` interpolation steps (one stacked forward and
+    backward pass over ``steps`` copies of the batch: ``steps`` passes each)."""
     steps = _check_steps(steps)
-    return _ranking(patcher, _port_gradients(patcher, _ig_inputs(patcher, steps), steps), f"eap_ig_{steps}")
+    grads = _port_gradients(patcher, _ig_inputs(patcher, steps), steps)
+    return _ranking(patcher, grads, f"eap_ig_{steps}", copies=steps)
 
 
 def _gim_gradients(patcher: EdgePatcher, steps: int) -> list[torch.Tensor]:
@@ -75,7 +76,7 @@ def gradient_ranking(patcher: EdgePatcher, name: str, steps: int = 1) -> EdgeRan
         raise KeyError(f"no gradient rule {name!r}; registered: {sorted(GRADIENT_HOOKS)}")
     steps = _check_steps(steps)
     method = name if steps == 1 else f"{name}_{steps}"
-    return _ranking(patcher, GRADIENT_HOOKS[name](patcher, steps), method)
+    return _ranking(patcher, GRADIENT_HOOKS[name](patcher, steps), method, copies=steps)
 
 
 def _check_steps(steps: int) -> int:
@@ -109,8 +110,10 @@ def _port_gradients(patcher: EdgePatcher, emb: torch.Tensor, copies: int) -> lis
     return [g[0].detach() for g in grads]
 
 
-def _ranking(patcher: EdgePatcher, grads: list[torch.Tensor], method: str) -> EdgeRanking:
-    """``(out - corrupt) . g`` for every edge, in the graph's edge order."""
+def _ranking(patcher: EdgePatcher, grads: list[torch.Tensor], method: str, copies: int = 1) -> EdgeRanking:
+    """``(out - corrupt) . g`` for every edge, in the graph's edge order. Passes are counted per
+    copy of the batch (a stacked pass over ``copies`` batches is ``copies`` passes), as the head
+    level counts EAP-IG's steps and the edge environment its setup."""
     graph = patcher.graph
     diffs = -patcher.sender_differences()  # out(s) - corrupt(s), [senders, batch*seq*d]
     scores = np.empty(graph.n_edges, dtype=np.float64)
@@ -127,4 +130,4 @@ def _ranking(patcher: EdgePatcher, grads: list[torch.Tensor], method: str) -> Ed
     )
     scores[graph.logits_start :] = (at_positions @ grads[-1].reshape(-1)).double().cpu().numpy()
     forward = 1 + (patcher.ablation == "resample")  # the patcher's clean and counterfactual passes
-    return EdgeRanking.from_array(scores, method, graph, {"forward": forward + 1, "backward": 1})
+    return EdgeRanking.from_array(scores, method, graph, {"forward": forward + copies, "backward": copies})
