@@ -182,7 +182,7 @@ def pilot_table(report: dict) -> str:
                 continue
             m = row["measures"]
             a = [m["agreement"][x] for x in METHODS]
-            cells = [f"`{name}`", _fmt(entry["knob_head_dropout"], ".1f"), task + ("" if row["training_task"] else " (held out)"),
+            cells = [f"`{name}`", _fmt(entry["knob_head_dropout"], ".2f"), task + ("" if row["training_task"] else " (held out)"),
                      m["top_head_name"], _fmt(m["total_over_direct"], ".2f"), _fmt(m["self_repair"], ".2f"),
                      " + ".join(m["top_pair_names"]), _fmt(m["redundancy"], ".2f"),
                      " / ".join(_fmt(x["spearman"], ".2f") for x in a),
@@ -199,7 +199,7 @@ def summary_table(report: dict) -> str:
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
     for name, entry in report["models"].items():
         s, t = entry["summary_all"], entry["summary_training_tasks"]
-        cells = [f"`{name}`", _fmt(entry["knob_head_dropout"], ".1f"), f"{entry['trained_steps']:,}",
+        cells = [f"`{name}`", _fmt(entry["knob_head_dropout"], ".2f"), f"{entry['trained_steps']:,}",
                  f"{s['gated']} ({t['gated']})",
                  f"{s['redundant']} ({t['redundant']})",
                  f"{_fmt(s['median_total_over_direct'], '.2f')} ({_fmt(s['mean_total_over_direct'], '.2f')})",
