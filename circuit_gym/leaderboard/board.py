@@ -37,6 +37,7 @@ from circuit_gym.leaderboard.charts import bar_chart, per_task_chart, radar
 from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS
 from circuit_gym.leaderboard.edge_tables import edge_markdown, edge_row, rank_edge_rows, write_mib_export
 from circuit_gym.leaderboard.html_page import Figure, write_page
+from circuit_gym.leaderboard.planted_scorer import PLANTED_BENCHMARKS
 from circuit_gym.leaderboard.probing import probing_markdown
 from circuit_gym.leaderboard.references import References, load_manifest
 from circuit_gym.leaderboard.scoring import check_name
@@ -70,6 +71,7 @@ from circuit_gym.leaderboard.verification import (  # noqa: F401 - RefusedResult
 )
 
 PLANTED = B.PLANTED
+PLANTED_TRACKS = tuple(PLANTED_BENCHMARKS)  # every version of the Planted track (planted_scorer's rows)
 RESULTS_DIR = board_paths.RESULTS_DIR
 # Each track's committed results (its row of circuit_gym/leaderboard/tracks.py says where).
 CIRCUIT_RESULTS_DIR = TRACKS[B.CIRCUIT].results_dir
@@ -83,15 +85,16 @@ def board_files() -> list[Path]:
     return sorted(p for t in TRACKS.values() for p in t.results_dir.glob("*.json"))
 
 
-def planted_markdown(paths: list[Path]) -> str:
-    """The Planted track's section (``circuit_gym/leaderboard/planted_tables.py``), or nothing without results."""
+def planted_markdown(paths: list[Path], track_name: str = PLANTED) -> str:
+    """A Planted track's section (``circuit_gym/leaderboard/planted_tables.py``), or nothing without results."""
     from circuit_gym.leaderboard.planted_tables import planted_tables
 
     if not paths:
         return ""
+    title = "Planted track" if track_name == PLANTED else f"Planted track, {track_name}"
     return (
-        "### Planted track (every seed a new model with its circuits at new heads)\n\n"
-        f"{planted_tables(sorted(paths))}\n"
+        f"### {title} (every seed a new model with its circuits at new heads)\n\n"
+        f"{planted_tables(sorted(paths), track_name)}\n"
     )
 
 
@@ -127,9 +130,10 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
         if t_entries:
             missing_references(t_entries, references[t], refused, f"{t} track: ")
             transfer.append((t, transfer_about(t), rank_transfer_rows([transfer_row(e) for e in t_entries])))
-    planted_entries = [e for e in entries if track(e) == PLANTED]
-    if planted_entries:
-        missing_references(planted_entries, references[PLANTED], refused, "planted track: ")
+    planted_by_track = {t: [e for e in entries if track(e) == t] for t in PLANTED_TRACKS}
+    for t, t_entries in planted_by_track.items():
+        if t_entries:
+            missing_references(t_entries, references[t], refused, f"{t} track: ")
     edges = []  # (track, ranked rows) of each edge track with entries; each entry's MIB export beside it
     for t in EDGE_TRACKS:
         t_entries = [e for e in entries if track(e) == t]
@@ -138,7 +142,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
             for e in t_entries:
                 write_mib_export(e["board"]["path"])
             edges.append((t, rank_edge_rows([edge_row(e) for e in t_entries])))
-    entries = [e for e in entries if track(e) not in (*TRANSFER_TRACKS, PLANTED, *EDGE_TRACKS)]
+    entries = [e for e in entries if track(e) not in (*TRANSFER_TRACKS, *PLANTED_TRACKS, *EDGE_TRACKS)]
     circuit_entries = [e for e in entries if track(e) == CIRCUIT]
     entries = [e for e in entries if track(e) != CIRCUIT]
     # The single-head (v5) references are required unless the board holds other tracks only.
@@ -169,7 +173,10 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     head, rest = text.split(MARK_BEGIN, 1)
     tail = rest.split(MARK_END, 1)[1]
     body = "".join(f"{transfer_markdown(rows_t, t)}\n\n" for t, _, rows_t in transfer)
-    planted = planted_markdown([Path(e["board"]["path"]) for e in planted_entries])
+    planted = "".join(
+        planted_markdown([Path(e["board"]["path"]) for e in t_entries], t)
+        for t, t_entries in planted_by_track.items()
+    )
     body += planted
     edge_text = "".join(f"{edge_markdown(rows_t, t)}\n" for t, rows_t in edges)
     body += edge_text
@@ -194,7 +201,8 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     for path in paths:
         read[str(path.parent)] = read.get(str(path.parent), 0) + 1
     boards = {**{t: rows_t for t, _, rows_t in transfer},
-              PLANTED: [{"name": e["name"], "check": e["board"]["check"]} for e in planted_entries],
+              **{t: [{"name": e["name"], "check": e["board"]["check"]} for e in t_entries]
+                 for t, t_entries in planted_by_track.items()},
               **{t: rows_t for t, rows_t in edges},
               B.SINGLE_HEAD: rows, B.CIRCUIT: crows}  # fmt: skip
     return {"rows": rows, "circuit_rows": crows, "refused": refused, "failed": [f["name"] for f in failed],
