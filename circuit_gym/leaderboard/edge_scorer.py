@@ -55,11 +55,11 @@ from circuit_gym.envs.edge_building import EdgeBuildingEnv, EdgeEpisode
 from circuit_gym.leaderboard.edge_benchmark import EdgeBenchmark, edge_benchmark
 from circuit_gym.leaderboard.probing import record_private_scoring
 from circuit_gym.leaderboard.provenance import content_hash, files_hash, make_provenance
-from circuit_gym.leaderboard.sandbox import SandboxedPolicy, failure_record, sandbox_usage, seal, split_spec
+from circuit_gym.leaderboard.sandbox import SandboxedPolicy, failure_record, sandbox_usage, seal
 from circuit_gym.leaderboard.scoring import (
     POLICY_FAILURES,
     _round,
-    check_name,
+    check_entry,
     isolation_record,
     isolation_required,
     play_episodes,
@@ -280,15 +280,7 @@ def _public_jobs(bench: EdgeBenchmark) -> list[tuple[str, ...]]:
 
 def _check(name: str, bench: EdgeBenchmark, policy_spec: str | None, builtin: str | None, sample: int | None,
            private_model, private_seeds) -> None:  # fmt: skip
-    check_name(name)
-    if (policy_spec is None) == (builtin is None):
-        raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
-    if builtin is not None and builtin not in reference_names():
-        raise ValueError(
-            f"builtin must be one of {sorted(reference_names())} on the {bench.track} track, got {builtin!r}"
-        )
-    if policy_spec is not None:
-        split_spec(policy_spec)
+    check_entry(name, bench.track, policy_spec, builtin, reference_names())
     if private_model is not None and private_seeds is None:
         raise ValueError("a private model is scored on private seeds: give private_seeds too")
     if sample is not None:

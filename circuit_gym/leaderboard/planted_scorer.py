@@ -58,12 +58,12 @@ from circuit_gym.envs.planted import PlantedEnv
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.probing import record_private_scoring
 from circuit_gym.leaderboard.provenance import content_hash, files_hash, make_provenance
-from circuit_gym.leaderboard.sandbox import SandboxedPolicy, failure_record, sandbox_usage, seal, split_spec
+from circuit_gym.leaderboard.sandbox import SandboxedPolicy, failure_record, sandbox_usage, seal
 from circuit_gym.leaderboard.scoring import (
     POLICY_FAILURES,
     _in_process_isolation,
     _round,
-    check_name,
+    check_entry,
     isolation_required,
     play_episodes,
     read_private_seeds,
@@ -301,16 +301,8 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
     ``sample``: the canary's run (``circuit_gym/leaderboard/canary.py``): only the first ``sample``
     public episodes (kind by kind, seed by seed), their rows under ``scores["episodes"]``, no
     summaries, ``status`` "sample" (the board refuses it)."""
-    check_name(name)
     row = planted_benchmark(track)
-    if (policy_spec is None) == (builtin is None):
-        raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
-    if builtin is not None and builtin not in track_builtins():
-        raise ValueError(
-            f"builtin must be one of {sorted(track_builtins())} on the {row.track} track, got {builtin!r}"
-        )
-    if policy_spec is not None:
-        split_spec(policy_spec)
+    check_entry(name, row.track, policy_spec, builtin, track_builtins())
     policy_hash = files_hash(policy_spec or "circuit_gym.solvers.planted_rules:ScoreRule", checkpoint)
     private = read_private_seeds(private_seeds) if private_seeds is not None else None
     require_isolation = isolation_required(policy_spec, private, require_isolation)

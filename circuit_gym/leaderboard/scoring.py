@@ -26,7 +26,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,6 +137,23 @@ def isolation_required(policy_spec: str | None, private, require_isolation: bool
             "scoring requires the policy's isolation, and this machine lacks: " + "; ".join(probe().missing)
         )
     return require_isolation
+
+
+def check_entry(
+    name: str, track: str, policy_spec: str | None, builtin_name: str | None, builtins: Collection[str]
+) -> None:
+    """The checks every track makes of an entry before anything runs: its name, exactly one of
+    ``policy_spec`` or a builtin, the builtin one of ``builtins``, the policy located without
+    importing it."""
+    check_name(name)
+    if (policy_spec is None) == (builtin_name is None):
+        raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
+    if builtin_name is not None and builtin_name not in builtins:
+        raise ValueError(
+            f"builtin must be one of {sorted(builtins)} on the {track} track, got {builtin_name!r}"
+        )
+    if policy_spec is not None:
+        split_spec(policy_spec)
 
 
 def check_request(track: str, name: str, policy_spec: str | None, builtin_name: str | None,
