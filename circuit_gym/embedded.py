@@ -23,8 +23,8 @@ ZOO_GENERATIONS: dict[str, tuple[str, ...]] = {
 }
 ZOO = ZOO_GENERATIONS["v1"]
 ZOO_V2 = ZOO_GENERATIONS["v2"]
-# The members shipped in this release: zoo v2's as each finishes training and has its card.
-SHIPPED_ZOO = ZOO + ("zoo6",)
+# The members shipped in this release (each with its card).
+SHIPPED_ZOO = ZOO + ZOO_V2
 # Embedded model -> its directory under circuit_gym/models/.
 EMBEDDED_PATHS: dict[str, str] = {
     "toy": "toy",
@@ -50,7 +50,10 @@ def zoo_split(members: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...
 ZOO_TRAIN, ZOO_HELD_OUT = zoo_split(ZOO)
 ZOO_V2_TRAIN, ZOO_V2_HELD_OUT = zoo_split(ZOO_V2)
 # Named sets of embedded models an environment can draw from (``model="zoo"``).
-MODEL_SETS: dict[str, tuple[str, ...]] = {"zoo": ZOO, "zoo-train": ZOO_TRAIN, "zoo-held-out": ZOO_HELD_OUT}
+MODEL_SETS: dict[str, tuple[str, ...]] = {
+    "zoo": ZOO, "zoo-train": ZOO_TRAIN, "zoo-held-out": ZOO_HELD_OUT,
+    "zoo-v2": ZOO_V2, "zoo-v2-train": ZOO_V2_TRAIN, "zoo-v2-held-out": ZOO_V2_HELD_OUT,
+}  # fmt: skip
 
 
 def is_embedded(name: str) -> bool:
