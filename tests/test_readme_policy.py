@@ -24,11 +24,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = """import circuit_gym.benchmark as B
+# The benchmark in force's row, shrunk (the scorer reads the row: benchmark.TRANSFER_BENCHMARKS)
+SMALL = """import dataclasses
+
+import circuit_gym.benchmark as B
 
 B.TRAIN_MODELS, B.HELD_OUT_MODELS = ("zoo1",), ("zoo2",)
 B.TRANSFER_TRAIN_TASKS, B.TRANSFER_HELD_OUT_TASKS = ("ioi",), ("successor",)
 B.TRANSFER_SEEDS = (0,)
+B.TRANSFER_BENCHMARKS[B.IN_FORCE] = dataclasses.replace(
+    B.TRANSFER_BENCHMARKS[B.IN_FORCE], train_models=("zoo1",), held_out_models=("zoo2",),
+    train_tasks=("ioi",), held_out_tasks=("successor",), seeds=(0,))
 """
 
 
