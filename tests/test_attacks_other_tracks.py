@@ -25,7 +25,7 @@ from circuit_gym.leaderboard import planted_scorer as PS
 from circuit_gym.leaderboard import sandbox
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.probing import LEDGER_NAME
-from circuit_gym.leaderboard.transfer_scorer import all_tasks, score_transfer
+from circuit_gym.leaderboard.transfer_scorer import score_transfer
 from circuit_gym.models.loading import embedded_dir
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -118,7 +118,7 @@ def test_transfer_a_failure_on_the_private_model_carries_no_policy_text(
     small_transfer, tmp_path, track, attack, check
 ):
     model, seeds = small_transfer
-    public = len(all_tasks())  # one public model, one seed per task
+    public = len(B.transfer_benchmark("v6").all_tasks())  # one public model, one seed per task
     result = score_transfer(attack, track, policy_spec=f"hostile_policies:{attack}", private_model=model,
                             private_seeds=seeds, models=(B.TRAIN_MODELS[0],),
                             checkpoint=public_episodes_checkpoint(tmp_path, public))  # fmt: skip

@@ -89,6 +89,8 @@ def test_table_matches_the_track_scorer(tmp_path, monkeypatch):
     from circuit_gym.leaderboard.transfer_scorer import Cell, cell_env, transfer_scores
     from circuit_gym.leaderboard.transfer_tables import transfer_row
 
+    V6 = B.transfer_benchmark("v6")  # noqa: N806  (the main job's benchmark)
+
     monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))
     budget = Budget(pool_size=1, selection_episodes=1, epochs=1, steps_per_epoch=8, seeds=(1,),
                     models=(B.TRAIN_MODELS[0], B.HELD_OUT_MODELS[0]), tasks=("ioi", "successor"))  # fmt: skip
@@ -99,11 +101,13 @@ def test_table_matches_the_track_scorer(tmp_path, monkeypatch):
         mine = transfer_row(main_job.entry(player, rows[name]))
         board_rows = []
         for model in budget.models:
-            env = cell_env(B.SINGLE_HEAD, Cell(model, None, budget.tasks, budget.seeds, True), "attention")
+            env = cell_env(
+                B.SINGLE_HEAD, Cell(model, None, budget.tasks, budget.seeds, True), "attention", V6
+            )
             play_one = players(scorer.SINGLE_HEAD, name, None)(env)
             jobs = [(t, s) for t in budget.tasks for s in budget.seeds]
             board_rows += [{"model": model, **r} for r in play_episodes(play_one, jobs, name, detailed=False)]
-        theirs = transfer_row({"name": name, "track": main_job.TRACK, "scores": transfer_scores(B.SINGLE_HEAD, board_rows),
+        theirs = transfer_row({"name": name, "track": main_job.TRACK, "scores": transfer_scores(B.SINGLE_HEAD, board_rows, V6),
                                "provenance": {"policy": f"builtin:{name}", "white_box": True},
                                "board": {"check": "this run", "reference": True}})  # fmt: skip
         assert mine.keys() == theirs.keys()

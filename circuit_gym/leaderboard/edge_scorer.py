@@ -310,7 +310,8 @@ def score_edges(name: str, track: str, policy_spec: str | None = None, checkpoin
         from circuit_gym.envs.pool import shared_model
         from circuit_gym.leaderboard.transfer_scorer import check_card_weights, check_private_model
 
-        private_dir, served = check_private_model(private_model)
+        # the private model of the edge row's board version (its zoo's shape, its held-out tasks)
+        private_dir, served = check_private_model(private_model, B.transfer_benchmark(bench.version))
         # its card (the inclusion gate that chose the served tasks) must be these weights'
         check_card_weights(private_dir, shared_model(PRIVATE, str(private_dir)).circuit_gym_info.weights_hash)
         if len(private[0]) < bench.private_seeds_used:

@@ -56,17 +56,6 @@ PRIVATE_MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 MIN_PRIVATE_TASKS = 2
 
 
-V6 = B.transfer_benchmark("v6")  # the default of every function here: the benchmark whose results came first
-
-
-def public_models(bench: B.TransferBenchmark = V6) -> tuple[str, ...]:
-    return bench.public_models()
-
-
-def all_tasks(bench: B.TransferBenchmark = V6) -> tuple[str, ...]:
-    return bench.all_tasks()
-
-
 @dataclass(frozen=True)
 class Cell:
     """Episodes of ``tasks`` x ``seeds`` on one model (``path``: its directory, None for a shipped
@@ -82,7 +71,7 @@ class Cell:
         return [(task, seed) for task in self.tasks for seed in self.seeds]
 
 
-def check_private_model(path: str | Path, bench: B.TransferBenchmark = V6) -> tuple[Path, tuple[str, ...]]:
+def check_private_model(path: str | Path, bench: B.TransferBenchmark) -> tuple[Path, tuple[str, ...]]:
     """``(directory, the held-out tasks served on it)`` if ``path`` holds a model of the zoo's shape
     whose card says it performs at least :data:`MIN_PRIVATE_TASKS` of the held-out tasks (its
     inclusion gate: a task it does not perform is never served on it), else a clear error, before
@@ -136,7 +125,7 @@ def feature_sets(track: str) -> tuple[str, ...]:
     return tuple(CIRCUIT_FEATURE_SETS if track == B.CIRCUIT else FEATURE_SETS)
 
 
-def cell_env(track: str, cell: Cell, features: str, bench: B.TransferBenchmark = V6) -> gym.Env:
+def cell_env(track: str, cell: Cell, features: str, bench: B.TransferBenchmark) -> gym.Env:
     """The environment of ``cell`` on ``track`` (``benchmark.SINGLE_HEAD`` or ``benchmark.CIRCUIT``)."""
     env = board_env(track, cell.model, max(cell.seeds) + 1, tasks=cell.tasks, cache=cell.cache,
                     model_path=cell.path, transfer=bench, features=features)  # fmt: skip
@@ -159,7 +148,7 @@ def summary(track: str, rows: list[dict]) -> dict:
     return {**scorer._summary(rows), "circuits": areas_summary(rows)}
 
 
-def transfer_scores(track: str, rows: list[dict], bench: B.TransferBenchmark = V6) -> dict:
+def transfer_scores(track: str, rows: list[dict], bench: B.TransferBenchmark) -> dict:
     """A result's ``scores``: per quadrant, per (model, task), and the rows."""
     quadrants = {
         q: summary(track, [r for r in rows if bench.quadrant(r["task"], r["model"]) == q])
@@ -179,7 +168,7 @@ def transfer_scores(track: str, rows: list[dict], bench: B.TransferBenchmark = V
 
 
 def cells(track: str, private: tuple[Path, tuple[str, ...]] | None, private_seeds: tuple[int, ...] | None,
-          bench: B.TransferBenchmark = V6) -> list[Cell]:  # fmt: skip
+          bench: B.TransferBenchmark) -> list[Cell]:  # fmt: skip
     """The public cells (every public model, every task its card's inclusion gate admits, the
     track's seeds), then the private model's (``private``: its directory and the held-out tasks it
     performs). A task a model does not perform is never served on it (on zoo v1 every member
