@@ -174,6 +174,7 @@ class TransferBenchmark:
     reference: str = TRANSFER_REFERENCE
     zoo_generation: str | None = None  # recorded from v7 on (v6's files predate the key)
     planted_generator: int = 2  # the planted generator version of the version's Planted track
+    train_set: str = "zoo-train"  # the MODEL_SETS name of train_models (what the Zoo-Multi IDs train over)
 
     def track(self, kind: str) -> str:
         return f"{self.prefix}{kind}"
@@ -186,6 +187,15 @@ class TransferBenchmark:
 
     def all_tasks(self) -> tuple[str, ...]:
         return self.train_tasks + self.held_out_tasks
+
+    def tasks_of(self, model: str) -> tuple[str, ...]:
+        """The tasks of this version that public member ``model`` serves: those its card's inclusion
+        gate admits (on zoo v1 every member performs every task; a zoo v2 member with the knob may not).
+        A model that is not embedded (a private model's directory) is taken to serve them all."""
+        from circuit_gym.models.cards import gated_tasks  # the cards read the shipped files: only when asked
+
+        gated = set(gated_tasks(model)) if is_embedded(model) else set(self.all_tasks())
+        return tuple(t for t in self.all_tasks() if t in gated)
 
     def seeds_of(self, kind: str) -> tuple[int, ...]:
         return self.circuit_seeds if kind == CIRCUIT else self.seeds
@@ -230,7 +240,13 @@ IN_FORCE = "v6"
 TRANSFER_BENCHMARKS: dict[str, TransferBenchmark] = {
     "v6": TransferBenchmark("v6", TRANSFER_PREFIX, TRAIN_MODELS, HELD_OUT_MODELS),
     "v7": TransferBenchmark(
-        "v7", "v7-", ZOO_V2_TRAIN, ZOO_V2_HELD_OUT, zoo_generation="v2", planted_generator=3
+        "v7",
+        "v7-",
+        ZOO_V2_TRAIN,
+        ZOO_V2_HELD_OUT,
+        zoo_generation="v2",
+        planted_generator=3,
+        train_set="zoo-v2-train",
     ),
 }
 

@@ -1,4 +1,4 @@
-"""The main job (``circuit-gym run``): benchmark v6 by default, v5 by name, and its table against
+"""The main job (``circuit-gym run``): the benchmark in force by default, v5 by name, and its table against
 the track's own scorer."""
 
 from __future__ import annotations
@@ -14,35 +14,44 @@ from circuit_gym.baselines.main_job import Budget
 from circuit_gym.cli import main
 
 TINY = Budget(pool_size=1, selection_episodes=1, epochs=1, steps_per_epoch=8, seeds=(0,),
-              models=(B.TRAIN_MODELS[0],), tasks=("ioi",))  # fmt: skip
+              models=(main_job.BENCH.train_models[0],), tasks=("ioi",))  # fmt: skip
 
 
-def test_run_plays_v6_by_default_and_v5_by_name(tmp_path, monkeypatch):
+def test_run_plays_the_benchmark_in_force_by_default_and_v5_by_name(tmp_path, monkeypatch):
     calls = {}
-    monkeypatch.setattr(main_job, "run", lambda out, budget, **kw: calls.setdefault("v6", (out, budget, kw)))
+    monkeypatch.setattr(
+        main_job, "run", lambda out, budget, **kw: calls.setdefault("transfer", (out, budget, kw))
+    )
     from circuit_gym.baselines import run_all
 
     monkeypatch.setattr(run_all, "run", lambda out, **kw: calls.setdefault("v5", (out, kw)))
     assert main(["run", "--out", str(tmp_path / "a")]) == 0
     assert main(["run", "--benchmark", "v5", "--quick", "--out", str(tmp_path / "b")]) == 0
-    out, budget, _ = calls["v6"]
+    out, budget, _ = calls["transfer"]
     assert out == tmp_path / "a" and budget == main_job.BUDGET
     # the default job plays every public model, every task of both splits, the board's test batches
-    assert budget.models == B.TRAIN_MODELS + B.HELD_OUT_MODELS
-    assert set(budget.tasks) == set(B.TRANSFER_TRAIN_TASKS + B.TRANSFER_HELD_OUT_TASKS)
-    assert budget.seeds == B.TRANSFER_SEEDS
-    # the main job is the benchmark in force: when the board moves to v7, this job must move with it
-    assert B.IN_FORCE == "v6" and B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD) == main_job.TRACK
+    bench = B.transfer_benchmark(B.IN_FORCE)  # the main job is the benchmark in force
+    assert budget.models == bench.train_models + bench.held_out_models
+    assert set(budget.tasks) == set(bench.train_tasks + bench.held_out_tasks)
+    assert budget.seeds == bench.seeds
+    assert bench.track(B.SINGLE_HEAD) == main_job.TRACK
+    # each model plays only the tasks its card's gate admits, as the board's cells do
+    for m in budget.models:
+        from circuit_gym.models.cards import gated_tasks
+
+        assert set(main_job.served(m, budget)) == set(budget.tasks) & set(gated_tasks(m))
     assert calls["v5"][0] == tmp_path / "b" and calls["v5"][1]["model"] == "toy"
-    with pytest.raises(SystemExit, match="v5"):  # v6 plays the zoo: a model argument is a mistake
+    with pytest.raises(
+        SystemExit, match="v5"
+    ):  # the transfer job plays the zoo: a model argument is a mistake
         main(["run", "--model", "gpt2", "--out", str(tmp_path / "c")])
 
 
-def test_ppo_budget_is_the_v6_reference_recipe_with_fewer_steps():
+def test_ppo_budget_is_the_reference_recipe_with_fewer_steps():
     config = main_job.ppo_config(main_job.BUDGET, seed=3)
     assert (config.env_id, config.model, config.split) == (
         "CircuitDiscovery-Zoo-Multi-v0",
-        "zoo-train",
+        B.transfer_benchmark(B.IN_FORCE).train_set,
         "train",
     )
     assert (config.features, config.network, config.seed) == ("causal", "state_scorer", 3)
@@ -50,7 +59,7 @@ def test_ppo_budget_is_the_v6_reference_recipe_with_fewer_steps():
     # the model set PPO trains on is exactly the benchmark's training models
     from circuit_gym.embedded import model_set
 
-    assert model_set(config.model) == B.TRAIN_MODELS
+    assert model_set(config.model) == B.transfer_benchmark(B.IN_FORCE).train_models
 
 
 def test_plumbing_on_one_episode(tmp_path, monkeypatch):
@@ -89,11 +98,17 @@ def test_table_matches_the_track_scorer(tmp_path, monkeypatch):
     from circuit_gym.leaderboard.transfer_scorer import Cell, cell_env, transfer_scores
     from circuit_gym.leaderboard.transfer_tables import transfer_row
 
-    V6 = B.transfer_benchmark("v6")  # noqa: N806  (the main job's benchmark)
+    bench = main_job.BENCH  # the main job's benchmark (the one in force)
+    models = (bench.train_models[0], bench.held_out_models[0])
+    both = set(bench.tasks_of(models[0])) & set(bench.tasks_of(models[1]))  # served by both models
+    tasks = (
+        next(t for t in bench.train_tasks if t in both),
+        next(t for t in bench.held_out_tasks if t in both),
+    )
 
     monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))
     budget = Budget(pool_size=1, selection_episodes=1, epochs=1, steps_per_epoch=8, seeds=(1,),
-                    models=(B.TRAIN_MODELS[0], B.HELD_OUT_MODELS[0]), tasks=("ioi", "successor"))  # fmt: skip
+                    models=models, tasks=tasks)  # fmt: skip
     names = ("greedy", "eap_ig")
     job_players = [main_job.white_box_player(n) for n in names]
     rows = main_job.play_all(job_players, budget)
@@ -102,12 +117,12 @@ def test_table_matches_the_track_scorer(tmp_path, monkeypatch):
         board_rows = []
         for model in budget.models:
             env = cell_env(
-                B.SINGLE_HEAD, Cell(model, None, budget.tasks, budget.seeds, True), "attention", V6
+                B.SINGLE_HEAD, Cell(model, None, budget.tasks, budget.seeds, True), "attention", bench
             )
             play_one = players(scorer.SINGLE_HEAD, name, None)(env)
             jobs = [(t, s) for t in budget.tasks for s in budget.seeds]
             board_rows += [{"model": model, **r} for r in play_episodes(play_one, jobs, name, detailed=False)]
-        theirs = transfer_row({"name": name, "track": main_job.TRACK, "scores": transfer_scores(B.SINGLE_HEAD, board_rows, V6),
+        theirs = transfer_row({"name": name, "track": main_job.TRACK, "scores": transfer_scores(B.SINGLE_HEAD, board_rows, bench),
                                "provenance": {"policy": f"builtin:{name}", "white_box": True},
                                "board": {"check": "this run", "reference": True}})  # fmt: skip
         assert mine.keys() == theirs.keys()

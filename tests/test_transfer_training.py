@@ -36,3 +36,16 @@ def test_only_finished_runs_are_copied_and_recorded(tmp_path):
     recorded = json.loads((docs / "training.json").read_text())["runs"]
     assert recorded == {"ppo/seed0": {"selection_score": 0.5, "warm_up_seconds": 1.0, "train_seconds": 2.0,
                                       "resumed_after_epochs": 0, "machine": "here"}}  # fmt: skip
+
+
+def test_every_version_trains_on_exactly_its_training_models():
+    """Each benchmark row's model set is its training models, and a run's config trains on it (a
+    version trained on another's models, or on a held-out member, would fail here)."""
+    from circuit_gym.baselines.transfer_training import config_of
+    from circuit_gym.benchmark import TRANSFER_BENCHMARKS
+    from circuit_gym.embedded import model_set
+
+    for version, bench in TRANSFER_BENCHMARKS.items():
+        check_train_set(version)
+        models = model_set(config_of("ppo", 0, "cpu", "causal", version).model)
+        assert models == bench.train_models and not set(models) & set(bench.held_out_models)

@@ -1,4 +1,4 @@
-"""The baselines' subcommands of ``circuit-gym``: ``run`` (the main job: benchmark v6 by default,
+"""The baselines' subcommands of ``circuit-gym``: ``run`` (the main job: the benchmark in force by default,
 ``circuit_gym.baselines.main_job``; v5's by name, ``circuit_gym.baselines.run_all``) and
 ``circuits`` (MIB circuit files of the reference solvers).
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from circuit_gym.benchmark import IN_FORCE
 from circuit_gym.commands import add_model_args
 
 
@@ -21,7 +22,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.model is not None or args.model_path is not None:
         raise SystemExit(
-            "--model and --model-path belong to --benchmark v5: benchmark v6 plays the public zoo"
+            f"--model and --model-path belong to --benchmark v5: benchmark {IN_FORCE} plays the public zoo"
         )
     run(Path(args.out), QUICK if args.quick else BUDGET, seed=args.seed, device=args.device)
     return 0
@@ -118,12 +119,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         help="the main job: train the reference agent and score it with the cheap references on the benchmark in force",
-        description="Benchmark v6 (default; the board's transfer track): PPO trained on the training models' "
+        description=f"Benchmark {IN_FORCE} (default, in force; the board's transfer track): PPO trained on the training models' "
         "training tasks, then PPO, greedy, EAP-IG, random and the memorisers on the public zoo's four quadrants, "
         "written as the board's table. --benchmark v5: the retired v5 job (held-out tasks on one model).",
     )
     p.add_argument(
-        "--benchmark", choices=["v6", "v5"], default="v6", help="which job (default: v6, in force)"
+        "--benchmark",
+        choices=[IN_FORCE, "v5"],
+        default=IN_FORCE,
+        help=f"which job (default: {IN_FORCE}, in force)",
     )
     add_model_args(p, default=None)
     p.add_argument("--out", default="results", help="output directory")

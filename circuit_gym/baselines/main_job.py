@@ -1,12 +1,12 @@
-"""The main job (``circuit-gym run``): the benchmark in force (v6, the transfer single-head
-track) on the public zoo, trained and scored in one command.
+"""The main job (``circuit-gym run``): the benchmark in force (``circuit_gym.benchmark.IN_FORCE``,
+its transfer single-head track) on its public zoo, trained and scored in one command.
 
 1. **References** (in a second process, while PPO trains): the white-box references greedy
    (attribution patching) and EAP-IG, the random policy and the test-set memoriser (its committed
    fit, where the repository holds it) play every public model (the training and the held-out
-   zoo members) on every task, at the track's test-split batches (``Budget.seeds``); this computes
+   zoo members) on every task each member serves (its card's gate), at the track's test-split batches (``Budget.seeds``); this computes
    the test split's oracle tables, cached on disk.
-2. **PPO**: the training models loaded and their general damage swept (cached), then the v6 reference recipe (``scripts/train_transfer_ppo.py``'s: the Zoo-Multi ID over the
+2. **PPO**: the training models loaded and their general damage swept (cached), then the reference recipe (``scripts/train_transfer_ppo.py``'s: the Zoo-Multi ID over the
    training models, train split of the training tasks, the kept ``causal`` design of
    :mod:`circuit_gym.baselines.ppo_designs`) with the job's budget (:data:`BUDGET`): fewer training
    batches and epochs than the committed runs, chosen on the training side only (see the budget's
@@ -49,7 +49,7 @@ from circuit_gym.baselines.fixed_policy import FixedPolicy
 from circuit_gym.baselines.ppo import PPOConfig, PPOPolicy, train
 from circuit_gym.baselines.random_policy import RandomPolicy
 from circuit_gym.baselines.transfer_envs import transfer_env
-from circuit_gym.baselines.transfer_training import TRAIN_SET, config_of
+from circuit_gym.baselines.transfer_training import config_of, docs_dir
 from circuit_gym.embedded import model_set
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.envs.features import DEFAULT_FEATURES
@@ -60,14 +60,15 @@ from circuit_gym.reporting.transfer_tables import rank_transfer_rows, transfer_m
 from circuit_gym.solvers.white_box import builtin
 from circuit_gym.track_envs import board_env
 
-TRACK = B.TRANSFER_PREFIX + B.SINGLE_HEAD
-# The board's ppo entry is the v6 single-head reference recipe's "causal" design.
+BENCH = B.transfer_benchmark(B.IN_FORCE)  # the benchmark in force: the job moves with it
+TRACK = BENCH.track(B.SINGLE_HEAD)
+# The board's ppo entry is the single-head reference recipe's "causal" design.
 DESIGN = "causal"
 # The committed fit of the test-set memoriser (an attack entry; scripts/fit_testset_memoriser.py);
 # a repository checkout holds it, an installed wheel does not (the entry is then left out).
-TESTSET_MEMORISER = Path(circuit_gym.__file__).resolve().parents[1] / (
-    "docs/results/transfer/testset_memoriser_per_model.json"
-)
+TESTSET_MEMORISER = docs_dir(
+    BENCH.version, Path(circuit_gym.__file__).resolve().parents[1] / "docs" / "results"
+) / ("testset_memoriser_per_model.json")
 WHITE_BOX = ("greedy", "eap_ig")  # the board's cheap white-box references of the single-head track
 
 
@@ -80,10 +81,10 @@ class Budget:
     selection_episodes: int  # held-back train-split batches per cell for checkpoint selection
     epochs: int
     steps_per_epoch: int
-    seeds: tuple[int, ...] = B.TRANSFER_SEEDS  # test-split batches per (public model, task)
-    models: tuple[str, ...] = B.TRAIN_MODELS + B.HELD_OUT_MODELS  # the public models played
-    tasks: tuple[str, ...] = B.TRANSFER_TRAIN_TASKS + B.TRANSFER_HELD_OUT_TASKS
-    train_models: str = TRAIN_SET  # the model set PPO trains on
+    seeds: tuple[int, ...] = BENCH.seeds  # test-split batches per (public model, task)
+    models: tuple[str, ...] = BENCH.public_models()  # the public models played
+    tasks: tuple[str, ...] = BENCH.all_tasks()  # each model plays those its card's gate admits
+    train_models: str = BENCH.train_set  # the model set PPO trains on
     train_tasks: str | None = None  # comma-separated; None: the ID's own (the training tasks)
     n_envs: int = 8
     steps_per_collect: int = 256
@@ -98,7 +99,7 @@ class Budget:
 BUDGET = Budget(pool_size=16, selection_episodes=4, epochs=1, steps_per_epoch=2048)
 # A smoke run of the whole pipeline (tests, ``--quick``): one model, two tasks, one batch each.
 QUICK = Budget(pool_size=2, selection_episodes=1, epochs=1, steps_per_epoch=32, seeds=(0,),
-               models=(B.TRAIN_MODELS[0],), tasks=("ioi", "successor"), train_models=B.TRAIN_MODELS[0],
+               models=(BENCH.train_models[0],), tasks=("ioi", "successor"), train_models=BENCH.train_models[0],
                train_tasks="ioi", n_envs=2, steps_per_collect=16,
                extra=dict(minibatch=16, repeat=1))  # fmt: skip
 
@@ -158,10 +159,20 @@ def reference_players(seed: int) -> list[Player]:
     return players
 
 
+def served(model: str, budget: Budget) -> tuple[str, ...]:
+    """The budget's tasks that ``model`` serves on the board (its card's inclusion gate)."""
+    return tuple(t for t in budget.tasks if t in BENCH.tasks_of(model))
+
+
 def episode_env(model: str, budget: Budget, features: str) -> gym.Env:
-    """The board's environment of one public model (oracle fields hidden), over the budget's tasks."""
+    """The board's environment of one public model (oracle fields hidden), over the budget's tasks it serves."""
     env = board_env(
-        B.SINGLE_HEAD, model, max(budget.seeds) + 1, tasks=budget.tasks, transfer=True, features=features
+        B.SINGLE_HEAD,
+        model,
+        max(budget.seeds) + 1,
+        tasks=served(model, budget),
+        transfer=True,
+        features=features,
     )
     return HideOracleInfo(env)
 
@@ -192,11 +203,12 @@ def play_all(
     for model in budget.models:
         t = time.process_time()
         envs = {f: episode_env(model, budget, f) for f in sorted({p.features for p in players})}
+        tasks = served(model, budget)
         for env in envs.values():  # what every episode of the model shares (its general-damage sweep)
-            env.reset(options={"task": budget.tasks[0], "batch_index": budget.seeds[0]})
+            env.reset(options={"task": tasks[0], "batch_index": budget.seeds[0]})
         cpu["build"] = cpu.get("build", 0.0) + time.process_time() - t
         t = time.process_time()
-        for task in budget.tasks:
+        for task in tasks:
             for seed in budget.seeds:
                 for p in players:
                     rows[p.name].append(play(p, envs[p.features], model, task, seed))
@@ -216,7 +228,9 @@ def summary(rows: Sequence[dict]) -> dict:
 
 def entry(player: Player, rows: Sequence[dict]) -> dict:
     """A result shaped as the board's (the fields its table reads): quadrants and passes."""
-    quadrants = {q: summary([r for r in rows if B.quadrant(r["task"], r["model"]) == q]) for q in B.QUADRANTS}
+    quadrants = {
+        q: summary([r for r in rows if BENCH.quadrant(r["task"], r["model"]) == q]) for q in B.QUADRANTS
+    }
     compute = {f"{kind}_passes_per_episode": float(np.mean([r["lm_passes"][kind] for r in rows]))
                for kind in ("forward", "partial", "backward")}  # fmt: skip
     return {"name": player.name, "track": TRACK, "scores": {"quadrants": quadrants, "compute": compute},
@@ -240,8 +254,8 @@ def score_references(budget: Budget, seed: int) -> dict:
 
 
 def ppo_config(budget: Budget, seed: int, device: str = "cpu") -> PPOConfig:
-    """The v6 reference recipe (``causal`` design) with the budget's batches, epochs and steps."""
-    base = config_of("ppo", seed, device, DESIGN)
+    """The reference recipe (``causal`` design) with the budget's batches, epochs and steps."""
+    base = config_of("ppo", seed, device, DESIGN, BENCH.version)
     return replace(base, model=budget.train_models, pool_size=budget.pool_size, selection_episodes=budget.selection_episodes,
                    epochs=budget.epochs, steps_per_epoch=budget.steps_per_epoch, tasks=budget.train_tasks,
                    n_envs=budget.n_envs, steps_per_collect=budget.steps_per_collect, **budget.extra)  # fmt: skip
@@ -249,7 +263,7 @@ def ppo_config(budget: Budget, seed: int, device: str = "cpu") -> PPOConfig:
 
 def training_envs(config: PPOConfig, pool_size: int) -> tuple[list[gym.Env], tuple[str, ...]]:
     """The board's train-split environment of each training model, and the training tasks."""
-    tasks = tuple(config.tasks.split(",")) if config.tasks else B.TRANSFER_TRAIN_TASKS
+    tasks = tuple(config.tasks.split(",")) if config.tasks else BENCH.train_tasks
     return [transfer_env(m, tasks, "train", pool_size) for m in model_set(config.model)], tasks
 
 
@@ -274,8 +288,8 @@ def run(out: Path, budget: Budget = BUDGET, seed: int = 0, device: str = "cpu") 
     out.mkdir(parents=True, exist_ok=True)
     stages = Stages()
     config = ppo_config(budget, seed, device)
-    n_episodes = len(budget.models) * len(budget.tasks) * len(budget.seeds)
-    print(f"benchmark v6 ({TRACK}), public models {list(budget.models)}: {n_episodes} episodes per entry; "
+    n_episodes = sum(len(served(m, budget)) for m in budget.models) * len(budget.seeds)
+    print(f"benchmark {BENCH.version} ({TRACK}), public models {list(budget.models)}: {n_episodes} episodes per entry; "
           f"PPO {config.epochs} x {config.steps_per_epoch} steps on {config.model}", flush=True)  # fmt: skip
     # In its own process, not a thread: loading models there would draw from this process's torch
     # RNG while PPO trains, and PPO would no longer be reproducible from its seed.
@@ -305,7 +319,7 @@ def run(out: Path, budget: Budget = BUDGET, seed: int = 0, device: str = "cpu") 
     with stages.stage("5 tables"):
         table = results_markdown(entries, budget)
         report = {
-            "benchmark": B.transfer_definition(B.SINGLE_HEAD), "budget": asdict(budget), "seed": seed,
+            "benchmark": BENCH.definition(B.SINGLE_HEAD), "budget": asdict(budget), "seed": seed,
             "ppo": {"config": asdict(config), **ppo_summary}, "entries": entries,
             "version": circuit_gym.__version__, "machine": {"python": platform.python_version(),
                                                             "torch": torch.__version__, "cpus": os.cpu_count()},
@@ -324,7 +338,7 @@ def results_markdown(entries: dict[str, dict], budget: Budget) -> str:
     """The board's transfer table of the job's entries, with what was played."""
     rows = rank_transfer_rows([transfer_row(e) for e in entries.values()])
     return (
-        f"# circuit_gym main job: {B.TRANSFER_BENCHMARK_VERSION}, public quadrants\n\n"
+        f"# circuit_gym main job: {BENCH.benchmark_version(B.SINGLE_HEAD)}, public quadrants\n\n"
         f"Played here: models {', '.join(budget.models)}; tasks {', '.join(budget.tasks)}; test batches "
         f"{', '.join(map(str, budget.seeds))}. The private model's column is the maintainers' (empty here).\n\n"
         f"{transfer_markdown(rows, TRACK)}"

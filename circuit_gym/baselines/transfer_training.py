@@ -1,4 +1,5 @@
-"""PPO trained across the training models of benchmark v6 (issue 35 item 7), seeds 0-4, both tracks.
+"""PPO trained across the training models of a transfer benchmark (v6: issue 35 item 7; v7: issue
+41), seeds 0-4, both tracks.
 
 Run by ``scripts/train_transfer_ppo.py`` (:func:`run_jobs`, :func:`copy_and_record`):
 
@@ -31,10 +32,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from circuit_gym.baselines.ppo_designs import configure, run_name
-from circuit_gym.benchmark import TRAIN_MODELS
+from circuit_gym.benchmark import transfer_benchmark
 from circuit_gym.embedded import MODEL_SETS
 
-TRAIN_SET = "zoo-train"  # circuit_gym.embedded.MODEL_SETS: the benchmark's training models
+TRAIN_SET = transfer_benchmark("v6").train_set  # v6's training models (the main job's, until v7 is in force)
 # The Zoo-Multi IDs sample the benchmark's training tasks (circuit_gym.envs.registration).
 ENV_IDS = {"ppo": "CircuitDiscovery-Zoo-Multi-v0", "circuit_ppo": "CircuitDiscovery-Zoo-Multi-Circuit-v0"}
 SCORE_KEYS = {"ppo": "best_selection_recovery", "circuit_ppo": "best_selection_score"}
@@ -42,21 +43,29 @@ SCORE_KEYS = {"ppo": "best_selection_recovery", "circuit_ppo": "best_selection_s
 COPIED = ("policy.pt", "policy_last.pt", "config.json", "curve.json", "train_summary.json")
 
 
-def config_of(track: str, seed: int, device: str, design: str = "reference"):
-    """The track's reference config with ``design``'s changes, on its Zoo-Multi ID over the
-    training models, with ``seed``."""
+def docs_dir(version: str, root: Path) -> Path:
+    """Where benchmark ``version``'s finished runs are copied under ``root`` (docs/results)."""
+    return root / ("transfer" if version == "v6" else version)
+
+
+def config_of(track: str, seed: int, device: str, design: str = "reference", version: str = "v6"):
+    """The track's reference config with ``design``'s changes, on its Zoo-Multi ID over benchmark
+    ``version``'s training models, with ``seed``."""
     if track == "ppo":
         from circuit_gym.baselines.ppo import PPOConfig as Config
     else:
         from circuit_gym.baselines.circuit_ppo import CircuitPPOConfig as Config
-    return configure(Config(env_id=ENV_IDS[track], model=TRAIN_SET, seed=seed, device=device), design)
+    train_set = transfer_benchmark(version).train_set
+    return configure(Config(env_id=ENV_IDS[track], model=train_set, seed=seed, device=device), design)
 
 
-def train_one(track: str, seed: int, out: Path, device: str, design: str = "reference") -> dict:
+def train_one(
+    track: str, seed: int, out: Path, device: str, design: str = "reference", version: str = "v6"
+) -> dict:
     from circuit_gym.baselines import circuit_ppo, ppo
 
     train = ppo.train if track == "ppo" else circuit_ppo.train
-    return train(config_of(track, seed, device, design), out / run_name(track, design) / f"seed{seed}",
+    return train(config_of(track, seed, device, design, version), out / run_name(track, design) / f"seed{seed}",
                  progress=False)  # fmt: skip
 
 
@@ -72,7 +81,9 @@ def copy_finished(track: str, seed: int, out: Path, docs: Path, design: str = "r
     return True
 
 
-def record(docs: Path, track: str, seed: int, machine: str, design: str = "reference") -> None:
+def record(
+    docs: Path, track: str, seed: int, machine: str, design: str = "reference", version: str = "v6"
+) -> None:
     """Add a finished run's selection score and wall times to ``DOCS/training.json``."""
     name = run_name(track, design)
     summary = json.loads((docs / name / f"seed{seed}" / "train_summary.json").read_text())
@@ -84,27 +95,29 @@ def record(docs: Path, track: str, seed: int, machine: str, design: str = "refer
         "machine": machine,
     }  # fmt: skip
     path.write_text(json.dumps({
-        "what": "PPO trained across the training models of benchmark v6; selection score = the "
+        "what": f"PPO trained across the training models of benchmark {version}; selection score = the "
                 "checkpoint-selection measure on held-back train-split batches of the training models' "
                 "training tasks (single-head: mean best-of-1/best-of-5 oracle recovery; circuit: CPR "
                 "relative to greedy search), never a held-out model, task or test split",
-        "train_models": list(TRAIN_MODELS), "runs": dict(sorted(runs.items())),
+        "train_models": list(transfer_benchmark(version).train_models), "runs": dict(sorted(runs.items())),
     }, indent=1))  # fmt: skip
 
 
-def check_train_set() -> None:
-    """The model set the IDs train on is the benchmark's training models."""
-    if set(MODEL_SETS[TRAIN_SET]) != set(TRAIN_MODELS):
-        raise ValueError(f"{TRAIN_SET} is {MODEL_SETS[TRAIN_SET]}, the benchmark trains on {TRAIN_MODELS}")
+def check_train_set(version: str = "v6") -> None:
+    """The model set the IDs train on is benchmark ``version``'s training models."""
+    bench = transfer_benchmark(version)
+    if set(MODEL_SETS[bench.train_set]) != set(bench.train_models):
+        raise ValueError(f"{bench.train_set} is {MODEL_SETS[bench.train_set]}, benchmark {version} trains on "
+                         f"{bench.train_models}")  # fmt: skip
 
 
 def copy_and_record(jobs: Sequence[tuple[str, int]], out: Path, docs: Path, machine: str,
-                    design: str = "reference") -> list[str]:  # fmt: skip
+                    design: str = "reference", version: str = "v6") -> list[str]:  # fmt: skip
     """Copy every finished run of ``jobs`` to ``docs`` and record it; one line per job."""
     lines = []
     for track, seed in jobs:
         if copy_finished(track, seed, out, docs, design):
-            record(docs, track, seed, machine, design)
+            record(docs, track, seed, machine, design, version)
             lines.append(f"copied {track} seed {seed} to {docs / run_name(track, design) / f'seed{seed}'}")
         else:
             lines.append(f"{track} seed {seed}: not finished in {out}")

@@ -173,13 +173,7 @@ def cells(track: str, private: tuple[Path, tuple[str, ...]] | None, private_seed
     track's seeds), then the private model's (``private``: its directory and the held-out tasks it
     performs). A task a model does not perform is never served on it (on zoo v1 every member
     performs every task of both splits; a zoo v2 member trained with the knob may not)."""
-    from circuit_gym.models.cards import gated_tasks
-
-    out = []
-    for m in bench.public_models():
-        gated = set(gated_tasks(m)) if is_embedded(m) else set(bench.all_tasks())
-        tasks = tuple(t for t in bench.all_tasks() if t in gated)
-        out.append(Cell(m, None, tasks, bench.seeds_of(track), True))
+    out = [Cell(m, None, bench.tasks_of(m), bench.seeds_of(track), True) for m in bench.public_models()]
     if private is not None:
         seeds = tuple(private_seeds[: bench.n_private_seeds(track)])
         out.append(Cell(PRIVATE, str(private[0]), private[1], seeds, False))
