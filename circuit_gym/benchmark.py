@@ -175,9 +175,17 @@ class TransferBenchmark:
     zoo_generation: str | None = None  # recorded from v7 on (v6's files predate the key)
     planted_generator: int = 2  # the planted generator version of the version's Planted track
     train_set: str = "zoo-train"  # the MODEL_SETS name of train_models (what the Zoo-Multi IDs train over)
+    results_folder: str = "transfer"  # its board results, under leaderboard/results/ (circuit ones in circuit/)
 
     def track(self, kind: str) -> str:
         return f"{self.prefix}{kind}"
+
+    def kind_of(self, track: str) -> str:
+        """The kind (single head or circuit) of this version's ``track``; ValueError for another's."""
+        kinds = {self.track(k): k for k in (SINGLE_HEAD, CIRCUIT)}
+        if track not in kinds:
+            raise ValueError(f"track must be one of {list(kinds)}, got {track!r}")
+        return kinds[track]
 
     def benchmark_version(self, kind: str) -> str:
         return f"circuit-gym-transfer{'-circuit' if kind == CIRCUIT else ''}-{self.version}"
@@ -247,6 +255,7 @@ TRANSFER_BENCHMARKS: dict[str, TransferBenchmark] = {
         zoo_generation="v2",
         planted_generator=3,
         train_set="zoo-v2-train",
+        results_folder="v7",
     ),
 }
 

@@ -10,8 +10,10 @@ heads raise faithfulness; from scratch at the track's alpha it learns to STOP at
 ``--epochs`` (10) at the track's alpha 0.01 from the pretraining's chosen policy into ``OUT`` (it
 learns to stop once the circuit is whole). On the four ``CircuitDiscovery-Planted-{Kind}-Circuit-v0``
 IDs over :data:`TRAIN_SEEDS` (train split, batches ``0 .. pool_size - 1``): the ``n_envs`` parallel
-environments play the kinds in turn (environment ``i`` plays ``KINDS[i % 4]``), so every collect
-holds the four kinds alike. The observation is the track's (``features="attention"``: the scorer's
+environments play the kinds in turn (environment ``i`` plays kind ``i % n_kinds``), so every collect
+holds the kinds alike. The ID version in ``--env-id`` picks the generator: ``-v0`` (default) the v6
+board's (version 2, four kinds), ``-v1`` benchmark v7's (version 3, six kinds; :data:`V1_ENV_ID`,
+``--n-envs`` a multiple of 6). The observation is the track's (``features="attention"``: the scorer's
 environments have no other), so the policy can be scored on the track unchanged.
 
 Checkpoint selection (:func:`selection`), on training-side seeds only: after every epoch the
@@ -40,11 +42,16 @@ from circuit_gym import benchmark as B
 from circuit_gym.baselines import circuit_ppo, ppo_trainer
 from circuit_gym.baselines.circuit_ppo import CircuitPPOConfig, CircuitPPOSolver, with_reward
 from circuit_gym.envs.planted import TRUTH_KEY
-from circuit_gym.envs.registration import PLANTED_CIRCUIT, PLANTED_TASK_SETS_V0
+from circuit_gym.envs.registration import (
+    PLANTED_CIRCUIT,
+    PLANTED_GENERATOR_V1,
+    PLANTED_TASK_SETS_V0,
+    PLANTED_TASK_SETS_V1,
+)
 from circuit_gym.models.planted.generator import truth_of
 from circuit_gym.models.planted.recovery import precision_recall, ranking_auc
 from circuit_gym.solvers.episodes import play_episode
-from circuit_gym.tasks.planted import KINDS, task_name
+from circuit_gym.tasks.planted import KINDS, KINDS_V3, task_name
 
 TRAIN_SEEDS = tuple(range(1000, 1032))  # the planted models trained on (every kind on each)
 SELECTION_SEEDS = tuple(range(2000, 2008))  # held back: checkpoints are chosen on these
@@ -77,15 +84,42 @@ class PlantedPPOConfig(CircuitPPOConfig):
     epochs: int = 10
 
 
-def kind_env_id(kind: str) -> str:
-    """The circuit-building Planted ID of ``kind`` (the one the Planted track plays)."""
-    key = next(key for key, tasks in PLANTED_TASK_SETS_V0.items() if tasks == (task_name(kind),))
-    return PLANTED_CIRCUIT.env_id("Planted", key, 0)
+# What a run's ID version (the last part of ``config.env_id``) pins: v0 the v6 board's planted
+# generator (version 2, four kinds), v1 benchmark v7's (version 3, six kinds). The run's config stays a
+# ``CircuitPPOConfig`` (``circuit_ppo.load_policy`` reads it), so the version lives in its ID.
+ID_VERSIONS = {0: (2, KINDS, PLANTED_TASK_SETS_V0), 1: (PLANTED_GENERATOR_V1, KINDS_V3, PLANTED_TASK_SETS_V1)}
+V1_ENV_ID = "CircuitDiscovery-Planted-{Induction,MultiHop,Redundant,Suppression,SelfRepair,And}-Circuit-v1"
+
+
+def id_version(config: CircuitPPOConfig) -> int:
+    """The Planted ID version a run trains on (ValueError for one this module does not know)."""
+    version = int(config.env_id.rsplit("-v", 1)[-1]) if "-v" in config.env_id else -1
+    if version not in ID_VERSIONS:
+        raise ValueError(
+            f"env_id must end in one of {[f'-v{v}' for v in ID_VERSIONS]}, got {config.env_id!r}"
+        )
+    return version
+
+
+def generator_of(config: CircuitPPOConfig) -> int:
+    """The planted generator version of the run's models."""
+    return ID_VERSIONS[id_version(config)][0]
+
+
+def kinds_of_run(config: CircuitPPOConfig) -> tuple[str, ...]:
+    """The circuit kinds a run plays, in the generator's order."""
+    return ID_VERSIONS[id_version(config)][1]
+
+
+def kind_env_id(kind: str, version: int = 0) -> str:
+    """The circuit-building Planted ID of ``kind`` at ID ``version`` (the one the Planted track plays)."""
+    key = next(key for key, tasks in ID_VERSIONS[version][2].items() if tasks == (task_name(kind),))
+    return PLANTED_CIRCUIT.env_id("Planted", key, version)
 
 
 def planted_env(config: CircuitPPOConfig, kind: str, seeds: tuple[int, ...], **kwargs) -> gym.Env:
     """The kind's circuit-building Planted environment over ``seeds`` (every model kept loaded)."""
-    return gym.make(kind_env_id(kind), seeds=seeds, inner_cache=len(seeds), batch_size=config.batch_size_prompts,
+    return gym.make(kind_env_id(kind, id_version(config)), seeds=seeds, inner_cache=len(seeds), batch_size=config.batch_size_prompts,
                     device=config.device, oracle_info=False, features=config.features, **kwargs)  # fmt: skip
 
 
@@ -100,8 +134,10 @@ class WithoutTruth(gym.Wrapper):
 
 
 def make_training_env(config: CircuitPPOConfig, seed: int) -> gym.Env:
-    """Training environment ``seed`` (the trainer numbers its environments ``seed + i``): kind ``seed % 4``."""
-    kind = KINDS[seed % len(KINDS)]
+    """Training environment ``seed`` (the trainer numbers its environments ``seed + i``): kind
+    ``seed % n_kinds``."""
+    kinds = kinds_of_run(config)
+    kind = kinds[seed % len(kinds)]
     base = planted_env(config, kind, TRAIN_SEEDS, split=config.split, pool_size=config.pool_size,
                        budget=config.budget, alpha=config.alpha)  # fmt: skip
     return WithoutTruth(with_reward(config, base))
@@ -111,11 +147,11 @@ def f1(precision: float, recall: float) -> float:
     return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
 
 
-def truth_scores(kind: str, seed: int, played: dict) -> dict[str, float]:
+def truth_scores(kind: str, seed: int, played: dict, generator: int = 2) -> dict[str, float]:
     """Precision, recall (of the proposed circuit), AUC (of the ranking) against the planted truth,
     and the circuit's size, of one played episode (a row of ``solvers.episodes.play``): the
     Planted track's measures (``tests/test_planted_ppo.py`` checks them against its scorer's)."""
-    truth = truth_of(seed).circuit(kind)
+    truth = truth_of(seed, generator).circuit(kind)
     precision, recall = precision_recall(played["order"], truth)
     auc = ranking_auc(played["ranking"].order().tolist(), truth)
     return {"precision": precision, "recall": recall, "auc": auc, "circuit_size": played["circuit_size"]}
@@ -125,14 +161,15 @@ def selection(config: CircuitPPOConfig, out: Path, reference) -> tuple:
     """The checkpoint-selection score on :data:`SELECTION_SEEDS` (module docstring); no reference."""
     envs = {kind: planted_env(config, kind, SELECTION_SEEDS, split=SELECTION_SPLIT, pool_size=SELECTION_BATCH + 1,
                               start=B.CIRCUIT_START, budget=B.CIRCUIT_BUDGET, alpha=B.CIRCUIT_ALPHA)
-            for kind in KINDS}  # fmt: skip
+            for kind in kinds_of_run(config)}  # fmt: skip
+    version = generator_of(config)
 
     def score(net) -> dict:
         solver = CircuitPPOSolver(net)
         per_kind = {}
         for kind, env in envs.items():
             rows = [truth_scores(kind, seed, play_episode(env.unwrapped.inner_for(seed), solver, task_name(kind),
-                                                          SELECTION_BATCH)) for seed in SELECTION_SEEDS]  # fmt: skip
+                                                          SELECTION_BATCH), version) for seed in SELECTION_SEEDS]  # fmt: skip
             means = {
                 m: float(np.mean([r[m] for r in rows]))
                 for m in ("precision", "recall", "auc", "circuit_size")
@@ -166,12 +203,13 @@ def train(config: PlantedPPOConfig, out: Path, pretrain_epochs: int, start_from:
     """Pretrain at alpha 0 for ``pretrain_epochs`` into ``out/pretrain`` (skipped when 0), then
     train ``config`` into ``out`` from the pretraining's chosen policy (or from the weights
     ``start_from``, a pretraining run elsewhere: then none here). Both resume."""
-    if config.n_envs % len(KINDS):
+    n_kinds = len(kinds_of_run(config))
+    if config.n_envs % n_kinds:
         raise ValueError(
-            f"n_envs must be a multiple of {len(KINDS)} (one kind per environment), got {config.n_envs}"
+            f"n_envs must be a multiple of {n_kinds} (one kind per environment), got {config.n_envs}"
         )
     out.mkdir(parents=True, exist_ok=True)
-    run = {"train_seeds": list(TRAIN_SEEDS), "selection_seeds": list(SELECTION_SEEDS),
+    run = {"generator": generator_of(config), "train_seeds": list(TRAIN_SEEDS), "selection_seeds": list(SELECTION_SEEDS),
            "selection_split": SELECTION_SPLIT, "selection_batch": SELECTION_BATCH,
            "pretrain": {"epochs": pretrain_epochs, "alpha": 0.0, "reward": PRETRAIN_REWARD, "folder": PRETRAIN} if pretrain_epochs else None}  # fmt: skip
     if start_from is not None:

@@ -202,8 +202,6 @@ def _planted_row(track: str, benchmark: str, results_dir: Path, cost: Cost) -> T
 # transfer-single-head on zoo1 (72 episodes) cold 845 s, then warm 111 s; single-head (v5), its
 # first 24 evaluation episodes, cold 364 s, then warm 55 s.
 _MEASURED = "the random reference's policy, 2-core machine at load 10-17, 2026-11-26"
-# Where each transfer version's results lie under leaderboard/results/ (v6's came first, at the top).
-_TRANSFER_DIRS = {"v6": "transfer", "v7": "v7"}
 _KIND_DIRS = {B.SINGLE_HEAD: ".", B.CIRCUIT: "circuit"}
 _ROWS = (
     Track(
@@ -226,7 +224,7 @@ _ROWS = (
             definition=lambda kind=kind, version=version: B.transfer_definition(kind, version),
             score=_transfer(kind, version), builtins=_white_boxes(kind), episodes=_transfer_episodes(kind, version),
             headline=_headline("circuit_gym.leaderboard.transfer_scorer", "headline"),
-            results_dir=paths.RESULTS_DIR / _TRANSFER_DIRS[version] / _KIND_DIRS[kind], cost=cost,
+            results_dir=paths.RESULTS_DIR / B.transfer_benchmark(version).results_folder / _KIND_DIRS[kind], cost=cost,
             canary_episodes=2 if kind == B.SINGLE_HEAD else 1, features=_transfer_features(kind), private_model=True,
         )
         for version in B.TRANSFER_BENCHMARKS
@@ -235,7 +233,8 @@ _ROWS = (
     _planted_row(B.PLANTED, "planted", paths.RESULTS_DIR / "planted", Cost(None, None)),
     # benchmark v7's Planted track (planted generator v3, six kinds): the same function, the other row;
     # its results beside v7's transfer tracks' (leaderboard/results/v7/)
-    _planted_row(B.transfer_benchmark("v7").track(B.PLANTED), "v7", paths.RESULTS_DIR / "v7" / B.PLANTED,
+    _planted_row(B.transfer_benchmark("v7").track(B.PLANTED), "v7",
+                 paths.RESULTS_DIR / B.transfer_benchmark("v7").results_folder / B.PLANTED,
                  Cost(None, None)),
 )  # fmt: skip
 

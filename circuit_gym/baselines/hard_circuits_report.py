@@ -1,0 +1,150 @@
+"""Issue 41's targets on every transfer benchmark row, side by side (v6: zoo v1; v7: zoo v2).
+
+    python -m circuit_gym.baselines.hard_circuits_report   # -> docs/results/v7/report.json, report.md
+
+Reads only scorer-written result files of the board (each row's ``results_folder`` under
+``leaderboard/results/``) and the PPO trainings' selection scores (``training.json`` of the row's
+docs folder). Nothing here chooses anything: the targets are issue 41's, fixed before zoo v2 was
+trained, and the PPO entry is the run with the best training-side selection score.
+
+- **cheap single head**: attribution patching's (``greedy``) best-of-1 on the held-out tasks of the
+  public held-out models is at most :data:`MAX_CHEAP_BEST_OF_1` (a board that one backward pass
+  solves cannot rank better methods);
+- **circuit gap**: on the circuit track, the best CPR of the references of at most
+  :data:`CHEAP_PASSES` passes (:data:`CHEAP` at their published defaults; random excluded) trails
+  the best of any cost (:data:`ANY_COST`) by at least :data:`MIN_CPR_GAP`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from circuit_gym import benchmark as B
+from circuit_gym.baselines.transfer_report import ROOT, entry_summary, load, target
+from circuit_gym.reporting.transfer import UNSEEN, table
+
+MAX_CHEAP_BEST_OF_1 = 0.85
+MIN_CPR_GAP = 0.10
+CHEAP_PASSES = 50
+CHEAP = ("attribution", "eap_ig", "gim")  # the circuit track's one-pass-ish references
+ANY_COST = ("acdc", "greedy_search")
+OUT = ROOT / "docs" / "results" / "v7"
+PLACES = (UNSEEN, "private")
+
+
+def results(version: str) -> dict[str, dict[str, dict]]:
+    """Every scored board entry of ``version``'s transfer tracks, summarised (``entry_summary``)."""
+    bench = B.transfer_benchmark(version)
+    base = ROOT / "leaderboard" / "results" / bench.results_folder
+    dirs = {bench.track(B.SINGLE_HEAD): base, bench.track(B.CIRCUIT): base / "circuit"}
+    return {track: {n: entry_summary(r) for n, r in load(d, track).items()} for track, d in dirs.items()}
+
+
+def cheap_single_head(refs: dict, bench: B.TransferBenchmark) -> dict:
+    greedy = refs[bench.track(B.SINGLE_HEAD)].get("greedy")
+    out = {}
+    for where in PLACES:
+        value = ((greedy or {}).get("k1") or {}).get(where)
+        if value:
+            out[where] = target(value["value"], MAX_CHEAP_BEST_OF_1, at_most=True)
+    return out
+
+
+def circuit_gap(refs: dict, bench: B.TransferBenchmark) -> dict:
+    """Per place: the best cheap and the best any-cost reference (name, CPR, passes) and the gap."""
+    entries = refs[bench.track(B.CIRCUIT)]
+
+    def best(where: str, names: tuple[str, ...], max_passes: float | None = None) -> dict | None:
+        scored = [{"name": n, "cpr": entries[n]["cpr"][where]["value"], "passes": entries[n].get("passes_per_episode")}
+                  for n in names if n in entries and entries[n]["cpr"].get(where)]  # fmt: skip
+        if max_passes is not None:  # the published defaults' cost, checked on what they ran
+            scored = [s for s in scored if s["passes"] is not None and s["passes"] <= max_passes]
+        return max(scored, key=lambda s: s["cpr"]) if scored else None
+
+    out = {}
+    for where in PLACES:
+        cheap, costly = best(where, CHEAP, CHEAP_PASSES), best(where, ANY_COST)
+        if cheap and costly:
+            out[where] = {
+                "cheap": cheap,
+                "any_cost": costly,
+                **target(costly["cpr"] - cheap["cpr"], MIN_CPR_GAP),
+            }
+    return out
+
+
+def chosen_ppo(version: str) -> dict:
+    """The PPO runs of ``version`` (``training.json``) and the one each track keeps: the best
+    selection score (training models' training tasks, held-back train-split batches)."""
+    from circuit_gym.baselines.transfer_training import docs_dir
+
+    path = docs_dir(version, ROOT / "docs" / "results") / "training.json"
+    runs = json.loads(path.read_text())["runs"] if path.exists() else {}
+    out = {}
+    for prefix in ("ppo_", "circuit_ppo_"):
+        mine = {n: r["selection_score"] for n, r in runs.items() if n.startswith(prefix)}
+        if mine:
+            out[prefix.rstrip("_")] = {"runs": mine, "chosen": max(mine, key=mine.get)}
+    return out
+
+
+def report(versions: tuple[str, ...] = tuple(B.TRANSFER_BENCHMARKS)) -> dict:
+    out: dict = {"targets_of": "issue 41", "max_cheap_best_of_1": MAX_CHEAP_BEST_OF_1,
+                 "min_cpr_gap": MIN_CPR_GAP, "cheap": list(CHEAP), "cheap_passes": CHEAP_PASSES,
+                 "any_cost": list(ANY_COST), "versions": {}}  # fmt: skip
+    for version in versions:
+        bench = B.transfer_benchmark(version)
+        refs = results(version)
+        out["versions"][version] = {
+            "zoo": {"train": list(bench.train_models), "held_out": list(bench.held_out_models)},
+            "references": refs,
+            "targets": {"cheap_single_head": cheap_single_head(refs, bench), "circuit_gap": circuit_gap(refs, bench)},
+            "ppo": chosen_ppo(version),
+        }  # fmt: skip
+    return out
+
+
+def _met(t: dict) -> str:
+    return f"{t['value']:.3f} ({'met' if t['met'] else 'missed'})"
+
+
+def markdown(rep: dict) -> str:
+    lines = ["# Hard circuits: issue 41's targets on benchmark v6 (zoo v1) and v7 (zoo v2)", "",
+             "Generated by `python -m circuit_gym.baselines.hard_circuits_report` from the board's result files.",
+             "", "| target | where | " + " | ".join(rep["versions"]) + " |", "|---|---|" + "---|" * len(rep["versions"])]  # fmt: skip
+    names = {UNSEEN: "held-out tasks, public held-out models", "private": "private model"}
+    for where in PLACES:
+        cells = [rep["versions"][v]["targets"]["cheap_single_head"].get(where) for v in rep["versions"]]
+        lines.append(f"| attribution best-of-1 <= {rep['max_cheap_best_of_1']} | {names[where]} | "
+                     + " | ".join(_met(c) if c else "-" for c in cells) + " |")  # fmt: skip
+    for where in PLACES:
+        cells = [rep["versions"][v]["targets"]["circuit_gap"].get(where) for v in rep["versions"]]
+        lines.append(f"| circuit CPR gap, best of any cost - best of <= {rep['cheap_passes']} passes, >= "
+                     f"{rep['min_cpr_gap']} | {names[where]} | "
+                     + " | ".join(f"{_met(c)}: {c['any_cost']['name']} {c['any_cost']['cpr']:.3f} vs "
+                                  f"{c['cheap']['name']} {c['cheap']['cpr']:.3f}" if c else "-" for c in cells) + " |")  # fmt: skip
+    for version, v in rep["versions"].items():
+        bench = B.transfer_benchmark(version)
+        lines += ["", f"## Benchmark {version} (train {', '.join(v['zoo']['train'])}; held out "
+                      f"{', '.join(v['zoo']['held_out'])})", ""]  # fmt: skip
+        for kind, key, label in ((B.SINGLE_HEAD, "k1", "best-of-1"), (B.CIRCUIT, "cpr", "CPR")):
+            track = bench.track(kind)
+            if v["references"][track]:
+                lines += [f"### {track}: {label}", "", table({"references": v["references"]}, track, key), ""]
+        for agent, runs in v["ppo"].items():
+            lines.append(f"- {agent}: kept {runs['chosen']} (selection scores "
+                         + ", ".join(f"{n} {s:.3f}" for n, s in sorted(runs["runs"].items())) + ")")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def write_report(out: Path = OUT) -> dict:
+    rep = report()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(rep, indent=1) + "\n")
+    (out / "report.md").write_text(markdown(rep))
+    return rep
+
+
+if __name__ == "__main__":
+    print(markdown(write_report()))

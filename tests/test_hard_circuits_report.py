@@ -1,0 +1,53 @@
+"""Issue 41's targets (circuit_gym.baselines.hard_circuits_report) on hand-made summaries whose
+answers are known, and on the committed board of v6 recomputed from its result files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from circuit_gym import benchmark as B
+from circuit_gym.baselines import hard_circuits_report as R
+from circuit_gym.reporting.transfer import UNSEEN
+
+V7 = B.transfer_benchmark("v7")
+
+
+def _cpr(value: float, passes: float) -> dict:
+    return {"cpr": {UNSEEN: {"value": value}, "private": None}, "passes_per_episode": passes}
+
+
+def test_circuit_gap_takes_the_best_cheap_and_the_best_costly_reference():
+    refs = {V7.track(B.CIRCUIT): {
+        "attribution": _cpr(0.80, 21), "eap_ig": _cpr(0.90, 30),
+        "gim": _cpr(0.99, 60),  # over the cheap budget here: not a cheap reference
+        "random": _cpr(0.95, 0),  # never a reference of either side
+        "acdc": _cpr(1.05, 450), "greedy_search": _cpr(1.02, 2000),
+    }}  # fmt: skip
+    gap = R.circuit_gap(refs, V7)
+    assert set(gap) == {UNSEEN}  # no private summaries: no private target
+    g = gap[UNSEEN]
+    assert (g["cheap"]["name"], g["any_cost"]["name"]) == ("eap_ig", "acdc")
+    assert g["value"] == pytest.approx(0.15) and g["met"] is True
+    refs[V7.track(B.CIRCUIT)]["eap_ig"] = _cpr(1.0, 30)
+    assert R.circuit_gap(refs, V7)[UNSEEN]["met"] is False  # a gap of 0.05
+
+
+def test_cheap_single_head_target_is_an_upper_bound():
+    summary = {"k1": {UNSEEN: {"value": 0.84}, "private": {"value": 0.86}}}
+    t = R.cheap_single_head({V7.track(B.SINGLE_HEAD): {"greedy": summary}}, V7)
+    assert t[UNSEEN]["met"] is True and t["private"]["met"] is False
+
+
+def test_v6_targets_read_the_committed_board():
+    """v6's numbers, recomputed from the result files with plain JSON reads."""
+    rep = R.report(("v6",))["versions"]["v6"]
+    greedy = json.loads((R.ROOT / "leaderboard/results/transfer/greedy.json").read_text())
+    k1 = greedy["scores"]["quadrants"][UNSEEN]["k1"]["recovery"]
+    assert rep["targets"]["cheap_single_head"][UNSEEN]["value"] == pytest.approx(k1)
+    circuit = {n: json.loads((R.ROOT / f"leaderboard/results/transfer/circuit/{n}.json").read_text())
+               for n in ("acdc", "greedy_search", "eap_ig", "attribution")}  # fmt: skip
+    cpr = {n: r["scores"]["quadrants"][UNSEEN]["cpr"] for n, r in circuit.items()}
+    gap = max(cpr["acdc"], cpr["greedy_search"]) - max(cpr["eap_ig"], cpr["attribution"])
+    assert rep["targets"]["circuit_gap"][UNSEEN]["value"] == pytest.approx(gap)
