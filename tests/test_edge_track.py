@@ -223,3 +223,27 @@ def test_the_private_model_is_scored_on_the_tasks_its_card_serves_and_ranks_the_
     entry = {**result, "board": {"check": "hash-checked", "reference": None}}
     row = edge_row(entry)
     assert row["private_cpr"] == private["scores"]["transfer"]["all"]["cpr"] is not None
+
+
+def test_every_edge_row_reads_its_transfer_row_and_plays_only_gated_tasks():
+    """An edge row's models, tasks and planted generator are its transfer row's; a held-out member
+    is played only on the tasks its card's inclusion gate admits (zoo8 performs two of v7's four)."""
+    from circuit_gym import benchmark as B
+    from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS
+    from circuit_gym.leaderboard.edge_scorer import _public_jobs
+    from circuit_gym.models.cards import card_metrics
+
+    for version, edge in EDGE_BENCHMARKS.items():
+        transfer = B.transfer_benchmark(version)
+        assert (edge.held_out_models, edge.tasks, edge.planted_generator) == (
+            transfer.held_out_models,
+            transfer.held_out_tasks,
+            transfer.planted_generator,
+        )
+        played = [(j[1], j[2]) for j in _public_jobs(edge) if j[0] == "transfer"]
+        gated = {m: set(card_metrics(m)["suite"]["included"]) for m in edge.held_out_models}
+        assert played and all(t in gated[m] for m, t in played)
+        # and every gated held-out task is played: nothing left out
+        assert {(m, t) for m in edge.held_out_models for t in edge.tasks if t in gated[m]} == set(played)
+    assert len([j for j in _public_jobs(EDGE_BENCHMARKS["v7"]) if j[0] == "transfer"]) < len(
+        EDGE_BENCHMARKS["v7"].held_out_models) * len(EDGE_BENCHMARKS["v7"].tasks)  # fmt: skip

@@ -117,3 +117,17 @@ def test_what_a_row_cannot_do_is_refused_before_anything_runs(recorded):
     with pytest.raises(ValueError, match="features on the circuit track"):
         tracks.score_reference("circuit", "x", tracks.Request(builtin="acdc", features="causal"))
     assert recorded == []
+
+
+@pytest.mark.parametrize("track", [t for t in SCORED if tracks.track(t).private_model and not t.startswith("edges")])
+def test_a_rows_episode_count_is_what_its_references_played(track):
+    """The estimate's model of the work counts the episodes a scoring plays: on every committed
+    reference of a transfer row, the public episodes it recorded (a v7 member serves only its
+    card's gated tasks: counting every task would overstate the work)."""
+    row = tracks.track(track)
+    for reference in MANIFEST[track].values():
+        result = json.loads(reference.result_path().read_text())
+        if result["status"] != "scored":
+            continue
+        public = [e for e in result["scores"]["episodes"] if e.get("model") != "private"]
+        assert row.episodes(0) == len(public), reference.name

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from circuit_gym import benchmark as B
 from circuit_gym.envs.edge_building import DEFAULT_CANDIDATES, EAP_IG_STEPS
-from circuit_gym.models.planted.versions import DEFAULT_VERSION, kinds_of
+from circuit_gym.models.planted.versions import kinds_of
 from circuit_gym.track_envs import PLANTED_BATCH_INDEX, PLANTED_BATCH_SIZE, PLANTED_SPLIT
 
 
@@ -44,6 +44,7 @@ class EdgeBenchmark:
     ablation: str = B.TRANSFER_ABLATION
     batch_size: int = B.PROMPTS_PER_EPISODE
     planted_kinds: tuple[str, ...] | None = None  # None: every kind of the generator's version
+    results_folder: str = "edges"  # its board results, under leaderboard/results/
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -64,10 +65,22 @@ class EdgeBenchmark:
             "reference_proposed": f"the top {self.budget} edges of the ranking (the budget)",
         }  # fmt: skip
 
+    @classmethod
+    def of(cls, transfer: B.TransferBenchmark, track: str, **fields) -> EdgeBenchmark:
+        """The edge row of transfer benchmark ``transfer``: its held-out models, held-out tasks and
+        planted generator read from that row, not written again."""
+        return cls(transfer.version, track, transfer.held_out_models, transfer.held_out_tasks,
+                   transfer.planted_generator, **fields)  # fmt: skip
+
+    def tasks_on(self, model: str) -> tuple[str, ...]:
+        """The held-out tasks public ``model`` serves (its card's gate: a zoo v2 member may not
+        perform them all; on zoo v1 every member performs every one)."""
+        served = B.transfer_benchmark(self.version).tasks_of(model)
+        return tuple(t for t in self.tasks if t in served)
+
     def public_episodes(self) -> int:
-        return len(self.held_out_models) * len(self.tasks) * len(self.seeds) + len(self.kinds) * len(
-            self.planted_public_seeds
-        )
+        transfer = sum(len(self.tasks_on(m)) for m in self.held_out_models) * len(self.seeds)
+        return transfer + len(self.kinds) * len(self.planted_public_seeds)
 
     def episodes(self, private: bool) -> int:
         """Episodes a run plays: the public ones, and with the private part the secret planted models
@@ -78,7 +91,12 @@ class EdgeBenchmark:
 
 EDGES = "edges"
 EDGE_BENCHMARKS: dict[str, EdgeBenchmark] = {
-    "v6": EdgeBenchmark("v6", EDGES, B.HELD_OUT_MODELS, B.TRANSFER_HELD_OUT_TASKS, DEFAULT_VERSION),
+    "v6": EdgeBenchmark.of(B.transfer_benchmark("v6"), EDGES),
+    # benchmark v7: zoo v2's held-out members (each on the held-out tasks its card gates), the
+    # private model v2, planted generator v3's six kinds; the episode settings are v6's
+    "v7": EdgeBenchmark.of(
+        B.transfer_benchmark("v7"), B.transfer_benchmark("v7").track(EDGES), results_folder="v7/edges"
+    ),
 }
 EDGE_TRACKS = tuple(b.track for b in EDGE_BENCHMARKS.values())
 

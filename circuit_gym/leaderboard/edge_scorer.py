@@ -273,7 +273,7 @@ def _planted_rows(bench: EdgeBenchmark, play: Play, jobs: list[tuple[str, int]],
 def _public_jobs(bench: EdgeBenchmark) -> list[tuple[str, ...]]:
     """The public episodes in scoring order: transfer (model, task, seed), then planted (kind, seed)."""
     transfer = [
-        ("transfer", m, t, s) for m in bench.held_out_models for t in bench.tasks for s in bench.seeds
+        ("transfer", m, t, s) for m in bench.held_out_models for t in bench.tasks_on(m) for s in bench.seeds
     ]
     return transfer + [("planted", k, s) for k in bench.kinds for s in bench.planted_public_seeds]
 

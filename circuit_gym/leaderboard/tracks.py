@@ -149,13 +149,13 @@ def _transfer_features(kind: str) -> Callable[[], tuple[str, ...]]:
 
 
 def _transfer_episodes(kind: str, version: str) -> Callable[[int], int]:
-    """Every task on every public model, then the held-out tasks on the private model."""
+    """Every task each public model serves (its card's gate), then the held-out tasks on the private
+    model (all of them: which it performs is read from its card only when it is scored)."""
 
     def episodes(n_private: int) -> int:
-        d = B.transfer_definition(kind, version)
-        models = len(d["train_models"]) + len(d["held_out_models"])
-        tasks = len(d["tasks"]) + len(d["train_tasks"])
-        return models * tasks * len(d["seeds"]) + len(d["tasks"]) * min(n_private, d["private_seeds_used"])
+        bench = B.transfer_benchmark(version)
+        public = sum(len(bench.tasks_of(m)) for m in bench.public_models()) * len(bench.seeds_of(kind))
+        return public + len(bench.held_out_tasks) * min(n_private, bench.n_private_seeds(kind))
 
     return episodes
 
@@ -263,7 +263,7 @@ _ROWS += tuple(
         name=e.track, benchmark=e.version, definition=e.definition, score=_edges(e.track), builtins=_edge_builtins,
         episodes=lambda n_private, e=e: e.episodes(n_private > 0),
         headline=_headline("circuit_gym.leaderboard.edge_scorer", "headline"),
-        results_dir=paths.RESULTS_DIR / e.track, cost=Cost(None, None), canary_episodes=1, private_model=True,
+        results_dir=paths.RESULTS_DIR / e.results_folder, cost=Cost(None, None), canary_episodes=1, private_model=True,
     )
     for e in EDGE_BENCHMARKS.values()
 )  # fmt: skip
