@@ -2,7 +2,8 @@
 
     python scripts/fit_testset_memoriser.py --out-dir docs/results/transfer
 
-Reads, on every public zoo member and every task of benchmark v6, test-split batches 8..31
+Reads, on every public zoo member and every task of a transfer benchmark (``--version``, v6 by
+default) that the member serves, test-split batches 8..31
 (the board scores 0..7 on the public models: ``benchmark.TRANSFER_SEEDS``, which the fit refuses).
 The signature (``"mean"`` over heads or every ``"heads"``') is the one that recognises the task
 best on the second half of those batches when fitted on the first half; then both checkpoints of
@@ -25,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from circuit_gym import benchmark as B  # noqa: E402
 from circuit_gym.baselines.testset_memoriser import SIGNATURES, collect, fit, recognition_accuracy  # noqa: E402
+from circuit_gym.baselines.transfer_training import docs_dir  # noqa: E402
 
 
 def batch_range(text: str) -> tuple[int, ...]:
@@ -40,11 +42,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--batches", type=batch_range, default=tuple(range(8, 32)), help="test-split batches, e.g. 8-31"
     )
-    p.add_argument("--out-dir", type=Path, default=ROOT / "docs" / "results" / "transfer")
+    p.add_argument("--version", choices=tuple(B.TRANSFER_BENCHMARKS), default="v6",
+                   help="the transfer benchmark whose public models and tasks are read")  # fmt: skip
+    p.add_argument(
+        "--out-dir", type=Path, help="default: the version's docs folder (docs/results/transfer for v6)"
+    )
     args = p.parse_args(argv)
-    models = B.TRAIN_MODELS + B.HELD_OUT_MODELS
-    tasks = B.TRANSFER_TRAIN_TASKS + B.TRANSFER_HELD_OUT_TASKS
-    episodes = collect(models, tasks, args.batches)
+    bench = B.transfer_benchmark(args.version)
+    out_dir = args.out_dir or docs_dir(args.version, ROOT / "docs" / "results")
+    models, tasks = bench.public_models(), bench.all_tasks()
+    episodes = collect(models, tasks, args.batches, tasks_of=bench.tasks_of)  # each member: its gated tasks
     half = args.batches[len(args.batches) // 2]
     first, second = (
         [e for e in episodes if e.batch_index < half],
@@ -57,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     for k, acc in split_accuracy.items():
         print(f"signature {k!r}: fitted on batches < {half}, recognises the task of {acc['task']:.3f} "
               f"and the model of {acc['model']:.3f} of the {acc['episodes']} later episodes")  # fmt: skip
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
     for head_scores, stem in (("pooled", "testset_memoriser"), ("per_model", "testset_memoriser_per_model")):
         memoriser = fit(episodes, head_scores=head_scores, signature_kind=kind)
         accuracy = recognition_accuracy(memoriser, episodes)
@@ -66,11 +73,11 @@ def main(argv: list[str] | None = None) -> None:
             "(issue 35 item 5). Written by scripts/fit_testset_memoriser.py.",
             "head_scores": head_scores,
             "fitted_on": {"models": list(models), "tasks": list(tasks), "split": B.SPLIT, "batches": list(args.batches),
-                          "benchmark_version": B.TRANSFER_BENCHMARK_VERSION},
+                          "benchmark_version": bench.benchmark_version(B.SINGLE_HEAD)},
             "signature_choice": {"chosen": kind, "split_at_batch": half, "accuracy_on_later_batches": split_accuracy},
             "recognition_on_fitting_episodes": accuracy,
         }  # fmt: skip
-        memoriser.save(args.out_dir / f"{stem}.json", about)
+        memoriser.save(out_dir / f"{stem}.json", about)
         print(f"{stem}: signature {kind!r}, {len(memoriser.labels)} centroids, on its {accuracy['episodes']} "
               f"fitting episodes recognises the task of {accuracy['task']:.3f}, the model of {accuracy['model']:.3f}")  # fmt: skip
 

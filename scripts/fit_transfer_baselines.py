@@ -1,4 +1,4 @@
-"""Fit benchmark v6's fair reference entries on the training tasks of the training models.
+"""Fit a transfer benchmark's fair reference entries (v6 by default) on the training tasks of its training models.
 
     python scripts/fit_transfer_baselines.py --out-dir docs/results/transfer
 
@@ -25,26 +25,48 @@ from circuit_gym import benchmark as B  # noqa: E402
 from circuit_gym.baselines.column_policy import ColumnPolicy, choose_fair_rule, parse_rule  # noqa: E402
 from circuit_gym.baselines.fixed_policy import FixedPolicy  # noqa: E402
 from circuit_gym.baselines.transfer_envs import transfer_env  # noqa: E402
+from circuit_gym.baselines.transfer_training import docs_dir  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--fixed-episodes", type=int, default=32, help="train-split batches per task and model")
     p.add_argument("--column-episodes", type=int, default=16, help="eval-split batches per task and model")
-    p.add_argument("--out-dir", type=Path, default=ROOT / "docs" / "results" / "transfer")
+    p.add_argument("--version", choices=tuple(B.TRANSFER_BENCHMARKS), default="v6",
+                   help="the transfer benchmark whose training models and tasks are fitted on")  # fmt: skip
+    p.add_argument("--entries", nargs="+", choices=("fixed", "column"), default=["fixed", "column"])
+    p.add_argument(
+        "--out-dir", type=Path, help="default: the version's docs folder (docs/results/transfer for v6)"
+    )
     args = p.parse_args(argv)
+    bench = B.transfer_benchmark(args.version)
+    args.out_dir = args.out_dir or docs_dir(args.version, ROOT / "docs" / "results")
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    fitted_on = {"models": list(B.TRAIN_MODELS), "tasks": list(B.TRANSFER_TRAIN_TASKS),
-                 "benchmark_version": B.TRANSFER_BENCHMARK_VERSION}  # fmt: skip
+    fitted_on = {"models": list(bench.train_models), "tasks": list(bench.train_tasks),
+                 "benchmark_version": bench.benchmark_version(B.SINGLE_HEAD)}  # fmt: skip
+    if "fixed" in args.entries:
+        fit_fixed(bench, args, fitted_on)
+    if "column" in args.entries:
+        if args.version != "v6":  # choose_fair_rule plays every training task on every training model
+            raise SystemExit(
+                "the column rule is fitted on v6's zoo only (every member there serves every task)"
+            )
+        fit_column(args, fitted_on)
 
-    envs = [transfer_env(m, B.TRANSFER_TRAIN_TASKS, "train", args.fixed_episodes) for m in B.TRAIN_MODELS]
-    fixed = FixedPolicy.fit_many(envs, B.TRANSFER_TRAIN_TASKS, args.fixed_episodes)
+
+def fit_fixed(bench: B.TransferBenchmark, args: argparse.Namespace, fitted_on: dict) -> None:
+    """The fixed memoriser over the train split of each training model's served training tasks."""
+    envs = [transfer_env(m, tuple(t for t in bench.train_tasks if t in bench.tasks_of(m)), "train", args.fixed_episodes)
+            for m in bench.train_models]  # fmt: skip
+    fixed = FixedPolicy.fit_many(envs, None, args.fixed_episodes)
     fixed.save(args.out_dir / "fixed_policy.json",
                {"fitted_on": {**fitted_on, "split": "train", "batches": args.fixed_episodes},
                 "written_by": "scripts/fit_transfer_baselines.py"})  # fmt: skip
     top = [int(h) for h in (-fixed.scores).argsort(kind="stable")[:5]]
-    print(f"fixed memoriser (v6): top heads {top}")
+    print(f"fixed memoriser ({bench.version}): top heads {top}")
 
+
+def fit_column(args: argparse.Namespace, fitted_on: dict) -> None:
     rule, rules = choose_fair_rule(B.TRAIN_MODELS, B.TRANSFER_TRAIN_TASKS, "eval", args.column_episodes)
     column, sign = parse_rule(rule)
     ColumnPolicy(column, sign).save(args.out_dir / "column_policy.json",

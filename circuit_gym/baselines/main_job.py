@@ -261,25 +261,25 @@ def ppo_config(budget: Budget, seed: int, device: str = "cpu") -> PPOConfig:
                    n_envs=budget.n_envs, steps_per_collect=budget.steps_per_collect, **budget.extra)  # fmt: skip
 
 
-def training_envs(config: PPOConfig, pool_size: int) -> tuple[list[gym.Env], tuple[str, ...]]:
-    """The board's train-split environment of each training model, and the training tasks."""
+def training_envs(config: PPOConfig, pool_size: int) -> list[gym.Env]:
+    """The board's train-split environment of each training model, over the training tasks it serves
+    (its card's gate, as the Zoo-Multi IDs PPO trains on serve them)."""
     tasks = tuple(config.tasks.split(",")) if config.tasks else BENCH.train_tasks
-    return [transfer_env(m, tasks, "train", pool_size) for m in model_set(config.model)], tasks
+    return [transfer_env(m, tuple(t for t in tasks if t in BENCH.tasks_of(m)), "train", pool_size)
+            for m in model_set(config.model)]  # fmt: skip
 
 
 def training_models(config: PPOConfig) -> None:
     """Load the training models and sweep their general damage once (cached), before PPO: what
     every training episode of a model shares, timed apart from the per-batch oracle tables."""
-    envs, tasks = training_envs(config, 1)
-    for env in envs:
-        env.reset(options={"task": tasks[0], "batch_index": 0})
+    for env in training_envs(config, 1):
+        env.reset(options={"task": env.unwrapped.tasks[0], "batch_index": 0})
 
 
 def fit_fixed(config: PPOConfig) -> FixedPolicy:
     """The fixed memoriser on PPO's training pools (train split of the training models' training
-    tasks; their tables are cached by PPO's warm-up)."""
-    envs, tasks = training_envs(config, config.pool_size)
-    return FixedPolicy.fit_many(envs, tasks, config.pool_size)
+    tasks each serves; their tables are cached by PPO's warm-up)."""
+    return FixedPolicy.fit_many(training_envs(config, config.pool_size), None, config.pool_size)
 
 
 def run(out: Path, budget: Budget = BUDGET, seed: int = 0, device: str = "cpu") -> dict:

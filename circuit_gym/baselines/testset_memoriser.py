@@ -185,9 +185,10 @@ def signature_columns(features: str = DEFAULT_FEATURES) -> list[str]:
 
 
 def collect(models: Sequence[str], tasks: Sequence[str], batches: Sequence[int], features: str = DEFAULT_FEATURES,
-            make_env: Callable | None = None) -> list[FitEpisode]:  # fmt: skip
+            make_env: Callable | None = None, tasks_of: Callable[[str], Sequence[str]] | None = None) -> list[FitEpisode]:  # fmt: skip
     """Observation columns and single-head reward table of every (model, task, batch) of the test
-    split. Refuses the batches the board scores on the public models."""
+    split (``tasks_of(model)``: the tasks it serves, when not all of ``tasks``). Refuses the batches
+    the board scores on the public models."""
     from circuit_gym import benchmark as B
     from circuit_gym.baselines.transfer_envs import transfer_env
     from circuit_gym.progress import progress_iter
@@ -201,9 +202,10 @@ def collect(models: Sequence[str], tasks: Sequence[str], batches: Sequence[int],
     indices = [FEATURE_SETS[features].index(c) for c in signature_columns(features)]
     out = []
     for model in models:
-        env = make_env(model, tasks, B.SPLIT, max(batches) + 1, features)
+        served = tuple(t for t in tasks if tasks_of is None or t in tasks_of(model))
+        env = make_env(model, served, B.SPLIT, max(batches) + 1, features)
         for task, i in progress_iter(
-            [(t, i) for t in tasks for i in batches], f"memoriser fit {model}", unit="episode"
+            [(t, i) for t in served for i in batches], f"memoriser fit {model}", unit="episode"
         ):
             obs, _ = env.reset(options={"task": task, "batch_index": int(i)})
             reward = env.unwrapped.episode.table.reward.copy()
