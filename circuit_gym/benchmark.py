@@ -175,7 +175,9 @@ class TransferBenchmark:
     zoo_generation: str | None = None  # recorded from v7 on (v6's files predate the key)
     planted_generator: int = 2  # the planted generator version of the version's Planted track
     train_set: str = "zoo-train"  # the MODEL_SETS name of train_models (what the Zoo-Multi IDs train over)
-    results_folder: str = "transfer"  # its board results, under leaderboard/results/ (circuit ones in circuit/)
+    results_folder: str = (
+        "transfer"  # its board results, under leaderboard/results/ (circuit ones in circuit/)
+    )
 
     def track(self, kind: str) -> str:
         return f"{self.prefix}{kind}"
@@ -265,6 +267,22 @@ def transfer_benchmark(version: str) -> TransferBenchmark:
     if version not in TRANSFER_BENCHMARKS:
         raise ValueError(f"transfer benchmark must be one of {list(TRANSFER_BENCHMARKS)}, got {version!r}")
     return TRANSFER_BENCHMARKS[version]
+
+
+def transfer_track(track: str) -> tuple[TransferBenchmark, str]:
+    """The row and kind (single head or circuit) of any version's transfer track (``transfer-circuit``,
+    ``v7-single-head``); ValueError naming the transfer tracks otherwise."""
+    for bench in TRANSFER_BENCHMARKS.values():
+        for kind in (SINGLE_HEAD, CIRCUIT):
+            if bench.track(kind) == track:
+                return bench, kind
+    known = [b.track(k) for b in TRANSFER_BENCHMARKS.values() for k in (SINGLE_HEAD, CIRCUIT)]
+    raise ValueError(f"transfer track must be one of {known}, got {track!r}")
+
+
+def is_transfer_circuit(track: str) -> bool:
+    """Whether ``track`` is a transfer benchmark's circuit-building track (any version's)."""
+    return transfer_track(track)[1] == CIRCUIT
 
 
 def quadrant(task: str, model: str, version: str = "v6") -> str:

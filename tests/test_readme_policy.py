@@ -5,8 +5,8 @@ In a temporary copy of the repository: write README's policy file where its comm
 README's commands as written (``circuit-gym`` is ``python -m circuit_gym.cli`` of the copy), and
 read the copy's rendered board. The benchmark is made small (one seed, two public models, two
 tasks) by a ``sitecustomize`` that patches ``circuit_gym.benchmark`` in every process of the run,
-so the copy's committed v6 results, scored on the full benchmark, are stale there and are left
-out with their manifest entries; everything else (v5's and the Planted track's references) is the
+so the copy's committed results of that benchmark's transfer tracks, scored on the full
+benchmark, are stale there and are left out with their manifest entries; everything else is the
 repository's own and must still verify.
 """
 
@@ -23,19 +23,25 @@ from pathlib import Path
 
 import pytest
 
+from circuit_gym import benchmark as B
+from circuit_gym.reporting.transfer_tables import transfer_heading
+
 ROOT = Path(__file__).resolve().parents[1]
 # The benchmark in force's row, shrunk (the scorer reads the row: benchmark.TRANSFER_BENCHMARKS)
 SMALL = """import dataclasses
 
 import circuit_gym.benchmark as B
 
-B.TRAIN_MODELS, B.HELD_OUT_MODELS = ("zoo1",), ("zoo2",)
-B.TRANSFER_TRAIN_TASKS, B.TRANSFER_HELD_OUT_TASKS = ("ioi",), ("successor",)
-B.TRANSFER_SEEDS = (0,)
+bench = B.TRANSFER_BENCHMARKS[B.IN_FORCE]
+m1, m2 = bench.train_models[0], bench.held_out_models[0]
+both = set(bench.tasks_of(m1)) & set(bench.tasks_of(m2))  # tasks both models serve (their cards' gates)
+t1, t2 = (next(t for t in ts if t in both) for ts in (bench.train_tasks, bench.held_out_tasks))
 B.TRANSFER_BENCHMARKS[B.IN_FORCE] = dataclasses.replace(
-    B.TRANSFER_BENCHMARKS[B.IN_FORCE], train_models=("zoo1",), held_out_models=("zoo2",),
-    train_tasks=("ioi",), held_out_tasks=("successor",), seeds=(0,))
+    bench, train_models=(m1,), held_out_models=(m2,), train_tasks=(t1,), held_out_tasks=(t2,), seeds=(0,))
 """
+BENCH = B.transfer_benchmark(B.IN_FORCE)
+TRACK = BENCH.track(B.SINGLE_HEAD)
+FOLDER = f"leaderboard/results/{BENCH.results_folder}"
 
 
 def _section() -> str:
@@ -53,14 +59,17 @@ def _copy_repository(to: Path) -> None:
             shutil.copy2(source, to / name)
 
 
-def _without_v6(copy: Path) -> None:
-    """The copy's v6 results and references: scored on the full benchmark, stale on the small one."""
+def _without_in_force(copy: Path) -> None:
+    """The copy's results and references of the benchmark in force's transfer tracks: scored on the
+    full benchmark, stale on the small one."""
     manifest = copy / "leaderboard" / "references.json"
     data = json.loads(manifest.read_text())
-    for track in ("transfer-single-head", "transfer-circuit"):
-        data[track] = {}
+    for kind in (B.SINGLE_HEAD, B.CIRCUIT):
+        data[BENCH.track(kind)] = {}
     manifest.write_text(json.dumps(data, indent=1) + "\n")
-    shutil.rmtree(copy / "leaderboard" / "results" / "transfer")
+    for folder in (copy / FOLDER, copy / FOLDER / "circuit"):
+        for result in folder.glob("*.json"):
+            result.unlink()
 
 
 @pytest.mark.slow
@@ -68,7 +77,7 @@ def test_readmes_policy_section_followed_literally_puts_the_entry_on_the_board_i
     section = _section()
     copy = tmp_path / "repo"
     _copy_repository(copy)
-    _without_v6(copy)
+    _without_in_force(copy)
     python_block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     where = re.search(r"# in (\S+\.py), beside an empty (\S+\.py)", python_block)
     (copy / where.group(1)).parent.mkdir(parents=True, exist_ok=True)
@@ -93,13 +102,13 @@ def test_readmes_policy_section_followed_literally_puts_the_entry_on_the_board_i
     assert estimate.startswith(
         "scoring 4 episodes: about "
     )  # said before it ran: 2 models x 2 tasks x 1 seed
-    assert "result written to leaderboard/results/transfer/my-team.json" in score
-    entry = json.loads((copy / "leaderboard/results/transfer/my-team.json").read_text())
-    assert entry["track"] == "transfer-single-head" and entry["status"] == "scored"
-    assert "read 1 result file from leaderboard/results/transfer" in render
-    assert re.search(r"^transfer-single-head: 1 entries: my-team: hash-checked$", render, re.M), render
+    assert f"result written to {FOLDER}/my-team.json" in score
+    entry = json.loads((copy / FOLDER / "my-team.json").read_text())
+    assert entry["track"] == TRACK and entry["status"] == "scored"
+    assert re.search(rf"^read 1 result file from {re.escape(FOLDER)}$", render, re.M), render
+    assert re.search(rf"^{TRACK}: 1 entries: my-team: hash-checked$", render, re.M), render
     board = (copy / "leaderboard" / "README.md").read_text()
-    transfer = board[board.index("### Transfer track, single head") :].split("\n### ", 1)[0]
+    transfer = board[board.index(f"### {transfer_heading(TRACK)}") :].split("\n### ", 1)[0]
     assert "| my-team |" in transfer
     retired = board[board.index("### Benchmark v5") :].splitlines()[0]
     assert "retired" in retired and "hand-picked" in retired

@@ -34,15 +34,10 @@ TRAINING = OUT / "training.json"  # selection scores of every run (scripts/train
 TRACK_OF = {"ppo": "transfer-single-head", "circuit_ppo": "transfer-circuit"}
 
 
-def is_circuit(track: str) -> bool:
-    """Whether ``track`` (any transfer version's: ``transfer-circuit``, ``v7-circuit``) builds circuits."""
-    return track.endswith(B.CIRCUIT) and not track.endswith(B.SINGLE_HEAD)
-
-
 def _value(summary: dict | None, track: str, k: int) -> dict | None:
     if not summary:
         return None
-    if is_circuit(track):
+    if B.is_transfer_circuit(track):
         return {"value": summary["cpr"], "ci95": summary.get("cpr_ci95"), "episodes": summary.get("episodes")}
     s = summary[f"k{k}"]
     return {"value": s["recovery"], "ci95": s["recovery_ci95"], "episodes": s["episodes"]}
@@ -51,15 +46,15 @@ def _value(summary: dict | None, track: str, k: int) -> dict | None:
 def entry_summary(result: dict) -> dict:
     """Per k (single-head: 1, 5; circuit: CPR), every quadrant and the private model."""
     track = result["track"]
-    ks = (1,) if is_circuit(track) else B.KS
+    ks = (1,) if B.is_transfer_circuit(track) else B.KS
     private = (result.get("private") or {}).get("scores", {}).get("overall")
     out = {}
     for k in ks:
-        key = "cpr" if is_circuit(track) else f"k{k}"
+        key = "cpr" if B.is_transfer_circuit(track) else f"k{k}"
         out[key] = {q: _value(result["scores"]["quadrants"].get(q), track, k) for q in B.QUADRANTS}
         out[key]["private"] = _value(private, track, k)
     out["private_tasks"] = (result.get("private") or {}).get("tasks")
-    if is_circuit(track):
+    if B.is_transfer_circuit(track):
         out["passes_per_episode"] = (result["scores"]["quadrants"].get(UNSEEN) or {}).get("forward_passes")
     else:  # forward + backward passes the solver ran in its rank call (partial passes counted as forward)
         c = result["scores"]["compute"]

@@ -30,6 +30,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from circuit_gym import benchmark as B
+from circuit_gym.reporting.transfer_tables import transfer_heading
+
 # Sorting: numeric where every non-empty data-sort parses as a number, else text; empty last.
 SCRIPT = """
 document.querySelectorAll("table.sortable").forEach(function (table) {
@@ -245,7 +248,7 @@ def transfer_table(rows: Sequence[Mapping], track: str) -> str:
     from circuit_gym.benchmark import QUADRANTS
     from circuit_gym.leaderboard.transfer_tables import SHORT
 
-    circuit = track == "transfer-circuit"
+    circuit = B.is_transfer_circuit(track)
     groups = ("private", *QUADRANTS)
     head = ["rank", "entry", "check"]
     for g in groups:
@@ -333,7 +336,7 @@ def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequ
         else ""
     )
     transfer_html = "".join(
-        f"<h2>{escape('Transfer track, ' + ('circuit building' if t == 'transfer-circuit' else 'single head'))}</h2>"
+        f"<h2>{escape(transfer_heading(t))}</h2>"
         f'<p class="about">{escape(about_t)}</p>{transfer_table(rows_t, t)}'
         for t, about_t, rows_t in transfer
     )

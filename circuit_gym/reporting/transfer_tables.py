@@ -38,7 +38,7 @@ def _value(summary: dict | None, track: str, k: int = 1) -> tuple[float | None, 
     """(value, 95% interval) of one summary: best-of-``k`` recovery, or CPR on the circuit track."""
     if not summary:
         return None, None
-    if track == "transfer-circuit":
+    if B.is_transfer_circuit(track):
         return summary.get("cpr"), summary.get("cpr_ci95")
     s = summary[f"k{k}"]
     return s.get("recovery"), s.get("recovery_ci95")
@@ -52,13 +52,13 @@ def transfer_row(entry: dict) -> dict:
            "reference": entry["board"]["reference"], "policy": entry["provenance"]["policy"],
            "white_box": bool(entry["provenance"].get("white_box")),
            "private_weights": (entry.get("private") or {}).get("weights_hash")}  # fmt: skip
-    ks = (1,) if track == "transfer-circuit" else B.KS
+    ks = (1,) if B.is_transfer_circuit(track) else B.KS
     for k in ks:
-        suffix = "" if track == "transfer-circuit" else f"_k{k}"
+        suffix = "" if B.is_transfer_circuit(track) else f"_k{k}"
         row[f"private{suffix}"], row[f"private{suffix}_ci"] = _value(private, track, k)
         for q in B.QUADRANTS:
             row[f"{q}{suffix}"], row[f"{q}{suffix}_ci"] = _value(scores["quadrants"].get(q), track, k)
-    if track == "transfer-circuit":
+    if B.is_transfer_circuit(track):
         unseen = scores["quadrants"].get("unseen_task_unseen_model") or {}
         row["passes"] = unseen.get("forward_passes")
     else:  # the language-model passes the solver ran in its rank call, per episode
@@ -71,7 +71,7 @@ def transfer_row(entry: dict) -> dict:
 
 def rank_transfer_rows(rows: list[dict]) -> list[dict]:
     """Private model first (entries without it after), then the public unseen-unseen column."""
-    key = "" if rows and rows[0]["track"] == "transfer-circuit" else "_k1"
+    key = "" if rows and B.is_transfer_circuit(rows[0]["track"]) else "_k1"
 
     def order(r: dict) -> tuple:
         private, public = r.get(f"private{key}"), r.get(f"unseen_task_unseen_model{key}")
@@ -83,14 +83,18 @@ def rank_transfer_rows(rows: list[dict]) -> list[dict]:
 def transfer_about(track: str, note: str = "") -> str:
     """What a transfer track's columns mean (plain text, for the Markdown and the HTML page);
     ``note``: a last sentence (the board's: what its passes count)."""
-    circuit = track == "transfer-circuit"
+    circuit = B.is_transfer_circuit(track)
     what = "CPR (higher is better)" if circuit else "best-of-1 oracle recovery [95% CI] (best-of-5)"
-    version = B.TRANSFER_CIRCUIT_BENCHMARK_VERSION if circuit else B.TRANSFER_BENCHMARK_VERSION
-    seeds = B.TRANSFER_CIRCUIT_SEEDS if circuit else B.TRANSFER_SEEDS
+    bench, kind = B.transfer_track(track)
+    gated = (
+        ""
+        if bench.zoo_generation is None
+        else " (each public model: the tasks its card's inclusion gate admits)"
+    )
     return (
-        f"{version}: {what}. Training models {', '.join(B.TRAIN_MODELS)}; held-out models {', '.join(B.HELD_OUT_MODELS)} "
-        f"(public); training tasks {', '.join(B.TRANSFER_TRAIN_TASKS)}; held-out tasks "
-        f"{', '.join(B.TRANSFER_HELD_OUT_TASKS)}; test split, {len(seeds)} batches per (model, task). "
+        f"{bench.benchmark_version(kind)}: {what}. Training models {', '.join(bench.train_models)}; held-out models "
+        f"{', '.join(bench.held_out_models)} (public); training tasks {', '.join(bench.train_tasks)}; held-out tasks "
+        f"{', '.join(bench.held_out_tasks)}{gated}; test split, {len(bench.seeds_of(kind))} batches per (model, task). "
         "Private model (the ranking column): the held-out tasks it performs (its inclusion gate) on a model "
         "trained by the zoo's public recipe with a secret seed; only the maintainers can reproduce it. The four quadrant columns anyone can "
         "reproduce from the package. LM passes / episode: the passes the environment made for the policy's "
@@ -98,12 +102,18 @@ def transfer_about(track: str, note: str = "") -> str:
     )
 
 
+def transfer_heading(track: str) -> str:
+    """A transfer track's heading: its benchmark version and kind (``Benchmark v7, transfer track, single head``)."""
+    bench, kind = B.transfer_track(track)
+    return f"Benchmark {bench.version}, transfer track, {'circuit building' if kind == B.CIRCUIT else 'single head'}"
+
+
 def transfer_markdown(rows: list[dict], track: str, note: str = "") -> str:
     """The Markdown table of one transfer track, with what its columns mean (``note``: see
     :func:`transfer_about`)."""
-    circuit = track == "transfer-circuit"
+    circuit = B.is_transfer_circuit(track)
     lines = [
-        f"### Transfer track, {'circuit building' if circuit else 'single head'}",
+        f"### {transfer_heading(track)}",
         "",
         transfer_about(track, note),
         "",
