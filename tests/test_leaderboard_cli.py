@@ -112,9 +112,9 @@ def test_the_command_line_offers_every_board_track_and_scores_the_benchmark_in_f
     from circuit_gym.leaderboard.tracks import BENCHMARKS, IN_FORCE, retired
 
     parsed = build_parser().parse_args(["leaderboard", "score", "--name", "x"])
-    assert parsed.track == "transfer-single-head" and B.transfer_definition()["benchmark_version"].endswith(
-        IN_FORCE
-    )
+    in_force = B.transfer_benchmark(IN_FORCE)
+    assert parsed.track == in_force.track(B.SINGLE_HEAD) == "v7-single-head"  # benchmark v7 is in force
+    assert in_force.definition()["benchmark_version"].endswith(IN_FORCE)
     assert BENCHMARKS[IN_FORCE] is None and retired("single-head") and "hand-picked" in retired("single-head")
     assert parsed.out is None  # written to the track's folder of the board
     for command in (["score", "--name", "x", "--out", "x.json"], ["canary"], ["rescore-references"]):

@@ -72,7 +72,8 @@ def test_every_board_track_is_a_row_with_its_own_folder_definition_and_reference
             assert reference.result_path().parent == row.results_dir
             provenance = json.loads(reference.result_path().read_text())["provenance"]
             assert {k: provenance.get(k) for k in row.definition()} == row.definition()
-    assert tracks.DEFAULT_TRACK == B.TRANSFER_PREFIX + B.SINGLE_HEAD and tracks.retired(B.SINGLE_HEAD)
+    assert tracks.DEFAULT_TRACK == B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD)
+    assert tracks.retired(B.SINGLE_HEAD)
     assert not tracks.retired(tracks.DEFAULT_TRACK)
 
 

@@ -223,6 +223,40 @@ def transfer_table(track: str, key: str, headline: bool = False) -> Callable[[],
     return render
 
 
+def version_table(version: str, kind: str, key: str, headline: bool = False) -> Callable[[], str]:
+    """A transfer version's board table of one kind and measure, from the hard-circuits report
+    (``docs/results/v7/report.json``: every version's references); ``headline``: only the private
+    model and the held-out tasks of the public held-out models."""
+
+    def render() -> str:
+        from circuit_gym import benchmark as B
+        from circuit_gym.reporting import transfer as report
+
+        refs = load(source_path("hard"))["versions"][version]["references"]
+        cols = ("private", report.UNSEEN) if headline else ("private", *B.QUADRANTS)
+        return report.table({"references": refs}, B.transfer_benchmark(version).track(kind), key, cols)
+
+    return render
+
+
+def in_force_headline() -> str:
+    """README's headline: the benchmark in force's single-head table (private model, held-out tasks
+    of the public held-out models)."""
+    from circuit_gym import benchmark as B
+
+    if B.IN_FORCE == "v6":
+        return transfer_table("transfer-single-head", "k1", headline=True)()
+    return version_table(B.IN_FORCE, B.SINGLE_HEAD, "k1", headline=True)()
+
+
+def hard_circuits_targets() -> str:
+    """Issue 41's targets on every transfer version, side by side (the report's first table)."""
+    from circuit_gym.baselines.hard_circuits_report import markdown
+
+    text = markdown(load(source_path("hard")))
+    return text[text.index("| target |") :].split("\n\n", 1)[0]
+
+
 LEARNED_AGENTS = {"ppo": "PPO, single head", "circuit_ppo": "circuit PPO"}
 
 
@@ -341,7 +375,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "transfer-single-head-k1": transfer_table("transfer-single-head", "k1"),
     "transfer-single-head-k5": transfer_table("transfer-single-head", "k5"),
     "transfer-circuit-cpr": transfer_table("transfer-circuit", "cpr"),
-    "transfer-headline": transfer_table("transfer-single-head", "k1", headline=True),
+    "transfer-headline": in_force_headline,
+    "v7-single-head-k1": version_table("v7", "single-head", "k1"),
+    "v7-single-head-k5": version_table("v7", "single-head", "k5"),
+    "v7-circuit-cpr": version_table("v7", "circuit", "cpr"),
+    "hard-circuits-targets": hard_circuits_targets,
     "transfer-learned-agents": transfer_learned_agents,
     "gpt2-cost": gpt2_cost,
     "sweep-speed": sweep_speed,
