@@ -248,3 +248,17 @@ def answer_logprob(logits: torch.Tensor, batch: PromptBatch) -> torch.Tensor:
     """Mean log-probability of the answers (minus the loss of the correct tokens)."""
     logp = torch.log_softmax(logits.float(), dim=-1)
     return logp.gather(-1, batch.answers[..., None])[..., 0].mean(-1)
+
+
+# The unit each shared metric is measured in: a task names its metric, and its rewards are shown
+# in that metric's unit (written once here, not beside every task that uses the metric).
+METRIC_UNITS: dict[Metric, str] = {logit_diff: "logit difference", answer_logprob: "log-probability (nats)"}
+
+
+def register_metric_task(
+    name: str, make_batch: MakeBatch, metric: Metric, description: str, family: str
+) -> Task:
+    """Register a task scored by one of the shared metrics (:data:`METRIC_UNITS`), in its unit."""
+    return register_task(
+        Task(name, make_batch, metric, description, family=family, unit=METRIC_UNITS[metric])
+    )

@@ -15,12 +15,11 @@ import torch
 from circuit_gym.tasks import fillers as F
 from circuit_gym.tasks.base import (
     PromptBatch,
-    Task,
     answer_logprob,
     logit_diff,
     next_token_batch,
     pick,
-    register_task,
+    register_metric_task,
     single_token_ids,
 )
 
@@ -164,20 +163,14 @@ def make_induction_seen_batch(
     )
 
 
-INDUCTION = register_task(
-    Task("induction", make_induction_batch, answer_logprob, "repeated random tokens: copy what came next",
-         family="copying", unit="log-probability (nats)")
+INDUCTION = register_metric_task("induction", make_induction_batch, answer_logprob,
+                                 "repeated random tokens: copy what came next", family="copying")  # fmt: skip
+INDUCTION_SEEN = register_metric_task(
+    "induction_seen", make_induction_seen_batch, answer_logprob,
+    "repeated random tokens from the ids the embedded model was trained to copy: copy what came next",
+    family="copying",
 )  # fmt: skip
-INDUCTION_SEEN = register_task(
-    Task("induction_seen", make_induction_seen_batch, answer_logprob,
-         "repeated random tokens from the ids the embedded model was trained to copy: copy what came next",
-         family="copying", unit="log-probability (nats)")
-)  # fmt: skip
-IOI = register_task(
-    Task("ioi", make_ioi_batch, logit_diff, "indirect object: IO logit minus S logit",
-         family="entities", unit="logit difference")
-)  # fmt: skip
-DOCSTRING = register_task(
-    Task("docstring", make_docstring_batch, logit_diff, "next :param name vs documented ones",
-         family="code", unit="logit difference")
-)  # fmt: skip
+IOI = register_metric_task("ioi", make_ioi_batch, logit_diff, "indirect object: IO logit minus S logit",
+                           family="entities")  # fmt: skip
+DOCSTRING = register_metric_task("docstring", make_docstring_batch, logit_diff, "next :param name vs documented ones",
+                                 family="code")  # fmt: skip

@@ -14,10 +14,9 @@ import numpy as np
 from circuit_gym.tasks import fillers as F
 from circuit_gym.tasks.base import (
     PromptBatch,
-    Task,
     logit_diff,
     next_token_batch,
-    register_task,
+    register_metric_task,
     same_frame,
     single_token_ids,
 )
@@ -83,11 +82,7 @@ def make_agreement_batch(tokenizer, split: str, batch_size: int, rng: np.random.
     return next_token_batch(tokenizer, task_name, split, template, texts, cf_texts, answers, distractors)
 
 
-PRONOUN = register_task(
-    Task("pronoun", make_pronoun_batch, logit_diff, "gendered pronoun: ' she'/' he' after a name",
-         family="entities", unit="logit difference")
-)  # fmt: skip
-AGREEMENT = register_task(
-    Task("agreement", make_agreement_batch, logit_diff, "subject-verb number across an attractor noun",
-         family="syntax", unit="logit difference")
-)  # fmt: skip
+PRONOUN = register_metric_task("pronoun", make_pronoun_batch, logit_diff,
+                               "gendered pronoun: ' she'/' he' after a name", family="entities")  # fmt: skip
+AGREEMENT = register_metric_task("agreement", make_agreement_batch, logit_diff,
+                                 "subject-verb number across an attractor noun", family="syntax")  # fmt: skip

@@ -18,10 +18,9 @@ import numpy as np
 from circuit_gym.tasks import fillers as F
 from circuit_gym.tasks.base import (
     PromptBatch,
-    Task,
     logit_diff,
     next_token_batch,
-    register_task,
+    register_metric_task,
     same_frame,
     single_token_ids,
 )
@@ -85,11 +84,7 @@ def make_minimum_batch(tokenizer, split: str, batch_size: int, rng: np.random.Ge
     return next_token_batch(tokenizer, "minimum", split, frame, texts, cf_texts, answers, distractors)
 
 
-CAPITAL = register_task(
-    Task("capital", make_capital_batch, logit_diff, "factual recall: a country's capital city",
-         family="knowledge", unit="logit difference")
-)  # fmt: skip
-MINIMUM = register_task(
-    Task("minimum", make_minimum_batch, logit_diff, "the smallest of three two-digit numbers",
-         family="comparison", unit="logit difference")
-)  # fmt: skip
+CAPITAL = register_metric_task("capital", make_capital_batch, logit_diff,
+                               "factual recall: a country's capital city", family="knowledge")  # fmt: skip
+MINIMUM = register_metric_task("minimum", make_minimum_batch, logit_diff,
+                               "the smallest of three two-digit numbers", family="comparison")  # fmt: skip
