@@ -173,3 +173,25 @@ def test_benchmark_v7_splits_zoo_v2_by_v6s_rule_and_changes_nothing_else():
     assert v7.quadrant("capital", "zoo6") == "unseen_task_unseen_model"
     with pytest.raises(ValueError, match="no split"):
         v7.quadrant("ioi", "zoo1")  # a v6 model is in no split of v7
+
+
+def test_the_private_models_placement_is_apart_from_every_public_members_from_v2_on():
+    """A private model whose circuits sit in a public member's layers lets the test-set memoriser's
+    lookup transfer (the first private v2 draw, layer 0 like zoo8: best-of-1 0.49 there). From v2 the
+    draw avoids every public placement, uniformly over the rest; v1's draw is the plain one, kept
+    (recomputed here with numpy from its definition)."""
+    import numpy as np
+
+    from circuit_gym.models.zoo_recipe import GENERATIONS, ZOO_SEED
+
+    v1, v2 = GENERATIONS["v1"], GENERATIONS["v2"]
+    taken = {m.identity_layers for m in public_members(generation=v2)}
+    drawn = [private_member(s, v2).identity_layers for s in range(300)]
+    lo, hi = PLACEMENT_STRATA[0][0], PLACEMENT_STRATA[-1][1]
+    assert not set(drawn) & taken and set(drawn) == set(range(lo, hi + 1)) - taken  # every free layer occurs
+    for s in range(20):
+        rng = np.random.default_rng([s, ZOO_SEED])
+        seed, layers = int(rng.integers(1_000, 2**31)), int(rng.integers(lo, hi + 1))
+        m = private_member(s, v1)
+        assert (m.seed, m.identity_layers) == (seed, layers)
+    assert v1.private_apart is False and v2.private_apart is True

@@ -60,6 +60,10 @@ class ZooGeneration:
     zoo_seed: int
     first: int
     knob_strata: tuple[tuple[float, float], ...] = ()
+    # The private model's placement avoids every public member's (from v2 on): a private model whose
+    # circuits sit in a public member's layers lets a lookup of that member's heads transfer (the first
+    # private v2 draw shared zoo8's layer 0, and the test-set memoriser reached best-of-1 0.49 on it).
+    private_apart: bool = False
 
 
 def _draw(rng: np.random.Generator, strata: tuple[tuple[float, float], ...], integer: bool) -> list:
@@ -93,11 +97,18 @@ def public_members(
 
 def private_member(secret_seed: int, generation: ZooGeneration | None = None) -> ZooMember:
     """The private evaluation model's draw: seed, placement (and, from v2, knob) from the
-    maintainer's secret. v1's draw is unchanged by the knob's arrival."""
+    maintainer's secret. v1's draw is unchanged by the knob's arrival; from v2 the placement is
+    drawn among the layers no public member of the generation uses (``private_apart``)."""
     gen = generation or GENERATIONS["v1"]
     rng = np.random.default_rng([secret_seed, gen.zoo_seed])
     lo, hi = PLACEMENT_STRATA[0][0], PLACEMENT_STRATA[-1][1]
-    seed, layers = int(rng.integers(1_000, 2**31)), int(rng.integers(lo, hi + 1))
+    seed = int(rng.integers(1_000, 2**31))
+    if gen.private_apart:
+        taken = {m.identity_layers for m in public_members(generation=gen)}
+        allowed = [n for n in range(lo, hi + 1) if n not in taken]
+        layers = allowed[int(rng.integers(len(allowed)))]
+    else:
+        layers = int(rng.integers(lo, hi + 1))
     knob = 0.0
     if gen.knob_strata:
         k_lo, k_hi = gen.knob_strata[int(rng.integers(len(gen.knob_strata)))]
@@ -115,7 +126,7 @@ KNOB_STRATA_V2: tuple[tuple[float, float], ...] = ((0.0, 0.0), (0.03, 0.08), (0.
 
 GENERATIONS: dict[str, ZooGeneration] = {
     "v1": ZooGeneration("v1", ZOO_SEED, first=1),
-    "v2": ZooGeneration("v2", ZOO_SEED + 1, first=5, knob_strata=KNOB_STRATA_V2),
+    "v2": ZooGeneration("v2", ZOO_SEED + 1, first=5, knob_strata=KNOB_STRATA_V2, private_apart=True),
 }
 ZOO = public_members()
 ZOO_V2 = public_members(generation=GENERATIONS["v2"])
