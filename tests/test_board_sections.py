@@ -37,3 +37,19 @@ def test_transfer_rows_rank_on_the_private_model_then_the_public_held_out_models
         },
     ]
     assert [r["name"] for r in rank_transfer_rows(rows)] == ["high", "low", "public_only"]
+
+
+def test_a_section_of_a_track_the_board_does_not_rank_on_says_why_under_its_heading():
+    from circuit_gym.leaderboard.board import with_status
+    from circuit_gym.leaderboard.tracks import BENCHMARKS, TRACKS, retired
+
+    for name, row in TRACKS.items():
+        section = f"### Heading of {name}\n\nabout\n| table |\n"
+        shown = with_status(section, name)
+        if BENCHMARKS[row.benchmark] is None:
+            assert shown == section  # a ranking track's section is untouched
+        else:
+            heading, blank, note = shown.splitlines()[:3]
+            assert heading == f"### Heading of {name}" and blank == "" and retired(name) in note
+            assert shown.endswith("about\n| table |\n")
+    assert with_status("", "single-head") == ""  # no results: no section, no note

@@ -98,6 +98,17 @@ def planted_markdown(paths: list[Path], track_name: str = PLANTED) -> str:
     )
 
 
+def with_status(section: str, track_name: str) -> str:
+    """``section`` (Markdown, its heading first) with, under its heading, why the board does not rank
+    on its track when it does not (a retired benchmark, or one scored but not yet in force)."""
+    status = retired(track_name)
+    if not status or not section.strip():
+        return section
+    heading, _, rest = section.lstrip("\n").partition("\n")
+    lead = section[: len(section) - len(section.lstrip("\n"))]
+    return f"{lead}{heading}\n\n**Not ranking: {status}.**\n{rest}"
+
+
 def render(result_paths: list[Path] | None = None, out: Path | None = None, model: str | None = None,
            model_path: str | None = None, rescore: bool = False, private_seeds: Path | None = None,
            require_isolation: bool = True, jobs: int = 1, references: References | None = None,
@@ -129,7 +140,10 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
         t_entries = [e for e in entries if track(e) == t]
         if t_entries:
             missing_references(t_entries, references[t], refused, f"{t} track: ")
-            transfer.append((t, transfer_about(t), rank_transfer_rows([transfer_row(e) for e in t_entries])))
+            status = f"Not ranking: {retired(t)}. " if retired(t) else ""  # the HTML page's note
+            transfer.append(
+                (t, status + transfer_about(t), rank_transfer_rows([transfer_row(e) for e in t_entries]))
+            )
     planted_by_track = {t: [e for e in entries if track(e) == t] for t in PLANTED_TRACKS}
     for t, t_entries in planted_by_track.items():
         if t_entries:
@@ -172,13 +186,13 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
         text += f"\n{MARK_BEGIN}\n{MARK_END}\n"
     head, rest = text.split(MARK_BEGIN, 1)
     tail = rest.split(MARK_END, 1)[1]
-    body = "".join(f"{transfer_markdown(rows_t, t)}\n\n" for t, _, rows_t in transfer)
+    body = "".join(f"{with_status(transfer_markdown(rows_t, t), t)}\n\n" for t, _, rows_t in transfer)
     planted = "".join(
-        planted_markdown([Path(e["board"]["path"]) for e in t_entries], t)
+        with_status(planted_markdown([Path(e["board"]["path"]) for e in t_entries], t), t)
         for t, t_entries in planted_by_track.items()
     )
     body += planted
-    edge_text = "".join(f"{edge_markdown(rows_t, t)}\n" for t, rows_t in edges)
+    edge_text = "".join(f"{with_status(edge_markdown(rows_t, t), t)}\n" for t, rows_t in edges)
     body += edge_text
     if transfer and single:
         body += f"### Benchmark v5 (the held-out tasks on `toy`), {retired(B.SINGLE_HEAD)}\n\n"

@@ -82,8 +82,10 @@ class Track:
 # section of the board says why it no longer ranks.
 BENCHMARKS = {
     "v6": None,
-    "v7": None,
     "planted": None,
+    "v7": "scored, not yet in force: a lookup of the public test set's best heads transfers to its private "
+    "model (whose circuits sit in a public member's layers); a private model placed apart from every public "
+    "member is being trained, and v7 ranks once its references are scored on it",
     "v5": "retired: one hand-picked observation column (induction_attn) tops it, above the trained PPO and "
     "greedy search; v6 (the transfer tracks) holds models out as well as tasks",
 }
