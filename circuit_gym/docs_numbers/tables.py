@@ -361,14 +361,19 @@ def zoo_self_repair(which: str) -> Callable[[], str]:
     return table
 
 
-def planted_track() -> str:
-    """The Planted track's public and secret tables (leaderboard/results/planted/, docs/planted.md).
-    In a child process: importing the track registers the planted tasks, which would change the
-    ``registry`` counts of this one."""
-    code = (
-        "from circuit_gym.leaderboard.planted_tables import planted_tables; print(planted_tables(), end='')"
-    )
-    return in_fresh_interpreter(code).rstrip()
+def planted_track(track: str = "planted") -> Callable[[], str]:
+    """A Planted track's public and secret tables (``planted``: leaderboard/results/planted/;
+    ``v7-planted``: leaderboard/results/v7/planted/; docs/planted.md). In a child process: importing
+    the track registers the planted tasks, which would change the ``registry`` counts of this one."""
+
+    def table() -> str:
+        code = (
+            "from circuit_gym.leaderboard.planted_tables import planted_tables; "
+            f"print(planted_tables(track={track!r}), end='')"
+        )
+        return in_fresh_interpreter(code).rstrip()
+
+    return table
 
 
 TABLES: dict[str, Callable[[], str]] = {
@@ -390,7 +395,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "circuit-track-detail": circuit_track_detail,
     "circuit-track-tasks": circuit_track_tasks,
     "per-task-recovery": per_task_recovery,
-    "planted-track": planted_track,
+    "planted-track": planted_track(),
+    "v7-planted-track": planted_track("v7-planted"),
     "planted-baselines": planted_baselines,
     "zoo-members": zoo_members,
     "zoo-placement": zoo_placement,
