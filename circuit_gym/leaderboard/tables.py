@@ -83,6 +83,23 @@ def _label(r: dict) -> str:
     return r["name"] + (f" ({'; '.join(tags)})" if tags else "")
 
 
+def _entry_cells(rank: int, r: dict) -> str:
+    """A ranked row's first cells, the same on every table: rank, entry with its tags, check
+    (and whether the policy ran isolated); the caller appends the track's own cells."""
+    return f"| {rank} | {_label(r)} | {r['check']}{' (not isolated)' if r['isolation'] else ''} "
+
+
+def _per_task_header(title: str, columns: list[str]) -> list[str]:
+    """A per-task table's title and header rows: the entry, then one column per name in ``columns``."""
+    return ["", title, "", "| entry | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
+
+
+def _not_isolated(rows: list[dict], title: str) -> list[str]:
+    """The list of entries scored without complete isolation, under ``title`` (none: no lines)."""
+    unisolated = [r for r in rows if r["isolation"]]
+    return ["", title, *(f"- {r['name']}: {r['isolation']}" for r in unisolated)] if unisolated else []
+
+
 def rank_rows(rows: list[dict]) -> list[dict]:
     """Best-of-5 recovery first; ties (common with 16 heads) go to best-of-1, then top-1 hits."""
 
@@ -111,7 +128,7 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
     ]
     for i, r in enumerate(rows, 1):
         lines.append(
-            f"| {i} | {_label(r)} | {r['check']}{' (not isolated)' if r['isolation'] else ''} | {r['k5']:.3f}{_ci(r['k5_ci'])} | {r['k1']:.3f} | {r['top1']:.2f} "
+            _entry_cells(i, r) + f"| {r['k5']:.3f}{_ci(r['k5_ci'])} | {r['k1']:.3f} | {r['top1']:.2f} "
             f"| {r['above_fixed_k5']:+.3f}{_ci(r['above_fixed_k5_ci'])} "
             f"| {r['above_fixed_k1']:+.3f}{_ci(r['above_fixed_k1_ci'])} "
             f"| {_num(r['private_k5'])}{_ci(r['private_k5_ci'])} | {_num(r['private_k1'])} "
@@ -119,15 +136,14 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
             f"| `{r['policy']}` |"
         )
     tasks = list(B.HELD_OUT_TASKS)
-    lines += ["", "Per held-out task, best-of-5 / best-of-1 recovery:", "",
-              "| entry | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]  # fmt: skip
+    lines += _per_task_header("Per held-out task, best-of-5 / best-of-1 recovery:", tasks)
     for r in rows:
         lines.append(f"| {r['name']} | "
                      + " | ".join(f"{r['per_task_k5'][t]:.3f} / {r['per_task_k1'][t]:.3f}" for t in tasks) + " |")  # fmt: skip
     if any(r["circuits"] for r in rows):
-        lines += ["", "Circuits per held-out task (MIB's areas at head level over the evaluation episodes: CPR, "
-                  "higher is better / CMD, lower is better, 95% t-interval), and over the private episodes:", "",
-                  "| entry | " + " | ".join(tasks) + " | private (all tasks) |", "|---|" + "---|" * (len(tasks) + 1)]  # fmt: skip
+        lines += _per_task_header("Circuits per held-out task (MIB's areas at head level over the evaluation "
+                                  "episodes: CPR, higher is better / CMD, lower is better, 95% t-interval), and "
+                                  "over the private episodes:", [*tasks, "private (all tasks)"])  # fmt: skip
         for r in rows:
             cells = [_areas(r["circuits"].get(t)) for t in tasks] + [_areas(r["private_circuits"].get("all"))]
             lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
@@ -136,10 +152,8 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
     if without:
         lines += ["", "Episodes without a positive oracle reward (counted, not in recovery): "
                   + ", ".join(f"{k}: {v}" for k, v in without.items())]  # fmt: skip
-    unisolated = [r for r in rows if r["isolation"]]
-    if unisolated:
-        lines += ["", "Not isolated: these entries' policies ran without the complete sandbox (trust them as you "
-                  "trust their code):"] + [f"- {r['name']}: {r['isolation']}" for r in unisolated]  # fmt: skip
+    lines += _not_isolated(rows, "Not isolated: these entries' policies ran without the complete sandbox (trust "
+                                 "them as you trust their code):")  # fmt: skip
     return "\n".join(lines + failures_markdown(failed, refused))
 
 
@@ -213,21 +227,16 @@ def circuit_markdown(rows: list[dict]) -> str:
     ]
     for i, r in enumerate(rows, 1):
         lines.append(
-            f"| {i} | {_label(r)} | {r['check']}{' (not isolated)' if r['isolation'] else ''} "
-            f"| {r['cpr']:.3f}{_ci(r['cpr_ci'])} | {r['cmd']:.3f}{_ci(r['cmd_ci'])} | {r['faithfulness']:.3f} "
+            _entry_cells(i, r)
+            + f"| {r['cpr']:.3f}{_ci(r['cpr_ci'])} | {r['cmd']:.3f}{_ci(r['cmd_ci'])} | {r['faithfulness']:.3f} "
             f"| {r['size']:.2f} | {r['forward']:.4g} | {_num(r['private_cpr'])}{_ci(r['private_cpr_ci'])} "
             f"| {_num(r['private_cmd'])}{_ci(r['private_cmd_ci'])} | `{r['policy']}` |"
         )
     tasks = list(B.HELD_OUT_TASKS)
-    lines += ["", "Circuit track per held-out task, CPR / CMD (95% t-interval):", "",
-              "| entry | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]  # fmt: skip
+    lines += _per_task_header("Circuit track per held-out task, CPR / CMD (95% t-interval):", tasks)
     for r in rows:
         lines.append(f"| {r['name']} | " + " | ".join(_areas(r["per_task"].get(t)) for t in tasks) + " |")
-    unisolated = [r for r in rows if r["isolation"]]
-    if unisolated:
-        lines += ["", "Not isolated (circuit track):"] + [
-            f"- {r['name']}: {r['isolation']}" for r in unisolated
-        ]
+    lines += _not_isolated(rows, "Not isolated (circuit track):")
     return "\n".join(lines)
 
 
