@@ -30,16 +30,6 @@ from circuit_gym.passes import PassCounter
 from circuit_gym.tasks import get_task
 
 
-@pytest.fixture(scope="module")
-def ioi_batch(tiny_model):
-    return get_task("ioi").batch(tiny_model, "test", 8, seed=0)
-
-
-@pytest.fixture(scope="module")
-def runner(tiny_model, ioi_batch):
-    return CircuitRunner.for_task(tiny_model, get_task("ioi"), ioi_batch)
-
-
 # ------------------------------------------------------------------ Ranking, Circuit
 def test_ranking_orders_signed_and_absolute_with_ties_by_id():
     r = Ranking.from_array([0.5, -3.0, 2.0, 0.5], "hand", 1, 4)

@@ -13,16 +13,6 @@ from circuit_gym.solvers.acdc import acdc
 from circuit_gym.tasks import get_task
 
 
-@pytest.fixture(scope="module")
-def ioi_batch(tiny_model):
-    return get_task("ioi").batch(tiny_model, "test", 8, seed=0)
-
-
-@pytest.fixture(scope="module")
-def runner(tiny_model, ioi_batch):
-    return CircuitRunner.for_task(tiny_model, get_task("ioi"), ioi_batch)
-
-
 def test_eap_ig_with_one_step_is_minus_attribution_patching(tiny_model, ioi_batch, runner):
     """Two independent code paths: the IG path at alpha = 1 vs circuit_gym.ablation.attribution."""
     ap = attribution_patching_ranking(tiny_model, get_task("ioi"), ioi_batch)
