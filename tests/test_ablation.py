@@ -140,11 +140,16 @@ def test_mean_ablation_equals_an_independent_patch_with_the_batch_mean(tiny_mode
         assert engine.score([h]) == pytest.approx(by_hand[h], abs=1e-4)
 
 
-def test_cache_round_trip_and_corruption(tiny_model, tmp_path):
-    cache = SweepCache(tmp_path)
+@pytest.fixture(scope="module")
+def ioi_inputs(tiny_model):
+    """What the cache tests sweep: IOI, its train batch (4 prompts, seed 0) and the model's reference batch."""
     task = get_task("ioi")
-    batch = task.batch(tiny_model, "train", 4, seed=0)
-    ref = reference_batch(tiny_model)
+    return task, task.batch(tiny_model, "train", 4, seed=0), reference_batch(tiny_model)
+
+
+def test_cache_round_trip_and_corruption(tiny_model, tmp_path, ioi_inputs):
+    cache = SweepCache(tmp_path)
+    task, batch, ref = ioi_inputs
     live = sweep_table(tiny_model, task, batch, ref, cache=None)
     first = sweep_table(tiny_model, task, batch, ref, cache=cache)
     files = sorted(tmp_path.glob("sweep-*.json"))
@@ -205,16 +210,14 @@ def test_resample_without_counterfactual_prompts_says_what_to_do(tiny_model):
         AblationEngine(tiny_model, ev, "resample")
 
 
-def test_cache_key_covers_everything_that_changes_the_numbers(tiny_model, monkeypatch):
+def test_cache_key_covers_everything_that_changes_the_numbers(tiny_model, monkeypatch, ioi_inputs):
     """Each of answers, distractors, positions, metric, task version and engine version changes the key."""
     import dataclasses
 
     import circuit_gym.ablation.tables as tables
     from circuit_gym.tasks import answer_logprob
 
-    task = get_task("ioi")
-    batch = task.batch(tiny_model, "train", 4, seed=0)
-    ref = reference_batch(tiny_model)
+    task, batch, ref = ioi_inputs
     base = sweep_key(tiny_model, task, batch, ref, "zero")
     assert sweep_key(tiny_model, task, batch, ref, "zero") == base  # deterministic
     variants = {
@@ -239,15 +242,13 @@ def test_cache_key_covers_everything_that_changes_the_numbers(tiny_model, monkey
     assert sweep_key(tiny_model, task, batch, ref, "zero") != base, "engine version"
 
 
-def test_reregistered_task_with_another_metric_is_not_served_stale_tables(tiny_model, tmp_path):
+def test_reregistered_task_with_another_metric_is_not_served_stale_tables(tiny_model, tmp_path, ioi_inputs):
     import dataclasses
 
     from circuit_gym.tasks import answer_logprob
 
     cache = SweepCache(tmp_path)
-    task = get_task("ioi")
-    batch = task.batch(tiny_model, "train", 4, seed=0)
-    ref = reference_batch(tiny_model)
+    task, batch, ref = ioi_inputs
     first = sweep_table(tiny_model, task, batch, ref, cache=cache)
     other = dataclasses.replace(task, metric=answer_logprob)
     second = sweep_table(tiny_model, other, batch, ref, cache=cache)
@@ -256,13 +257,11 @@ def test_reregistered_task_with_another_metric_is_not_served_stale_tables(tiny_m
     assert not np.allclose(second.task_damage, first.task_damage)
 
 
-def test_unwritable_cache_directory_warns_and_still_returns_numbers(tiny_model, tmp_path):
+def test_unwritable_cache_directory_warns_and_still_returns_numbers(tiny_model, tmp_path, ioi_inputs):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
     cache = SweepCache(blocker / "cache")  # its parent is a file: nothing can be written there
-    task = get_task("ioi")
-    batch = task.batch(tiny_model, "train", 4, seed=0)
-    ref = reference_batch(tiny_model)
+    task, batch, ref = ioi_inputs
     with pytest.warns(UserWarning, match="cannot write"):
         table = sweep_table(tiny_model, task, batch, ref, cache=cache)
     np.testing.assert_allclose(table.reward, sweep_table(tiny_model, task, batch, ref, cache=None).reward)
