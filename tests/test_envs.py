@@ -302,15 +302,21 @@ def test_noop_step_and_action_mask_on_every_reset_and_step():
     assert info["action_mask"].sum() == 16
 
 
-def test_live_ablation_equals_cached_numbers():
+def _lockstep(env_id: str, seed: int, actions, first: dict, second: dict):
+    """Two environments of ``env_id`` (2 batches of 4 prompts, 2 steps) that differ by the
+    arguments ``first`` and ``second``, reset with one seed and given the same actions: each
+    step's ``(reward, info)`` of both."""
     kwargs = dict(pool_size=2, batch_size=4, episode_length=2)
-    cached = gym.make("CircuitDiscovery-Toy-Docstring-v1", cache=True, **kwargs)
-    live = gym.make("CircuitDiscovery-Toy-Docstring-v1", cache=False, **kwargs)
-    for env in (cached, live):
-        env.reset(seed=3)
-    for a in (5, 11):
-        _, rc, _, _, ic = cached.step(a)
-        _, rl, _, _, il = live.step(a)
+    envs = gym.make(env_id, **first, **kwargs), gym.make(env_id, **second, **kwargs)
+    for env in envs:
+        env.reset(seed=seed)
+    for a in actions:
+        yield tuple((reward, info) for _, reward, _, _, info in (env.step(a) for env in envs))
+
+
+def test_live_ablation_equals_cached_numbers():
+    steps = _lockstep("CircuitDiscovery-Toy-Docstring-v1", 3, (5, 11), dict(cache=True), dict(cache=False))
+    for (rc, ic), (rl, il) in steps:
         assert rc == pytest.approx(rl, abs=1e-5)
         assert ic["task_damage"] == pytest.approx(il["task_damage"], abs=1e-5)
         assert ic["general_damage"] == pytest.approx(il["general_damage"], abs=1e-5)
@@ -399,14 +405,9 @@ def test_hide_oracle_wrapper_and_best_of_k():
 
 
 def test_oracle_info_off_gives_the_same_rewards():
-    kwargs = dict(pool_size=2, batch_size=4, episode_length=2)
-    on = gym.make("CircuitDiscovery-Toy-IOI-v1", **kwargs)
-    off = gym.make("CircuitDiscovery-Toy-IOI-v1", oracle_info=False, **kwargs)
-    for env in (on, off):
-        env.reset(seed=4)
-    for a in (2, 9):
-        _, r_on, _, _, i_on = on.step(a)
-        _, r_off, _, _, i_off = off.step(a)
+    for (r_on, _), (r_off, i_off) in _lockstep(
+        "CircuitDiscovery-Toy-IOI-v1", 4, (2, 9), {}, dict(oracle_info=False)
+    ):
         assert r_on == r_off and not set(ORACLE_INFO_KEYS[1:]) & set(i_off)
 
 
