@@ -78,17 +78,26 @@ def _train_module():
     return training
 
 
+def _small_model(vocab: int, **settings) -> tuple[torch.nn.Module, argparse.Namespace]:
+    """A small model built by the training code (context 16, seed 0, no seed stack and no identity
+    layers unless ``settings`` say otherwise) and the settings it was built from."""
+    args = argparse.Namespace(**{"n_ctx": 16, "seed": 0, "seed_layers": 0, "identity_layers": 0, **settings})
+    model, _ = _train_module().build_model(vocab, args)
+    return model, args
+
+
+def _next_token_loss(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten())
+
+
 def test_layers_beyond_the_seed_stack_are_identities_until_phase_2():
     train = _train_module()
-    args = argparse.Namespace(
-        n_layers=3, n_heads=2, d_model=16, n_ctx=16, seed=0, seed_layers=1, identity_layers=0
-    )
-    model, _ = train.build_model(40, args)
+    model, _ = _small_model(40, n_layers=3, n_heads=2, d_model=16, seed_layers=1)
     x = torch.randint(0, 40, (2, 16), generator=torch.Generator().manual_seed(1))
     # a phase-1 step through the first layer only: the skipped layers get no gradient
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
     with train.only_layers(model, 0, 1):
-        torch.nn.functional.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten()).backward()
+        _next_token_loss(model, x).backward()
     opt.step()
     assert len(model.layers) == 3
     assert all(p.grad is None for p in model.layers[1:].parameters())
@@ -103,10 +112,7 @@ def test_layers_beyond_the_seed_stack_are_identities_until_phase_2():
 
 def test_fast_training_attention_equals_the_models_own():
     train = _train_module()
-    args = argparse.Namespace(
-        n_layers=3, n_heads=4, d_model=32, n_ctx=16, seed=0, seed_layers=0, identity_layers=0
-    )
-    model, _ = train.build_model(50, args)
+    model, _ = _small_model(50, n_layers=3, n_heads=4, d_model=32)
     x = torch.randint(0, 50, (3, 16), generator=torch.Generator().manual_seed(0))
     reference = model(x)
     train.use_fast_attention(model)
@@ -121,9 +127,8 @@ def test_identity_layers_hold_the_first_layers_as_exact_identities_until_release
     changes nothing), stay so while frozen however the optimiser runs, and train only after the
     release, with a learning rate that ramps from zero."""
     train = _train_module()
-    args = argparse.Namespace(n_layers=4, n_heads=2, d_model=16, n_ctx=16, seed=0, seed_layers=1,
-                              identity_layers=2, release_step=10)  # fmt: skip
-    model, _ = train.build_model(40, args)
+    model, args = _small_model(40, n_layers=4, n_heads=2, d_model=16, seed_layers=1, identity_layers=2,
+                               release_step=10)  # fmt: skip
     assert train.seed_stack(args) == (2, 3)
     x = torch.randint(0, 40, (2, 16), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -136,7 +141,7 @@ def test_identity_layers_hold_the_first_layers_as_exact_identities_until_release
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2, weight_decay=0.1)
     for _ in range(3):
         opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten()).backward()
+        _next_token_loss(model, x).backward()
         opt.step()
     assert all(float(b.attn.o.weight.abs().max()) == 0.0 for b in model.layers[:2])
     assert all(p.grad is None for b in model.layers[:2] for p in b.parameters())
