@@ -247,3 +247,20 @@ def test_every_edge_row_reads_its_transfer_row_and_plays_only_gated_tasks():
         assert {(m, t) for m in edge.held_out_models for t in edge.tasks if t in gated[m]} == set(played)
     assert len([j for j in _public_jobs(EDGE_BENCHMARKS["v7"]) if j[0] == "transfer"]) < len(
         EDGE_BENCHMARKS["v7"].held_out_models) * len(EDGE_BENCHMARKS["v7"].tasks)  # fmt: skip
+
+
+def test_the_agents_target_compares_it_with_the_best_reference_of_no_more_passes():
+    from circuit_gym.leaderboard.edge_tables import agent_target
+
+    def row(name, auc, cpr, passes, reference=True):
+        return {"name": name, "reference": reference, "secret": (None, None, auc),
+                "private_cpr": cpr, "planted_passes": passes, "transfer_passes": passes}  # fmt: skip
+
+    rows = [row("edge_ppo", 0.70, 1.10, 40), row("eap", 0.60, 1.00, 2), row("eap_ig", 0.75, 1.05, 12),
+            row("greedy", 0.99, 1.50, 45),  # more passes than the agent: not a rival
+            row("someone", 0.99, 1.60, 0, reference=False)]  # a submission, not a reference  # fmt: skip
+    t = agent_target(rows)
+    assert t["secret_auc"]["best_reference"] == "eap_ig" and t["secret_auc"]["met"] is False
+    assert t["private_cpr"]["best_reference"] == "eap_ig" and t["private_cpr"]["met"] is True
+    rows[0] = {**rows[0], "private_cpr": None}  # not scored on the private model: no target there
+    assert set(agent_target(rows)) == {"secret_auc"}

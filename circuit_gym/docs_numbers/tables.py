@@ -257,6 +257,34 @@ def hard_circuits_targets() -> str:
     return text[text.index("| target |") :].split("\n\n", 1)[0]
 
 
+def edge_agent_targets() -> str:
+    """Issue 43's target on every edge track: the edge PPO against the best reference of no more
+    passes (``edge_tables.agent_target``), from the references' committed result files."""
+    import json
+
+    from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS
+    from circuit_gym.leaderboard.edge_tables import agent_target, edge_row
+    from circuit_gym.leaderboard.references import load_manifest
+
+    manifest = load_manifest()
+    lines = [_row(["track", "measure", "edge PPO", "LM passes", "best reference of no more passes", "met"]),
+             _row(["---"] * 6)]  # fmt: skip
+    for bench in EDGE_BENCHMARKS.values():
+        rows = [edge_row({**json.loads(r.result_path().read_text()), "board": {"check": "reviewed", "reference": True}})
+                for r in manifest[bench.track].values()]  # fmt: skip
+        targets = agent_target(rows)
+        for key, label in (
+            ("secret_auc", "AUC, secret planted models"),
+            ("private_cpr", "edge CPR, private model"),
+        ):
+            t = targets.get(key)
+            cells = ([fmt(t["agent"]), fmt(t["passes"], ",.0f"), f"{t['best_reference']} {fmt(t['reference'])} "
+                      f"({fmt(t['reference_passes'], ',.0f')} passes)", "yes" if t["met"] else "no"]
+                     if t else ["-", "-", "not scored there", "-"])  # fmt: skip
+            lines.append(_row([bench.track, label, *cells]))
+    return "\n".join(lines)
+
+
 LEARNED_AGENTS = {"ppo": "PPO, single head", "circuit_ppo": "circuit PPO"}
 
 
@@ -385,6 +413,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "v7-single-head-k5": version_table("v7", "single-head", "k5"),
     "v7-circuit-cpr": version_table("v7", "circuit", "cpr"),
     "hard-circuits-targets": hard_circuits_targets,
+    "edge-agent-targets": edge_agent_targets,
     "transfer-learned-agents": transfer_learned_agents,
     "gpt2-cost": gpt2_cost,
     "sweep-speed": sweep_speed,

@@ -71,6 +71,28 @@ def rank_edge_rows(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=order)
 
 
+def agent_target(rows: list[dict], agent: str = "edge_ppo") -> dict:
+    """Issue 43's target on one edge track's rows (``edge_row``): the agent's secret-model AUC and
+    private-model edge CPR against the best reference of **no more passes** than it uses (per part:
+    its planted passes for AUC, its transfer passes for CPR); met when the agent's is at least that
+    reference's. Missing columns (no secret or private scoring) give no target."""
+    me = next((r for r in rows if r["name"] == agent), None)
+    out: dict = {}
+    if me is None:
+        return out
+    for key, value_of, passes_key in (("secret_auc", lambda r: r["secret"][2], "planted_passes"),
+                                      ("private_cpr", lambda r: r["private_cpr"], "transfer_passes")):  # fmt: skip
+        mine, budget = value_of(me), me[passes_key]
+        rivals = [r for r in rows if r["name"] != agent and r["reference"]  # every reference, random too
+                  and value_of(r) is not None and r[passes_key] is not None and r[passes_key] <= budget]  # fmt: skip
+        if mine is None or budget is None or not rivals:
+            continue
+        best = max(rivals, key=value_of)
+        out[key] = {"agent": mine, "passes": budget, "best_reference": best["name"], "reference": value_of(best),
+                    "reference_passes": best[passes_key], "met": mine >= value_of(best)}  # fmt: skip
+    return out
+
+
 def edge_about(track: str) -> str:
     """What the edge track's columns mean (plain text)."""
     d = edge_benchmark(track).definition()
