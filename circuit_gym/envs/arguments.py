@@ -10,6 +10,8 @@ of the wrong type raises ``TypeError`` saying which types are actions; ``step`` 
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -39,6 +41,38 @@ def check_step_order(reset_done: bool, episode_over: bool) -> None:
         raise ResetNeededError(STEP_BEFORE_RESET)
     if episode_over:
         raise ResetNeededError(STEP_AFTER_END)
+
+
+# The paragraphs of the head environments' docstrings that describe what this module checks,
+# written once: a class docstring names one as a line ``{name}`` and :func:`shared_docs` fills it in.
+SHARED_DOCS = {
+    "call_order": """\
+Gymnasium's contract after the end: ``step`` after the step that returned
+``terminated=True``, or before the first ``reset``, raises ``circuit_gym.envs.ResetNeededError``
+(Gymnasium's ``ResetNeeded``, which its ``OrderEnforcing`` wrapper raises for a step before
+reset; also a ``RuntimeError``). ``spec.max_episode_steps`` is the number of heads of the ID's
+model, the longest episode there is; ``gymnasium.make``'s ``TimeLimit`` therefore never
+cuts an episode short (at that length it also sets ``truncated`` on the terminating step).""",
+    "common_arguments": """\
+``gymnasium.make(id, **kwargs)``; bad values raise ``ValueError`` naming the argument.
+
+| argument | meaning | default |
+|---|---|---|
+| `model` | `"toy"` (embedded, 12 x 12), `"tiny"` (embedded, 4 x 4), `"gpt2"` or a TransformerLens name | set by the ID |
+| `tasks` | task name or names sampled at reset | set by the ID |
+| `split` | `"train"`, `"eval"` or `"test"`: prompt templates and fillers | `"train"` |""",
+}
+
+
+def shared_docs(cls: type) -> type:
+    """Class decorator: each docstring line that is only ``{name}`` of :data:`SHARED_DOCS` becomes
+    that paragraph, at the line's indentation (``env_pages`` and ``help()`` read the result)."""
+
+    def fill(match: re.Match) -> str:
+        return textwrap.indent(SHARED_DOCS[match.group(2)], match.group(1))
+
+    cls.__doc__ = re.sub(r"^([ \t]*)\{(\w+)\}$", fill, cls.__doc__ or "", flags=re.MULTILINE)
+    return cls
 
 
 def check_choice(name: str, value, allowed: Sequence) -> None:

@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
@@ -19,9 +18,11 @@ from circuit_gym.envs.arguments import (
     check_weight,
     common_arguments,
     reset_choice,
+    shared_docs,
 )
 from circuit_gym.envs.causal_features import CircuitCausalState, episode_causal
 from circuit_gym.envs.features import CIRCUIT_FEATURE_SETS, DEFAULT_FEATURES, FEATURE_BOUND, N_STATIC
+from circuit_gym.envs.head_env import HeadEnv
 from circuit_gym.envs.memo import memoised
 from circuit_gym.envs.pool import EnvPools, Episode, shared_model
 from circuit_gym.envs.render import render_grid
@@ -93,7 +94,8 @@ def _build_circuit_episode(episode: Episode) -> CircuitEpisode:
     return state
 
 
-class CircuitBuildingEnv(gym.Env):
+@shared_docs
+class CircuitBuildingEnv(HeadEnv):
     """Build a circuit head by head: which small set of heads carries the task's behaviour?
 
     ## Description
@@ -156,21 +158,10 @@ class CircuitBuildingEnv(gym.Env):
     Terminated at STOP, when ``budget`` steps have been taken (so the circuit has at most
     ``budget`` heads from empty, at least ``n - budget`` from full), or when no head is left to
     add (remove). Never truncated by the environment itself.
-    Gymnasium's contract after the end: ``step`` after the step that returned
-    ``terminated=True``, or before the first ``reset``, raises ``circuit_gym.envs.ResetNeededError``
-    (Gymnasium's ``ResetNeeded``, which its ``OrderEnforcing`` wrapper raises for a step before
-    reset; also a ``RuntimeError``). ``spec.max_episode_steps`` is the number of heads of the ID's
-    model, the longest episode there is; ``gymnasium.make``'s ``TimeLimit`` therefore never
-    cuts an episode short (at that length it also sets ``truncated`` on the terminating step).
+    {call_order}
 
     ## Arguments
-    ``gymnasium.make(id, **kwargs)``; bad values raise ``ValueError`` naming the argument.
-
-    | argument | meaning | default |
-    |---|---|---|
-    | `model` | `"toy"` (embedded, 12 x 12), `"tiny"` (embedded, 4 x 4), `"gpt2"` or a TransformerLens name | set by the ID |
-    | `tasks` | task name or names sampled at reset | set by the ID |
-    | `split` | `"train"`, `"eval"` or `"test"`: prompt templates and fillers | `"train"` |
+    {common_arguments}
     | `start` | `"empty"` (actions add heads) or `"full"` (actions remove heads) | `"empty"` |
     | `alpha` | cost per head in the reward, faithfulness units per head, >= 0 | `0.01` |
     | `budget` | most steps (heads added or removed) per episode, 1 to the number of heads | `16` (at most the number of heads) |
@@ -212,8 +203,6 @@ class CircuitBuildingEnv(gym.Env):
       ``RuntimeError`` as before); an action of the wrong type is a ``TypeError`` (it was a range
       message); ``spec.max_episode_steps`` is set (the number of heads); ``action_masks()``.
     """
-
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, model: str = "toy", tasks: str | Sequence[str] = ("ioi",), split: str = "train",
                  start: str = "empty", alpha: float = 0.01, budget: int = 16, ablation: str | None = None,
@@ -304,10 +293,6 @@ class CircuitBuildingEnv(gym.Env):
             mask[self.candidates()] = 1
         mask[self.stop_action] = 1
         return mask
-
-    def action_masks(self) -> np.ndarray:
-        """The legal actions as booleans (sb3-contrib's ``MaskablePPO`` convention): ``info["action_mask"]``."""
-        return self.action_mask().astype(bool)
 
     def _changed(self, heads: frozenset[int], head: int) -> frozenset[int]:
         return heads | {head} if self._adding() else heads - {head}
@@ -417,13 +402,6 @@ class CircuitBuildingEnv(gym.Env):
                 oracle_action=head if oracle_reward > 0 else self.stop_action, top1_hit=action == head,
             )  # fmt: skip
         return self._obs(), float(reward), terminated, False, info
-
-    def render(self) -> str | np.ndarray | None:
-        if self.render_mode == "ansi":
-            return self._render_text()
-        if self.render_mode == "rgb_array":
-            return self._render_rgb()
-        return None
 
     def _render_text(self) -> str:
         if self._state is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
@@ -18,6 +17,7 @@ from circuit_gym.envs.arguments import (
     check_weight,
     common_arguments,
     reset_choice,
+    shared_docs,
 )
 from circuit_gym.envs.causal_features import episode_causal, single_head_columns, single_head_passes
 from circuit_gym.envs.features import (
@@ -28,6 +28,7 @@ from circuit_gym.envs.features import (
     N_FEATURES,
     N_STATIC,
 )
+from circuit_gym.envs.head_env import HeadEnv
 from circuit_gym.envs.pool import EnvPools, Episode, shared_model
 from circuit_gym.envs.render import render_grid
 from circuit_gym.heads import head_name
@@ -42,7 +43,8 @@ ORACLE_INFO_KEYS = (
 )  # fmt: skip
 
 
-class CircuitDiscoveryEnv(gym.Env):
+@shared_docs
+class CircuitDiscoveryEnv(HeadEnv):
     """Find the attention heads whose ablation damages a task most, relative to ordinary text.
 
     ## Description
@@ -101,21 +103,10 @@ class CircuitDiscoveryEnv(gym.Env):
     ## Episode End
     Terminated after ``episode_length`` steps (no-op steps count). Never truncated by the
     environment itself.
-    Gymnasium's contract after the end: ``step`` after the step that returned
-    ``terminated=True``, or before the first ``reset``, raises ``circuit_gym.envs.ResetNeededError``
-    (Gymnasium's ``ResetNeeded``, which its ``OrderEnforcing`` wrapper raises for a step before
-    reset; also a ``RuntimeError``). ``spec.max_episode_steps`` is the number of heads of the ID's
-    model, the longest episode there is; ``gymnasium.make``'s ``TimeLimit`` therefore never
-    cuts an episode short (at that length it also sets ``truncated`` on the terminating step).
+    {call_order}
 
     ## Arguments
-    ``gymnasium.make(id, **kwargs)``; bad values raise ``ValueError`` naming the argument.
-
-    | argument | meaning | default |
-    |---|---|---|
-    | `model` | `"toy"` (embedded, 12 x 12), `"tiny"` (embedded, 4 x 4), `"gpt2"` or a TransformerLens name | set by the ID |
-    | `tasks` | task name or names sampled at reset | set by the ID |
-    | `split` | `"train"`, `"eval"` or `"test"`: prompt templates and fillers | `"train"` |
+    {common_arguments}
     | `episode_length` | steps (ablations) per episode, 1 to the number of heads | `1` |
     | `lam` | weight of general damage in the reward (task unit per nat) | `1.0` |
     | `ablation` | `"zero"`, `"mean"` or `"resample"`: what replaces a head's output | `"resample"` on embedded models, `"zero"` otherwise |
@@ -180,8 +171,6 @@ class CircuitDiscoveryEnv(gym.Env):
     * v0: first release. Its behaviour cannot be reproduced; the v0 IDs now build the v1
       environment and warn (``SupersededEnvWarning``).
     """
-
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, model: str = "toy", tasks: str | Sequence[str] = ("ioi",), split: str = "train",
                  episode_length: int = 1, lam: float = 1.0, ablation: str | None = None, batch_size: int = 8,
@@ -257,10 +246,6 @@ class CircuitDiscoveryEnv(gym.Env):
         mask = np.ones(self.n_total, dtype=np.int8)
         mask[list(self._ablated)] = 0
         return mask
-
-    def action_masks(self) -> np.ndarray:
-        """The legal actions as booleans (sb3-contrib's ``MaskablePPO`` convention): ``info["action_mask"]``."""
-        return self.action_mask().astype(bool)
 
     def _base_info(self) -> dict[str, Any]:
         info = {"action_mask": self.action_mask(), "task": self._task, "batch_index": self._episode.index}
@@ -340,13 +325,6 @@ class CircuitDiscoveryEnv(gym.Env):
             )  # fmt: skip
         terminated = self._over = self._steps >= self.episode_length
         return self._obs(), float(reward), terminated, False, info
-
-    def render(self) -> str | np.ndarray | None:
-        if self.render_mode == "ansi":
-            return self._render_text()
-        if self.render_mode == "rgb_array":
-            return self._render_rgb()
-        return None
 
     def _render_text(self) -> str:
         if self._episode is None:
