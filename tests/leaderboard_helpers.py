@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from circuit_gym import benchmark as B
+from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.leaderboard.references import TRACKS, Reference, References, manifest_entry
+from circuit_gym.leaderboard.scoring import write_result
 
 
 def manifest_for(results: Path, references: dict, track: str = "single-head") -> References:
@@ -26,3 +29,33 @@ def shrink_transfer(monkeypatch, **fields) -> None:
     the rows (``benchmark.TRANSFER_BENCHMARKS``) hold the seeds the scorer plays."""
     for version, row in list(B.TRANSFER_BENCHMARKS.items()):
         monkeypatch.setitem(B.TRANSFER_BENCHMARKS, version, dataclasses.replace(row, **fields))
+
+
+def score_small_board(score: Callable[..., dict], directory: Path, references: dict[str, dict], entry_policy: str,
+                      imposter_of: str, private_seeds: list[int]) -> tuple[Path, Path]:  # fmt: skip
+    """A small board's result files in ``directory/results``, scored by a track's ``score(name,
+    **kwargs)``, in this order: each reference (``references``: name -> the scorer's arguments),
+    ``entry`` playing ``entry_policy`` with private scores on ``private_seeds`` (written to
+    ``directory/private_seeds.json``), and ``imposter``: the same policy under a reference's name
+    (``imposter_of``). Returns the results folder and the private seed file."""
+    results, seeds = directory / "results", directory / "private_seeds.json"
+    seeds.write_text(json.dumps(private_seeds))
+    plays = {
+        **{name: (name, kwargs) for name, kwargs in references.items()},
+        "entry": ("entry", dict(policy_spec=entry_policy, private_seeds=seeds)),
+        "imposter": (imposter_of, dict(policy_spec=entry_policy)),
+    }
+    for file, (name, kwargs) in plays.items():
+        write_result(score(name, **kwargs), results / f"{file}.json")
+    return results, seeds
+
+
+def edited_result(source: Path, name: str, edit: Callable[[dict], None], rehash: bool) -> dict:
+    """The result file ``source`` renamed ``name`` and changed by ``edit``, its content hash
+    recomputed with ``rehash`` (a forgery that hides) and left stale without (one that shows)."""
+    r = json.loads(source.read_text())
+    r["name"] = name
+    edit(r)
+    if rehash:
+        r["content_hash"] = content_hash(r)
+    return r

@@ -7,14 +7,13 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
-from leaderboard_helpers import manifest_for
+from leaderboard_helpers import edited_result, manifest_for, score_small_board
 
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import sandbox
 from circuit_gym.leaderboard.board import RefusedResultError, render
 from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.provenance import canonical_json, content_hash
-from circuit_gym.leaderboard.scoring import write_result
 from circuit_gym.stats import mean_ci95
 
 RANDOM_SPEC = "circuit_gym.baselines.circuit_random_policy:make_policy"
@@ -118,31 +117,28 @@ def test_white_box_references_count_their_own_passes(small_track):
 @pytest.fixture(scope="module")
 def circuit_results(small_track, tmp_path_factory):
     d = tmp_path_factory.mktemp("circuit_board")
-    results = d / "results"
-    seeds = d / "private_seeds.json"
-    seeds.write_text("[5, 6, 7]")
-    for file, name, kwargs in (
-        ("random", "random", dict(policy_spec=RANDOM_SPEC)),
-        ("attribution", "attribution", dict(builtin="attribution")),
-        ("entry", "entry", dict(policy_spec="policies_for_tests:circuit_constant", private_seeds=seeds)),
-        ("imposter", "random", dict(policy_spec="policies_for_tests:circuit_constant")),
-    ):
-        write_result(score_circuit(name, **kwargs), results / f"{file}.json")
+    references = {"random": dict(policy_spec=RANDOM_SPEC), "attribution": dict(builtin="attribution")}
+    results, seeds = score_small_board(
+        score_circuit, d, references, "policies_for_tests:circuit_constant", "random", [5, 6, 7]
+    )
     entry = json.loads((results / "entry.json").read_text())
     bad = d / "bad"
     bad.mkdir()
-    forged = {**json.loads((results / "entry.json").read_text()), "name": "forged"}
-    forged["scores"]["summary"]["all"]["cpr"] += 0.5  # not rehashed
-    (bad / "forged.json").write_text(json.dumps(forged))
-    rehashed = json.loads((results / "entry.json").read_text())
-    rehashed["name"] = "rehashed"
-    rehashed["scores"]["summary"]["all"]["cpr"] += 0.5
-    rehashed["content_hash"] = content_hash(rehashed)
-    (bad / "rehashed.json").write_text(json.dumps(rehashed))
-    old = json.loads((results / "entry.json").read_text())
-    old["name"], old["provenance"]["budget"] = "old", 99
-    old["content_hash"] = content_hash(old)
-    (bad / "old.json").write_text(json.dumps(old))
+
+    def bump_cpr(r):
+        r["scores"]["summary"]["all"]["cpr"] += 0.5
+
+    def other_budget(r):
+        r["provenance"]["budget"] = 99
+
+    for name, edit, rehash in (
+        ("forged", bump_cpr, False),
+        ("rehashed", bump_cpr, True),
+        ("old", other_budget, True),
+    ):
+        (bad / f"{name}.json").write_text(
+            json.dumps(edited_result(results / "entry.json", name, edit, rehash))
+        )
     manifest = manifest_for(results, TEST_REFERENCES, track="circuit")
     return {"results": results, "bad": bad, "seeds": seeds, "dir": d, "entry": entry, "manifest": manifest}
 

@@ -1,3 +1,4 @@
+import functools
 import json
 import os
 import re
@@ -8,7 +9,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
-from leaderboard_helpers import manifest_for
+from leaderboard_helpers import edited_result, manifest_for, score_small_board
 
 from circuit_gym import benchmark as B
 from circuit_gym.ablation import ContrastiveScorer
@@ -309,26 +310,11 @@ def scored(small_benchmark, tmp_path_factory):
     """Result files of a small board: three references, an entry with private scores, an
     entry that calls itself "ppo", and hand-made bad files."""
     d = tmp_path_factory.mktemp("board")
-    results = d / "results"
-    seeds = d / "private_seeds.json"
-    seeds.write_text("[5, 6]")
-    for file, name, kwargs in (
-        ("random", "random", dict(policy_spec=RANDOM_SPEC)),
-        ("greedy", "greedy", dict(builtin="greedy")),
-        ("ppo", "ppo", dict(policy_spec="policies_for_tests:good")),
-        ("fixed", "fixed", dict(policy_spec="policies_for_tests:memoriser")),
-        ("entry", "entry", dict(policy_spec="policies_for_tests:constant", private_seeds=seeds)),
-        ("imposter", "ppo", dict(policy_spec="policies_for_tests:constant")),
-    ):
-        write_result(score(name, **kwargs), results / f"{file}.json")
-
-    def edited(name: str, edit, rehash: bool) -> dict:
-        r = json.loads((results / "entry.json").read_text())
-        r["name"] = name
-        edit(r)
-        if rehash:
-            r["content_hash"] = content_hash(r)
-        return r
+    references = {"random": dict(policy_spec=RANDOM_SPEC), "greedy": dict(builtin="greedy"),
+                  "ppo": dict(policy_spec="policies_for_tests:good"),
+                  "fixed": dict(policy_spec="policies_for_tests:memoriser")}  # fmt: skip
+    results, seeds = score_small_board(score, d, references, "policies_for_tests:constant", "ppo", [5, 6])
+    edited = functools.partial(edited_result, results / "entry.json")
 
     def bump_public(r):
         r["scores"]["overall"]["k5"]["recovery"] += 0.123
