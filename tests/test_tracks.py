@@ -72,7 +72,7 @@ def test_every_board_track_is_a_row_with_its_own_folder_definition_and_reference
             assert reference.result_path().parent == row.results_dir
             provenance = json.loads(reference.result_path().read_text())["provenance"]
             assert {k: provenance.get(k) for k in row.definition()} == row.definition()
-    assert tracks.DEFAULT_TRACK == B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD)
+    assert B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD) == tracks.DEFAULT_TRACK
     assert tracks.retired(B.SINGLE_HEAD)
     assert not tracks.retired(tracks.DEFAULT_TRACK)
 
@@ -120,7 +120,9 @@ def test_what_a_row_cannot_do_is_refused_before_anything_runs(recorded):
     assert recorded == []
 
 
-@pytest.mark.parametrize("track", [t for t in SCORED if tracks.track(t).private_model and not t.startswith("edges")])
+@pytest.mark.parametrize(
+    "track", [t for t in SCORED if tracks.track(t).private_model and not t.startswith("edges")]
+)
 def test_a_rows_episode_count_is_what_its_references_played(track):
     """The estimate's model of the work counts the episodes a scoring plays: on every committed
     reference of a transfer row, the public episodes it recorded (a v7 member serves only its
