@@ -12,6 +12,7 @@ import circuit_gym
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.board import board_files, collect, track
 from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS, edge_benchmark
+from circuit_gym.leaderboard.planted_scorer import PLANTED_BENCHMARKS, planted_benchmark
 from circuit_gym.leaderboard.references import load_manifest
 from circuit_gym.models.loading import load_model
 
@@ -37,18 +38,23 @@ def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypat
     assert {p.relative_to(ROOT).as_posix() for p in paths} == {
         r.result for refs in manifest.values() for r in refs.values()
     }
+    transfer_tracks = {
+        b.track(k): (b, k) for b in B.TRANSFER_BENCHMARKS.values() for k in (B.SINGLE_HEAD, B.CIRCUIT)
+    }
     for entry in entries:  # verified boards carry private scores
-        if track(entry) == "planted":  # secret models drawn from the private seed file
-            assert entry["private"]["n_models"] == 20
-        elif track(entry) == "circuit":
+        t = track(entry)
+        if t in PLANTED_BENCHMARKS:  # secret models drawn from the private seed file
+            assert entry["private"]["n_models"] == planted_benchmark(t).private_models
+        elif t == "circuit":
             assert entry["private"]["n_seeds"] == B.CIRCUIT_PRIVATE_SEEDS
-        elif track(entry).startswith("transfer-"):  # ranked on the private model: its weights recorded
+        elif t in transfer_tracks:  # ranked on its version's private model: its weights recorded
+            bench, kind = transfer_tracks[t]
             private = entry["private"]
-            assert private["n_seeds"] == B.transfer_definition(track(entry)[9:])["private_seeds_used"]
+            assert private["n_seeds"] == bench.n_private_seeds(kind)
             assert len(private["weights_hash"]) == 16 and len(private["tasks"]) >= 2
-            assert set(private["tasks"]) <= set(B.TRANSFER_HELD_OUT_TASKS)
-        elif track(entry) in EDGE_TRACKS:  # public part only so far: no seed file where they were scored
-            bench = edge_benchmark(track(entry))
+            assert set(private["tasks"]) <= set(bench.held_out_tasks)
+        elif t in EDGE_TRACKS:  # v6's public part only (no seed file where it was scored); v7's with both
+            bench = edge_benchmark(t)
             assert "private" not in entry or entry["private"]["n_models"] == bench.planted_private_models
         else:
             assert entry["private"]["n_seeds"] >= 32
