@@ -85,7 +85,7 @@ BENCHMARKS = {
     "planted": None,
     "v7": "scored, not yet in force: a lookup of the public test set's best heads transfers to its private "
     "model (whose circuits sit in a public member's layers); a private model placed apart from every public "
-    "member is being trained, and v7 ranks once its references are scored on it",
+    "member is trained, and v7 ranks once its references are scored on it",
     "v5": "retired: one hand-picked observation column (induction_attn) tops it, above the trained PPO and "
     "greedy search; v6 (the transfer tracks) holds models out as well as tasks",
 }
