@@ -175,19 +175,12 @@ class TransferBenchmark:
     zoo_generation: str | None = None  # recorded from v7 on (v6's files predate the key)
     planted_generator: int = 2  # the planted generator version of the version's Planted track
     train_set: str = "zoo-train"  # the MODEL_SETS name of train_models (what the Zoo-Multi IDs train over)
-    results_folder: str = (
-        "transfer"  # its board results, under leaderboard/results/ (circuit ones in circuit/)
-    )
+    # its folder under leaderboard/results/ (board results; circuit ones in circuit/) and under
+    # docs/results/ (its trained agents and fitted entries)
+    results_folder: str = "transfer"
 
     def track(self, kind: str) -> str:
         return f"{self.prefix}{kind}"
-
-    def kind_of(self, track: str) -> str:
-        """The kind (single head or circuit) of this version's ``track``; ValueError for another's."""
-        kinds = {self.track(k): k for k in (SINGLE_HEAD, CIRCUIT)}
-        if track not in kinds:
-            raise ValueError(f"track must be one of {list(kinds)}, got {track!r}")
-        return kinds[track]
 
     def benchmark_version(self, kind: str) -> str:
         return f"circuit-gym-transfer{'-circuit' if kind == CIRCUIT else ''}-{self.version}"
@@ -198,14 +191,15 @@ class TransferBenchmark:
     def all_tasks(self) -> tuple[str, ...]:
         return self.train_tasks + self.held_out_tasks
 
-    def tasks_of(self, model: str) -> tuple[str, ...]:
-        """The tasks of this version that public member ``model`` serves: those its card's inclusion
-        gate admits (on zoo v1 every member performs every task; a zoo v2 member with the knob may not).
-        A model that is not embedded (a private model's directory) is taken to serve them all."""
+    def tasks_of(self, model: str, among: tuple[str, ...] | None = None) -> tuple[str, ...]:
+        """The tasks of this version (or of ``among``, in its order) that public member ``model``
+        serves: those its card's inclusion gate admits (on zoo v1 every member performs every task; a
+        zoo v2 member with the knob may not). A model that is not embedded (a private model's
+        directory) is taken to serve them all."""
         from circuit_gym.models.cards import gated_tasks  # the cards read the shipped files: only when asked
 
         gated = set(gated_tasks(model)) if is_embedded(model) else set(self.all_tasks())
-        return tuple(t for t in self.all_tasks() if t in gated)
+        return tuple(t for t in (self.all_tasks() if among is None else among) if t in gated)
 
     def seeds_of(self, kind: str) -> tuple[int, ...]:
         return self.circuit_seeds if kind == CIRCUIT else self.seeds

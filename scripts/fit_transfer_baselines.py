@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def fit_fixed(bench: B.TransferBenchmark, args: argparse.Namespace, fitted_on: dict) -> None:
     """The fixed memoriser over the train split of each training model's served training tasks."""
-    envs = [transfer_env(m, tuple(t for t in bench.train_tasks if t in bench.tasks_of(m)), "train", args.fixed_episodes)
+    envs = [transfer_env(m, bench.tasks_of(m, bench.train_tasks), "train", args.fixed_episodes)
             for m in bench.train_models]  # fmt: skip
     fixed = FixedPolicy.fit_many(envs, None, args.fixed_episodes)
     fixed.save(args.out_dir / "fixed_policy.json",

@@ -161,7 +161,7 @@ def reference_players(seed: int) -> list[Player]:
 
 def served(model: str, budget: Budget) -> tuple[str, ...]:
     """The budget's tasks that ``model`` serves on the board (its card's inclusion gate)."""
-    return tuple(t for t in budget.tasks if t in BENCH.tasks_of(model))
+    return BENCH.tasks_of(model, budget.tasks)
 
 
 def episode_env(model: str, budget: Budget, features: str) -> gym.Env:
@@ -265,8 +265,7 @@ def training_envs(config: PPOConfig, pool_size: int) -> list[gym.Env]:
     """The board's train-split environment of each training model, over the training tasks it serves
     (its card's gate, as the Zoo-Multi IDs PPO trains on serve them)."""
     tasks = tuple(config.tasks.split(",")) if config.tasks else BENCH.train_tasks
-    return [transfer_env(m, tuple(t for t in tasks if t in BENCH.tasks_of(m)), "train", pool_size)
-            for m in model_set(config.model)]  # fmt: skip
+    return [transfer_env(m, BENCH.tasks_of(m, tasks), "train", pool_size) for m in model_set(config.model)]
 
 
 def training_models(config: PPOConfig) -> None:

@@ -202,7 +202,8 @@ def collect(models: Sequence[str], tasks: Sequence[str], batches: Sequence[int],
     indices = [FEATURE_SETS[features].index(c) for c in signature_columns(features)]
     out = []
     for model in models:
-        served = tuple(t for t in tasks if tasks_of is None or t in tasks_of(model))
+        gated = None if tasks_of is None else set(tasks_of(model))
+        served = tuple(t for t in tasks if gated is None or t in gated)
         env = make_env(model, served, B.SPLIT, max(batches) + 1, features)
         for task, i in progress_iter(
             [(t, i) for t in served for i in batches], f"memoriser fit {model}", unit="episode"

@@ -35,7 +35,6 @@ from circuit_gym.baselines.ppo_designs import configure, run_name
 from circuit_gym.benchmark import transfer_benchmark
 from circuit_gym.embedded import MODEL_SETS
 
-TRAIN_SET = transfer_benchmark("v6").train_set  # v6's training models (the main job's, until v7 is in force)
 # The Zoo-Multi IDs sample the benchmark's training tasks (circuit_gym.envs.registration).
 ENV_IDS = {"ppo": "CircuitDiscovery-Zoo-Multi-v0", "circuit_ppo": "CircuitDiscovery-Zoo-Multi-Circuit-v0"}
 SCORE_KEYS = {"ppo": "best_selection_recovery", "circuit_ppo": "best_selection_score"}
@@ -44,8 +43,8 @@ COPIED = ("policy.pt", "policy_last.pt", "config.json", "curve.json", "train_sum
 
 
 def docs_dir(version: str, root: Path) -> Path:
-    """Where benchmark ``version``'s finished runs are copied under ``root`` (docs/results)."""
-    return root / ("transfer" if version == "v6" else version)
+    """Where benchmark ``version``'s finished runs are copied under ``root`` (docs/results): its row's folder."""
+    return root / transfer_benchmark(version).results_folder
 
 
 def config_of(track: str, seed: int, device: str, design: str = "reference", version: str = "v6"):

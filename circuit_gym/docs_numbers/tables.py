@@ -241,11 +241,9 @@ def version_table(version: str, kind: str, key: str, headline: bool = False) -> 
 
 def in_force_headline() -> str:
     """README's headline: the benchmark in force's single-head table (private model, held-out tasks
-    of the public held-out models)."""
+    of the public held-out models), from the report that holds every version's references."""
     from circuit_gym import benchmark as B
 
-    if B.IN_FORCE == "v6":
-        return transfer_table("transfer-single-head", "k1", headline=True)()
     return version_table(B.IN_FORCE, B.SINGLE_HEAD, "k1", headline=True)()
 
 

@@ -75,8 +75,7 @@ class EdgeBenchmark:
     def tasks_on(self, model: str) -> tuple[str, ...]:
         """The held-out tasks public ``model`` serves (its card's gate: a zoo v2 member may not
         perform them all; on zoo v1 every member performs every one)."""
-        served = B.transfer_benchmark(self.version).tasks_of(model)
-        return tuple(t for t in self.tasks if t in served)
+        return B.transfer_benchmark(self.version).tasks_of(model, self.tasks)
 
     def public_episodes(self) -> int:
         transfer = sum(len(self.tasks_on(m)) for m in self.held_out_models) * len(self.seeds)

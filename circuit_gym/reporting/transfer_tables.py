@@ -83,9 +83,8 @@ def rank_transfer_rows(rows: list[dict]) -> list[dict]:
 def transfer_about(track: str, note: str = "") -> str:
     """What a transfer track's columns mean (plain text, for the Markdown and the HTML page);
     ``note``: a last sentence (the board's: what its passes count)."""
-    circuit = B.is_transfer_circuit(track)
-    what = "CPR (higher is better)" if circuit else "best-of-1 oracle recovery [95% CI] (best-of-5)"
     bench, kind = B.transfer_track(track)
+    what = "CPR (higher is better)" if kind == B.CIRCUIT else "best-of-1 oracle recovery [95% CI] (best-of-5)"
     gated = (
         ""
         if bench.zoo_generation is None
