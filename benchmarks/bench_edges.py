@@ -18,7 +18,7 @@ task (an episode's batch), the model's default ablation (resample):
 
 Writes ``benchmarks/results/edges.json``.
 
-    python benchmarks/bench_edges.py [--model zoo2] [--tasks ioi induction] [--batch 8] [--repeats 3]
+    python benchmarks/bench_edges.py [--model zoo2] [--tasks ioi induction] [--batch 8] [--repeats 3] [--json PATH]
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", default=["ioi", "induction"])
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", type=Path, default=OUT, help="where to write (default: %(default)s)")
     args = parser.parse_args()
     load_before = load_average()
     model = load_model(args.model, threads=1)
@@ -111,8 +112,8 @@ def main() -> None:
            "repeats": args.repeats,
            "matmul_gflops_1_thread": rate, "load_before": load_before, "load_after": load_average(),
            "results": results}  # fmt: skip
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: v for k, v in out.items() if k != "results"}))
 
 

@@ -1,7 +1,8 @@
 """Timings of the main job (``circuit-gym run``) by stage.
 
-**Benchmark v6** (the default job, ``circuit_gym/baselines/main_job.py``; ``--benchmark v6``): runs
-the job in this process with an empty sweep cache of its own, on the default budget (``--scale
+**The benchmark in force** (the default job, ``circuit_gym/baselines/main_job.py``; ``--benchmark``
+any transfer version of ``circuit_gym.benchmark.TRANSFER_BENCHMARKS``, default the one in force;
+``benchmarks/main_job_transfer.py``; the job plays only the one in force): runs the job in this process with an empty sweep cache of its own, on the default budget (``--scale
 full``) or on a smaller one (``--scale measure``: every public model and task, one test batch,
 an eighth of PPO's training batches and of its steps) for a loaded machine, and
 writes ``benchmarks/results/main_job.json``: each stage's wall and CPU seconds (the job's own
@@ -13,7 +14,7 @@ longer of the two. CPU seconds measured beside other busy processes run somewhat
 an idle machine (shared caches), so the estimate leans high; ``measured_idle`` says whether the
 machine was idle.
 
-    python benchmarks/profile_main_job.py --benchmark v6 [--scale measure|full|quick]
+    python benchmarks/profile_main_job.py [--benchmark VERSION] [--scale measure|full|quick]
 
 **Benchmark v5** (``--benchmark v5``, ``circuit-gym run --benchmark v5``): profile of the v5 job by
 stage and by function, with the machine's own matmul rate beside it.
@@ -373,28 +374,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--benchmark", choices=["v6", "v5"], default="v6", help="which main job")
-    parser.add_argument("--scale", choices=list(V6_SCALES), default="measure", help="v6: the budget played")
+    from circuit_gym.benchmark import IN_FORCE, TRANSFER_BENCHMARKS
+
+    parser.add_argument(
+        "--benchmark", choices=[*TRANSFER_BENCHMARKS, "v5"], default=IN_FORCE, help="which main job"
+    )
+    parser.add_argument(
+        "--scale", choices=list(SCALES), default="measure", help="transfer: the budget played"
+    )
     parser.add_argument("--full", action="store_true", help="v5: the real main job (default: --quick)")
     parser.add_argument("--rate", type=int, default=50, help="v5: py-spy samples per second")
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--recompute", action="store_true", help="v6: the estimate of a written report again")
     parser.add_argument(
-        "--calibrate", action="store_true", help="v6, with --recompute: measure the contention now"
+        "--recompute", action="store_true", help="transfer: the estimate of a written report again"
+    )
+    parser.add_argument(
+        "--calibrate", action="store_true", help="transfer, with --recompute: measure the contention now"
     )
     args = parser.parse_args()
-    if args.benchmark == "v6":
-        from main_job_v6 import V6_RESULTS, measure_v6, print_v6, recompute
+    if args.benchmark != "v5":
+        import main_job_transfer as job
 
-        path = args.json or V6_RESULTS
-        print_v6(recompute(path, args.calibrate) if args.recompute else measure_v6(args.scale, path))
+        path = args.json or job.RESULTS
+        report = (
+            job.recompute(path, args.calibrate)
+            if args.recompute
+            else job.measure(args.benchmark, args.scale, path)
+        )
+        job.print_report(report)
     else:
         path = args.json or RESULTS
         print_report(profile(args.full, args.rate, path))
     print(f"wrote {path}")
 
 
-V6_SCALES = ("measure", "full", "quick")  # main_job_v6.SCALES' names
+SCALES = ("measure", "full", "quick")  # main_job_transfer.scales()' names
 
 
 if __name__ == "__main__":

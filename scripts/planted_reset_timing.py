@@ -4,7 +4,7 @@ a second"): generating the weights and the truth, writing the checkpoint, and th
 and the circuit-building reset as it is against as it was when it also built the unused
 general-damage engine (alternating seeds in one process).
 
-    python scripts/planted_reset_timing.py --seeds 10
+    python scripts/planted_reset_timing.py --seeds 10 [--out JSON]
 
 Runs in a fresh temporary cache, so every seed is new; prints medians and maxima of the wall time
 and of this process's CPU time (on a loaded machine the wall time is mostly waiting for a core).
@@ -13,15 +13,18 @@ and of this process's CPU time (on a loaded machine the wall time is mostly wait
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="fresh seeds timed per measurement")
+    parser.add_argument("--out", type=Path, help="also write the medians and maxima here (JSON)")
     args = parser.parse_args()
     os.environ["CIRCUIT_GYM_CACHE"] = tempfile.mkdtemp(prefix="planted_timing_")
     import gymnasium as gym
@@ -44,10 +47,21 @@ def main() -> None:
             times[key].append(_timed(lambda s, env=env: env.reset(options={"model_seed": s}), seed))
         env.close()
     times.update(_general_engine_cost(args.seeds))
-    for key, values in times.items():
-        wall, cpu = zip(*values, strict=True)
-        print(f"{key}: wall median {statistics.median(wall):.3f} s (max {max(wall):.3f}), "
-              f"CPU median {statistics.median(cpu):.3f} s (max {max(cpu):.3f}), {len(values)} seeds")  # fmt: skip
+    summary = {key: _summary(values) for key, values in times.items()}
+    for key, row in summary.items():
+        print(f"{key}: wall median {row['wall_median']:.3f} s (max {row['wall_max']:.3f}), "
+              f"CPU median {row['cpu_median']:.3f} s (max {row['cpu_max']:.3f}), {row['seeds']} seeds")  # fmt: skip
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"seeds": args.seeds, "load_after": os.getloadavg(), "timings": summary},
+                                       indent=1) + "\n")  # fmt: skip
+
+
+def _summary(values: list[tuple[float, float]]) -> dict:
+    """Median and maximum of the wall and CPU seconds of one measurement's seeds."""
+    wall, cpu = zip(*values, strict=True)
+    return {"wall_median": statistics.median(wall), "wall_max": max(wall), "cpu_median": statistics.median(cpu),
+            "cpu_max": max(cpu), "seeds": len(values)}  # fmt: skip
 
 
 def _general_engine_cost(n_seeds: int) -> dict[str, list[tuple[float, float]]]:

@@ -1,7 +1,10 @@
-"""Stage timings of benchmark v6's main job and the estimate for an idle 2-core machine.
+"""Stage timings of the main job of a transfer benchmark (the one in force,
+``circuit_gym.benchmark.IN_FORCE``) and the estimate for an idle 2-core machine.
 
-Run through ``python benchmarks/profile_main_job.py --benchmark v6 [--scale ...]`` (its docstring
-says what is measured); writes ``benchmarks/results/main_job.json``.
+Run through ``python benchmarks/profile_main_job.py [--benchmark VERSION] [--scale ...]`` (its
+docstring says what is measured); writes ``benchmarks/results/main_job.json``. The main job
+(``circuit_gym/baselines/main_job.py``) plays only the benchmark in force, so any other transfer
+version is refused by name rather than timed under the wrong label.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-V6_RESULTS = Path(__file__).resolve().parent / "results" / "main_job.json"
+RESULTS = Path(__file__).resolve().parent / "results" / "main_job.json"
 TARGET_S = 600  # issue 46: from an empty cache on an idle 2-core machine
 REFERENCES, MODELS = "1 references (second process)", "2a training models: loaded, general-damage sweeps"
 PPO, FIXED = "2b PPO: warm-up and training", "3 fixed memoriser"
@@ -84,10 +87,27 @@ def idle_estimate(report: dict, measured: dict, target: dict) -> dict:
     return out
 
 
-def measure_v6(scale: str, json_path: Path) -> dict:
-    """Run the v6 job at ``scale`` from an empty cache (a temporary one) and write the report."""
-    work = Path(tempfile.mkdtemp(prefix="main_job_v6-"))
+def check_version(version: str) -> None:
+    """SystemExit unless ``version`` is a transfer benchmark the main job plays (the one in force)."""
+    from circuit_gym import benchmark as B
+
+    if version not in B.TRANSFER_BENCHMARKS:
+        raise SystemExit(
+            f"--benchmark must be v5 or a transfer version {list(B.TRANSFER_BENCHMARKS)}, got {version!r}"
+        )
+    if version != B.IN_FORCE:
+        raise SystemExit(
+            f"the main job plays the benchmark in force ({B.IN_FORCE}); {version}'s job is retired"
+        )
+
+
+def measure(version: str, scale: str, json_path: Path) -> dict:
+    """Run the main job of ``version`` at ``scale`` from an empty cache (a new temporary folder,
+    set before circuit_gym is imported; the references' second process inherits it) and write
+    the report."""
+    work = Path(tempfile.mkdtemp(prefix=f"main_job_{version}-"))
     os.environ.update(CIRCUIT_GYM_CACHE=str(work / "cache"), CIRCUIT_GYM_PROGRESS="0", OMP_NUM_THREADS="1")
+    check_version(version)
     before = {
         "load": os.getloadavg(),
         "busiest": busiest_processes(),
@@ -104,8 +124,8 @@ def measure_v6(scale: str, json_path: Path) -> dict:
     measured = units(budgets[scale], main_job.ppo_config(budgets[scale], 0))
     target = units(budgets["full"], main_job.ppo_config(budgets["full"], 0))
     report = {
-        "job": f"circuit-gym run (benchmark v6), budget {scale!r}", "command":
-        f"nice -n 10 python benchmarks/profile_main_job.py --benchmark v6 --scale {scale}",
+        "job": f"circuit-gym run (benchmark {version}), budget {scale!r}", "benchmark": version, "scale": scale,
+        "command": f"nice -n 10 python benchmarks/profile_main_job.py --benchmark {version} --scale {scale}",
         "budget": asdict(budgets[scale]), "default_budget": asdict(budgets["full"]),
         "units_measured": measured, "units_default": target,
         "startup_cpu": startup, "stages": result["stages"], "wall_seconds": wall, "ppo": {k: result["ppo"][k] for k in
@@ -132,7 +152,7 @@ def contention() -> dict:
 
     from circuit_gym.models import load_model
 
-    idle = json.loads((V6_RESULTS.parent / "profile_main_job.json").read_text())
+    idle = json.loads((RESULTS.parent / "profile_main_job.json").read_text())
     now = matmul_rates(load_model("toy").cfg, threads=(1,), clock=time.process_time)["1_thread"]["gflops"]
     idle_rate = idle["matmul"]["1_thread"]["gflops"]
     return {"matmul_cpu_gflops_here": now, "matmul_gflops_idle": idle_rate, "idle_load": idle["load_before"],
@@ -170,7 +190,7 @@ def stage_rows(report: dict) -> list[dict]:
     return rows
 
 
-def print_v6(report: dict) -> None:
+def print_report(report: dict) -> None:
     print(f"{report['job']}: load {report['before']['load']} before, {report['after']['load']} after")
     print("| stage | wall s | CPU s | idle estimate at the default budget, s |\n|---|---|---|---|")
     for r in report["stage_rows"]:
