@@ -250,24 +250,37 @@ def build_figures(parts: list[str], sources: Path, commands: dict) -> tuple[list
 
 
 # --------------------------------------------------------------------------- the run
-def commands_of(sources: Path, quick: bool) -> dict:
-    """Each part's command line, as run (relative to the repository root)."""
-    s = _shown(sources)
+def child_args(sources: Path, quick: bool) -> dict[str, list[str]]:
+    """Each child's arguments after ``python`` (scripts relative to the root, which is the cwd;
+    ``ppo_before_46`` runs in the extracted folder, where the same relative script is its own)."""
+    small = {"sweep": ["--repeats", "1", "--tasks", "ioi"] if quick else [],
+             "ppo": ["--collects", "1", "--pool-size", "1"] if quick else []}  # fmt: skip
     return {
-        "main_job": f"python benchmarks/profile_main_job.py --scale {'quick' if quick else 'full'} "
-        f"--json {s}/main_job.json",
-        "attention": f"python benchmarks/bench_attention.py --sweeps-only {'--repeats 1 --tasks ioi ' if quick else ''}"
-        f"--json {s}/attention.json",
-        "edges": f"python benchmarks/bench_edges.py {'--repeats 1 --tasks ioi ' if quick else ''}--json {s}/edges.json",
-        "ppo": f"OMP_NUM_THREADS=1 python benchmarks/bench_ppo.py {'--collects 1 --pool-size 1 ' if quick else ''}"
-        f"--json {s}/ppo.json",
-        "ppo_before_46": f"(git archive {BEFORE_46}, PYTHONPATH=that folder) OMP_NUM_THREADS=1 python "
-        f"benchmarks/bench_ppo.py {'--collects 1 --pool-size 1 ' if quick else ''}--json {s}/ppo_before_46.json",
-        "planted": f"python scripts/planted_reset_timing.py --seeds {2 if quick else 10} --out {s}/planted_reset.json",
-        "score": "in a fresh git clone, README's myteam/policy.py written, then twice (cold, warm cache): python -m "
-        "circuit_gym.cli leaderboard score --name my-team --policy myteam.policy:make_policy"
-        + (" (benchmark shrunk by a sitecustomize: --quick)" if quick else ""),
+        "main_job": ["benchmarks/profile_main_job.py", "--scale", "quick" if quick else "full",
+                     "--json", str(sources / "main_job.json")],
+        "attention": ["benchmarks/bench_attention.py", "--sweeps-only", *small["sweep"],
+                      "--json", str(sources / "attention.json")],
+        "edges": ["benchmarks/bench_edges.py", *small["sweep"], "--json", str(sources / "edges.json")],
+        "ppo": ["benchmarks/bench_ppo.py", *small["ppo"], "--json", str(sources / "ppo.json")],
+        "ppo_before_46": ["benchmarks/bench_ppo.py", *small["ppo"], "--json", str(sources / "ppo_before_46.json")],
+        "planted": ["scripts/planted_reset_timing.py", "--seeds", "2" if quick else "10",
+                    "--out", str(sources / "planted_reset.json")],
     }  # fmt: skip
+
+
+def commands_of(sources: Path, quick: bool) -> dict[str, str]:
+    """Each part's command line as run, repository paths relative to the root."""
+    shown = {
+        k: "python " + " ".join(a).replace(f"{ROOT}/", "") for k, a in child_args(sources, quick).items()
+    }
+    shown["ppo"] = f"OMP_NUM_THREADS=1 {shown['ppo']}"
+    shown["ppo_before_46"] = (
+        f"(in git archive {BEFORE_46}, PYTHONPATH=that folder) OMP_NUM_THREADS=1 {shown['ppo_before_46']}"
+    )
+    shown["score"] = ("in a fresh git clone, README's myteam/policy.py written, then twice (cold, warm cache): python -m "
+                      "circuit_gym.cli leaderboard score --name my-team --policy myteam.policy:make_policy"
+                      + (" (benchmark shrunk by a sitecustomize: --quick)" if quick else ""))  # fmt: skip
+    return shown
 
 
 def _env(**extra: str) -> dict:
@@ -288,48 +301,17 @@ def _run(argv: list[str], cwd: Path = ROOT, **extra: str) -> None:
 
 
 def run_part(part: str, sources: Path, quick: bool) -> None:
-    py, s = sys.executable, sources
-    q = quick
-    if part == "main_job":
-        _run(
-            [
-                py,
-                "benchmarks/profile_main_job.py",
-                "--scale",
-                "quick" if q else "full",
-                "--json",
-                str(s / "main_job.json"),
-            ]
-        )
-    elif part == "attention":
-        _run([py, "benchmarks/bench_attention.py", "--sweeps-only", *(["--repeats", "1", "--tasks", "ioi"] if q else []),
-              "--json", str(s / "attention.json")])  # fmt: skip
-    elif part == "edges":
-        _run([py, "benchmarks/bench_edges.py", *(["--repeats", "1", "--tasks", "ioi"] if q else []),
-              "--json", str(s / "edges.json")])  # fmt: skip
+    args = child_args(sources, quick)
+    if part == "score":
+        (sources / "score.json").write_text(json.dumps(score_submission(quick), indent=1) + "\n")
     elif part == "ppo":
-        small = ["--collects", "1", "--pool-size", "1"] if q else []
-        _run([py, "benchmarks/bench_ppo.py", *small, "--json", str(s / "ppo.json")], OMP_NUM_THREADS="1")
+        _run([sys.executable, *args["ppo"]], OMP_NUM_THREADS="1")
         with tempfile.TemporaryDirectory(prefix="before_46-") as old:
             _extract(BEFORE_46, Path(old))
             _imported_from(Path(old), _child_env(PYTHONPATH=old))
-            _run([py, "benchmarks/bench_ppo.py", *small, "--json", str(s / "ppo_before_46.json")], cwd=Path(old),
-                 OMP_NUM_THREADS="1", PYTHONPATH=old)  # fmt: skip
-    elif part == "planted":
-        _run(
-            [
-                py,
-                "scripts/planted_reset_timing.py",
-                "--seeds",
-                "2" if q else "10",
-                "--out",
-                str(s / "planted_reset.json"),
-            ]
-        )
-    elif part == "score":
-        (s / "score.json").write_text(json.dumps(score_submission(q), indent=1) + "\n")
+            _run([sys.executable, *args["ppo_before_46"]], cwd=Path(old), OMP_NUM_THREADS="1", PYTHONPATH=old)
     else:
-        raise ValueError(f"unknown part {part!r}")
+        _run([sys.executable, *args[part]])
 
 
 def _extract(commit: str, to: Path) -> None:
