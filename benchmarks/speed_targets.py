@@ -137,7 +137,7 @@ def main_job_figures(sources: Path, commands: dict) -> list[dict]:
     report = read_source(path)
     # The job's wall time plus its imports' CPU seconds (timed before the job starts): what a user waits.
     wall, startup = _field(report, "wall_seconds", where=path), _field(report, "startup_cpu", where=path)
-    return [figure(f"main job: circuit-gym run ({_field(report, 'job', where=path)}) from an empty cache, "
+    return [figure(f"main job: {_field(report, 'job', where=path)}, from an empty cache: "
                    "wall seconds with the imports", wall + startup, "s", 600, "<=", commands["main_job"],
                    _shown(path), job_wall_s=wall, imports_cpu_s=startup, scale=_field(report, "scale", where=path),
                    idle_estimate_s=report.get("idle_estimate", {}).get("wall_seconds"),
@@ -214,8 +214,10 @@ def score_figures(sources: Path, commands: dict) -> list[dict]:
             raise MissingSourceError(f"{src}: the {run} score exited {r['returncode']} (see its log)")
         estimate = parse_estimate(r["log"])
         if run == "cold":
+            written = re.search(r"result written to (\S+)", r["log"])  # the track's folder: which benchmark
             out.append(figure("a submission scored with the defaults, empty cache: wall seconds", r["wall_s"], "s",
-                              180, "<=", cmd, src, episodes=estimate["episodes"]))  # fmt: skip
+                              180, "<=", cmd, src, episodes=estimate["episodes"],
+                              result_file=written[1] if written else None))  # fmt: skip
         out.append(figure(f"the score's printed estimate, {run} cache: |estimate - wall| / wall",
                           estimate_error(estimate["printed_s"], r["wall_s"]), "share", ESTIMATE_TOLERANCE, "<=",
                           cmd, src, wall_s=r["wall_s"], estimate_line=estimate["line"],
@@ -254,7 +256,8 @@ def child_args(sources: Path, quick: bool) -> dict[str, list[str]]:
     """Each child's arguments after ``python`` (scripts relative to the root, which is the cwd;
     ``ppo_before_46`` runs in the extracted folder, where the same relative script is its own)."""
     small = {"sweep": ["--repeats", "1", "--tasks", "ioi"] if quick else [],
-             "ppo": ["--collects", "1", "--pool-size", "1"] if quick else []}  # fmt: skip
+             # two rounds, as the committed ppo.json: the two stages, then and now, in about 8 minutes idle
+             "ppo": ["--collects", "1", "--pool-size", "1"] if quick else ["--collects", "2"]}  # fmt: skip
     return {
         "main_job": ["benchmarks/profile_main_job.py", "--scale", "quick" if quick else "full",
                      "--json", str(sources / "main_job.json")],
