@@ -134,3 +134,19 @@ def test_a_rows_episode_count_is_what_its_references_played(track):
             continue
         public = [e for e in result["scores"]["episodes"] if e.get("model") != "private"]
         assert row.episodes(0) == len(public), reference.name
+
+
+def test_the_board_shows_the_benchmark_in_force_before_the_retired_ones():
+    from circuit_gym.leaderboard.paths import BOARD_DIR
+
+    names = list(tracks.TRACKS)[::-1]  # the table's order reversed: the helper must not rely on it
+    ordered = tracks.in_board_order(names)
+    in_force = [n for n in ordered if not tracks.retired(n)]
+    assert in_force and ordered[: len(in_force)] == in_force and sorted(ordered) == sorted(names)
+    # the committed board: the first transfer heading is the benchmark in force's
+    headings = [
+        line
+        for line in (BOARD_DIR / "README.md").read_text().splitlines()
+        if line.startswith("### Benchmark v")
+    ]
+    assert headings[0].startswith(f"### Benchmark {tracks.IN_FORCE},")

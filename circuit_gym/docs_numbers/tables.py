@@ -319,6 +319,26 @@ def transfer_learned_agents() -> str:
     return "\n".join(lines)
 
 
+def speed_targets() -> str:
+    """Every speed target of issues 42, 45 and 46 from one run (benchmarks/speed_targets.py,
+    benchmarks/results/speed_targets.json): figure, value, target, met."""
+    report = load(source_path("bench/speed_targets"))
+    lines = [_row(["figure", "measured", "target", "met"]), _row(["---"] * 4)]
+    for f in report["figures"]:
+        value, unit = f["value"], f["unit"]
+        shown = (
+            "-"
+            if value is None
+            else f"{value:.0f} {unit}"
+            if unit == "s" and value >= 10
+            else f"{value:.3g} {unit}"
+        )
+        met = {True: "yes", False: "**no**", None: "-"}[f["met"]]
+        target = "-" if f["target"] is None else f"{f['comparison']} {f['target']:.3g}"
+        lines.append(_row([f["figure"], shown, target, met]))
+    return "\n".join(lines)
+
+
 def planted_baselines() -> str:
     """The first planted-model measurement per kind (benchmarks/results/planted.json,
     scripts/planted_baselines.py): the oracle, the best single column, shallow-first and ACDC."""
@@ -425,6 +445,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "planted-track": planted_track(),
     "v7-planted-track": planted_track("v7-planted"),
     "planted-baselines": planted_baselines,
+    "speed-targets": speed_targets,
     "zoo-members": zoo_members,
     "zoo-placement": zoo_placement,
     "zoo-self-repair-summary": zoo_self_repair("summary"),

@@ -52,7 +52,7 @@ from circuit_gym.leaderboard.tables import (
     rank_rows,
     single_head_row,
 )
-from circuit_gym.leaderboard.tracks import TRACKS, retired
+from circuit_gym.leaderboard.tracks import TRACKS, in_board_order, retired
 from circuit_gym.leaderboard.transfer_tables import (
     rank_transfer_rows,
     transfer_about,
@@ -136,7 +136,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     )
     probed = probing_markdown([*entries, *failed])  # each private scoring's count (issue 44)
     transfer = []  # (track, about, ranked rows) of each transfer track with entries
-    for t in TRANSFER_TRACKS:
+    for t in in_board_order(TRANSFER_TRACKS):
         t_entries = [e for e in entries if track(e) == t]
         if t_entries:
             missing_references(t_entries, references[t], refused, f"{t} track: ")
@@ -144,12 +144,12 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
             transfer.append(
                 (t, status + transfer_about(t), rank_transfer_rows([transfer_row(e) for e in t_entries]))
             )
-    planted_by_track = {t: [e for e in entries if track(e) == t] for t in PLANTED_TRACKS}
+    planted_by_track = {t: [e for e in entries if track(e) == t] for t in in_board_order(PLANTED_TRACKS)}
     for t, t_entries in planted_by_track.items():
         if t_entries:
             missing_references(t_entries, references[t], refused, f"{t} track: ")
     edges = []  # (track, ranked rows) of each edge track with entries; each entry's MIB export beside it
-    for t in EDGE_TRACKS:
+    for t in in_board_order(EDGE_TRACKS):
         t_entries = [e for e in entries if track(e) == t]
         if t_entries:
             missing_references(t_entries, references[t], refused, f"{t} track: ")

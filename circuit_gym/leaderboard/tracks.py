@@ -14,7 +14,7 @@ Adding a track is a row here plus its table renderer (and its scorer, if it play
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,11 +81,11 @@ class Track:
 # The board's versions, the one in force first; a retired one is scored only when named, and its
 # section of the board says why it no longer ranks.
 BENCHMARKS = {
-    "v6": None,
-    "planted": None,
-    "v7": "scored, not yet in force: a lookup of the public test set's best heads transfers to its private "
-    "model (whose circuits sit in a public member's layers); a private model placed apart from every public "
-    "member is trained, and v7 ranks once its references are scored on it",
+    "v7": None,
+    "v6": "retired: its private model is no longer kept, so no new entry can be ranked on it; v7 holds out "
+    "zoo v2's members and a private model placed apart from every public member's layers",
+    "planted": "retired: planted generator 2's four kinds, superseded by v7's Planted track (generator 3: six "
+    "kinds with self-repair and AND gates, every reference rescored on its secret models)",
     "v5": "retired: one hand-picked observation column (induction_attn) tops it, above the trained PPO and "
     "greedy search; v6 (the transfer tracks) holds models out as well as tasks",
 }
@@ -204,6 +204,11 @@ def _planted_row(track: str, benchmark: str, results_dir: Path, cost: Cost) -> T
 # transfer-single-head on zoo1 (72 episodes) cold 845 s, then warm 111 s; single-head (v5), its
 # first 24 evaluation episodes, cold 364 s, then warm 55 s.
 _MEASURED = "the random reference's policy, 2-core machine at load 10-17, 2026-11-26"
+# A submitted policy's seconds per episode, per (version, kind), measured on this machine; a row
+# without one estimates from its random reference's scoring time.
+_COSTS = {
+    ("v6", B.SINGLE_HEAD): Cost(11.7, 1.5, _MEASURED),
+}
 _KIND_DIRS = {B.SINGLE_HEAD: ".", B.CIRCUIT: "circuit"}
 _ROWS = (
     Track(
@@ -230,7 +235,8 @@ _ROWS = (
             canary_episodes=2 if kind == B.SINGLE_HEAD else 1, features=_transfer_features(kind), private_model=True,
         )
         for version in B.TRANSFER_BENCHMARKS
-        for kind, cost in ((B.SINGLE_HEAD, Cost(11.7, 1.5, _MEASURED)), (B.CIRCUIT, Cost(None, None)))
+        for kind in (B.SINGLE_HEAD, B.CIRCUIT)
+        for cost in (_COSTS.get((version, kind), Cost(None, None)),)
     ),
     _planted_row(B.PLANTED, "planted", paths.RESULTS_DIR / "planted", Cost(None, None)),
     # benchmark v7's Planted track (planted generator v3, six kinds): the same function, the other row;
@@ -279,6 +285,13 @@ def track(name: str) -> Track:
     if name not in TRACKS:
         raise ValueError(f"track must be one of {list(TRACKS)}, got {name!r}")
     return TRACKS[name]
+
+
+def in_board_order(names: Iterable[str]) -> list[str]:
+    """Track ``names`` as the board shows them: the benchmark in force first, then the retired ones
+    in ``BENCHMARKS``' order (the order given within one benchmark)."""
+    versions = list(BENCHMARKS)
+    return sorted(names, key=lambda name: versions.index(track(name).benchmark))
 
 
 def retired(name: str) -> str | None:
