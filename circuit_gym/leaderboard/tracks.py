@@ -208,6 +208,13 @@ _MEASURED = "the random reference's policy, 2-core machine at load 10-17, 2026-1
 # without one estimates from its random reference's scoring time.
 _COSTS = {
     ("v6", B.SINGLE_HEAD): Cost(11.7, 1.5, _MEASURED),
+    # 239.8 s cold and 46.6 s warm for 232 episodes
+    ("v7", B.SINGLE_HEAD): Cost(
+        1.03,
+        0.20,
+        "README's example policy from a fresh clone, idle 2-core machine, "
+        "2026-11-27, `python benchmarks/speed_targets.py --parts score`",
+    ),
 }
 _KIND_DIRS = {B.SINGLE_HEAD: ".", B.CIRCUIT: "circuit"}
 _ROWS = (
