@@ -360,7 +360,8 @@ def score_submission(quick: bool) -> dict:
     env = _env(**extra)
     where = _imported_from(clone, env)
     argv = [sys.executable, "-m", "circuit_gym.cli", *command.split()]
-    record: dict = {"python": sys.executable, "command": " ".join(argv[1:]), "readme_command": f"circuit-gym {command}",
+    # "python": the interpreter by name, not this machine's path (the file is committed)
+    record: dict = {"python": "python", "command": " ".join(argv[1:]), "readme_command": f"circuit-gym {command}",
                     "clone_commit": _git(clone, "rev-parse", "HEAD"), "imported_from": str(Path(where).relative_to(work)),
                     "quick": quick}  # fmt: skip
     for run in ("cold", "warm"):
