@@ -335,7 +335,9 @@ def speed_targets() -> str:
         )
         met = {True: "yes", False: "**no**", None: "-"}[f["met"]]
         target = "-" if f["target"] is None else f"{f['comparison']} {f['target']:.3g}"
-        lines.append(_row([f["figure"].replace("|", "\\|"), shown, target, met]))  # a bar would split the cell
+        lines.append(
+            _row([f["figure"].replace("|", "\\|"), shown, target, met])
+        )  # a bar would split the cell
     return "\n".join(lines)
 
 

@@ -248,7 +248,10 @@ def _matmul(mask: np.ndarray, values: torch.Tensor) -> torch.Tensor:
         index = torch.as_tensor(np.stack([rows, cols]), device=values.device)
         ones = torch.ones(len(rows), dtype=values.dtype, device=values.device)
         # indices built here are valid by construction: no invariant check (and no warning saying so)
-        return torch.sparse_coo_tensor(index, ones, mask.shape, is_coalesced=True, check_invariants=False) @ values
+        return (
+            torch.sparse_coo_tensor(index, ones, mask.shape, is_coalesced=True, check_invariants=False)
+            @ values
+        )
     return torch.as_tensor(mask, dtype=values.dtype, device=values.device) @ values
 
 
