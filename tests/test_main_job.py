@@ -13,8 +13,10 @@ from circuit_gym.baselines import main_job
 from circuit_gym.baselines.main_job import Budget
 from circuit_gym.cli import main
 
-TINY = Budget(pool_size=1, selection_episodes=1, epochs=1, steps_per_epoch=8, seeds=(0,),
-              models=(main_job.BENCH.train_models[0],), tasks=("ioi",))  # fmt: skip
+_MODEL = main_job.BENCH.train_models[0]
+# one training task the model serves (a zoo v2 member's card may not admit ioi)
+TINY = Budget(pool_size=1, selection_episodes=1, epochs=1, steps_per_epoch=8, seeds=(0,), models=(_MODEL,),
+              tasks=main_job.BENCH.tasks_of(_MODEL, main_job.BENCH.train_tasks)[:1])  # fmt: skip
 
 
 def test_run_plays_the_benchmark_in_force_by_default_and_v5_by_name(tmp_path, monkeypatch):
