@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import asdict, replace
@@ -39,7 +40,17 @@ def busiest_processes(n: int = 6) -> list[str]:
         ["ps", "-eo", "pid,ni,pcpu,etime,args", "--sort=-pcpu"], capture_output=True, text=True
     )
     root = f"{Path(__file__).resolve().parents[1]}/"  # committed files name repository paths relatively
-    return [line[:160].replace(root, "") for line in out.stdout.splitlines()[1 : n + 1]]
+    return [shown_process(line, root) for line in out.stdout.splitlines()[1 : n + 1]]
+
+
+def shown_process(line: str, root: str) -> str:
+    """One ``ps`` line as a committed file may show it: this project's commands in full (repository
+    paths relative), any other process by its program name only (the host's own machinery and
+    its arguments are not the project's to publish)."""
+    if root in line or "python" in line:
+        return line[:160].replace(root, "")
+    fields = line.split(None, 4)
+    return " ".join(fields[:4] + [fields[4].split()[0]]) if len(fields) == 5 else line[:160]
 
 
 def units(budget, ppo_config) -> dict:
@@ -125,13 +136,14 @@ def measure(version: str, scale: str, json_path: Path) -> dict:
     target = units(budgets["full"], main_job.ppo_config(budgets["full"], 0))
     report = {
         "job": f"circuit-gym run (benchmark {version}), budget {scale!r}", "benchmark": version, "scale": scale,
-        "command": f"nice -n 10 python benchmarks/profile_main_job.py --benchmark {version} --scale {scale}",
+        "command": "python " + " ".join(sys.argv).replace(f"{Path(__file__).resolve().parents[1]}/", ""),
         "budget": asdict(budgets[scale]), "default_budget": asdict(budgets["full"]),
         "units_measured": measured, "units_default": target,
         "startup_cpu": startup, "stages": result["stages"], "wall_seconds": wall, "ppo": {k: result["ppo"][k] for k in
         ("warm_up_seconds", "train_seconds", "best_selection_recovery")},
         "before": before, "after": after, "cpus": os.cpu_count(), "nice": os.nice(0),
-        "measured_idle": max(before["load"][0], after["load"][0]) < 0.5,
+        # the 1-minute load before the job: after it, the job's own two processes are in it
+        "measured_idle": before["load"][0] < 1.0,
         "table": (work / "out" / "results.md").read_text(),
     }  # fmt: skip
     report["contention"] = contention()

@@ -240,14 +240,22 @@ FIGURES: dict[str, Callable[[Path, dict], list[dict]]] = {
 }  # fmt: skip
 
 
-def build_figures(parts: list[str], sources: Path, commands: dict) -> tuple[list[dict], list[dict]]:
-    """Each part's figures, and for each part whose sources are missing or failed, why."""
+def build_figures(parts: list[str], sources: Path, commands: dict,
+                  failed: dict[str, str] | None = None) -> tuple[list[dict], list[dict]]:  # fmt: skip
+    """Each part's figures, each with a stable ``key`` (``part-i``: docs select by it), and for
+    each part whose sources are missing or whose run failed (``failed``: part -> error; its
+    folder may still hold an older run's file, which must not be read as this run's), why."""
     figures, failures = [], []
     for part in parts:
+        if part in (failed or {}):
+            failures.append({"part": part, "error": failed[part]})
+            continue
         try:
-            figures += FIGURES[part](sources, commands)
+            found = FIGURES[part](sources, commands)
         except (MissingSourceError, KeyError) as err:
             failures.append({"part": part, "error": f"{type(err).__name__}: {err}"})
+            continue
+        figures += [{"key": f"{part}-{i}", **f} for i, f in enumerate(found)]
     return figures, failures
 
 
@@ -371,7 +379,8 @@ def score_submission(quick: bool) -> dict:
         with log.open("w") as fh:
             rc = subprocess.run(argv, cwd=clone, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
         text = log.read_text(errors="replace")
-        record[run] = {"wall_s": time.perf_counter() - start, "returncode": rc, "log": text[-4000:],
+        shown = text[-4000:].replace(str(work), "<tmp>")  # the file is committed: no machine paths
+        record[run] = {"wall_s": time.perf_counter() - start, "returncode": rc, "log": shown,
                        "log_bytes": len(text), "ansi": text.count("\x1b[")}  # fmt: skip
         print(text[-600:], flush=True)
     record["ansi_codes"] = record["cold"]["ansi"] + record["warm"]["ansi"]
@@ -441,7 +450,10 @@ def main() -> None:
         entry.update(wall_s=time.perf_counter() - start, after=_machine())
         report["parts"].append(entry)
     report["after"] = _machine()
-    report["figures"], report["failures"] = build_figures(parts, sources, commands_of(sources, args.quick))
+    failed = {e["part"]: e["error"] for e in report["parts"] if "error" in e}
+    report["figures"], report["failures"] = build_figures(
+        parts, sources, commands_of(sources, args.quick), failed
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
     print()

@@ -102,3 +102,18 @@ def test_a_missing_or_failed_source_is_a_named_failure_not_a_figure(tmp_path):
     with pytest.raises(st.MissingSourceError, match="no 'scoring N episodes"):
         st.parse_estimate("scoring 288 episodes; no committed reference measured it, so no estimate")
     assert st.met(None, 1.0, "<=") is None
+
+
+def test_a_part_whose_run_failed_is_not_read_from_an_older_file(tmp_path):
+    # an older run's file sits in the sources folder with a figure that would be met
+    _write(
+        tmp_path, "main_job.json", {"job": "v7", "scale": "full", "wall_seconds": 100.0, "startup_cpu": 1.0}
+    )
+    figures, failures = st.build_figures(
+        ["main_job"], tmp_path, COMMANDS, failed={"main_job": "CalledProcessError"}
+    )
+    assert figures == [] and failures == [{"part": "main_job", "error": "CalledProcessError"}]
+    figures, failures = st.build_figures(
+        ["main_job"], tmp_path, COMMANDS
+    )  # the same file, the run did not fail
+    assert failures == [] and figures[0]["met"] is True and figures[0]["key"] == "main_job-0"

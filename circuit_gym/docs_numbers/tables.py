@@ -335,9 +335,10 @@ def speed_targets() -> str:
         )
         met = {True: "yes", False: "**no**", None: "-"}[f["met"]]
         target = "-" if f["target"] is None else f"{f['comparison']} {f['target']:.3g}"
-        lines.append(
-            _row([f["figure"].replace("|", "\\|"), shown, target, met])
-        )  # a bar would split the cell
+        cell = f["figure"].replace("|", "\\|")  # a bar would split the cell
+        lines.append(_row([cell, shown, target, met]))
+    for failure in report["failures"]:  # a part that did not run is shown, not dropped
+        lines.append(_row([f"{failure['part']}: not measured ({failure['error']})", "-", "-", "-"]))
     return "\n".join(lines)
 
 

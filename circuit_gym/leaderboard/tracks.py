@@ -52,7 +52,7 @@ class Request:
 @dataclass(frozen=True)
 class Cost:
     """The estimate's model of a run: ``episodes x seconds per episode`` of a submitted policy,
-    measured with the random reference's policy on a cold cache (no oracle table computed yet:
+    measured (``measured`` says with which policy, where and how) on a cold cache (no oracle table computed yet:
     the first run on a machine) and on a warm one. None: not measured; the estimate then uses
     what the track's committed random reference took where it was scored."""
 
