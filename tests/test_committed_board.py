@@ -58,3 +58,17 @@ def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypat
             assert "private" not in entry or entry["private"]["n_models"] == bench.planted_private_models
         else:
             assert entry["private"]["n_seeds"] >= 32
+
+
+def test_no_committed_result_names_a_machines_path(tmp_path):
+    """Committed results record a checkpoint inside the repository relative to it (the scorer's
+    ``shown_checkpoint``); one outside it (a user's own folder) stays as given."""
+    import json
+
+    from circuit_gym.leaderboard.provenance import REPO_ROOT, shown_checkpoint
+
+    absolute = [str(p.relative_to(ROOT)) for p in board_files()
+                if Path(json.loads(p.read_text())["provenance"].get("checkpoint") or ".").is_absolute()]  # fmt: skip
+    assert absolute == []
+    assert shown_checkpoint(REPO_ROOT / "docs" / "x") == str(Path("docs") / "x")
+    assert shown_checkpoint(tmp_path / "mine") == str(tmp_path / "mine") and shown_checkpoint(None) is None

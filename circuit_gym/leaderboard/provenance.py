@@ -85,6 +85,17 @@ def files_hash(spec: str | None, checkpoint: str | Path | None, base: Path | Non
     return h.hexdigest()[:16]
 
 
+def shown_checkpoint(checkpoint: str | Path | None) -> str | None:
+    """A checkpoint as a result records it: relative to the repository when it lies inside it
+    (committed results name no machine's path), as given otherwise."""
+    if not checkpoint:
+        return None
+    path = Path(checkpoint)
+    if path.is_absolute() and path.resolve().is_relative_to(REPO_ROOT.resolve()):
+        return str(path.resolve().relative_to(REPO_ROOT.resolve()))
+    return str(checkpoint)
+
+
 def make_provenance(definition: dict, model, policy: str, checkpoint: str | Path | None, policy_hash: str,
                     white_box: bool) -> dict:  # fmt: skip
     """A result's provenance: the track's definition and the scorer protocol, the model's
@@ -93,7 +104,7 @@ def make_provenance(definition: dict, model, policy: str, checkpoint: str | Path
     info = model.circuit_gym_info
     return {
         **definition, "scorer_protocol": SCORER_PROTOCOL, "model": info.name, "weights_hash": info.weights_hash,
-        "policy": policy, "checkpoint": str(checkpoint) if checkpoint else None,
+        "policy": policy, "checkpoint": shown_checkpoint(checkpoint),
         "checkpoint_digest": checkpoint_digest(checkpoint), "white_box": white_box,
         "package_version": circuit_gym.__version__, "git_commit": git_commit(), "policy_files_hash": policy_hash,
         "platform": numeric_platform(),
