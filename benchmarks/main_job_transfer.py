@@ -18,7 +18,8 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results" / "main_job.json"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "main_job.json"
 TARGET_S = 600  # issue 46: from an empty cache on an idle 2-core machine
 REFERENCES, MODELS = "1 references (second process)", "2a training models: loaded, general-damage sweeps"
 PPO, FIXED = "2b PPO: warm-up and training", "3 fixed memoriser"
@@ -39,7 +40,7 @@ def busiest_processes(n: int = 6) -> list[str]:
     out = subprocess.run(
         ["ps", "-eo", "pid,ni,pcpu,etime,args", "--sort=-pcpu"], capture_output=True, text=True
     )
-    root = f"{Path(__file__).resolve().parents[1]}/"  # committed files name repository paths relatively
+    root = f"{ROOT}/"  # committed files name repository paths relatively
     return [shown_process(line, root) for line in out.stdout.splitlines()[1 : n + 1]]
 
 
@@ -136,7 +137,7 @@ def measure(version: str, scale: str, json_path: Path) -> dict:
     target = units(budgets["full"], main_job.ppo_config(budgets["full"], 0))
     report = {
         "job": f"circuit-gym run (benchmark {version}), budget {scale!r}", "benchmark": version, "scale": scale,
-        "command": "python " + " ".join(sys.argv).replace(f"{Path(__file__).resolve().parents[1]}/", ""),
+        "command": "python " + " ".join(sys.argv).replace(f"{ROOT}/", ""),
         "budget": asdict(budgets[scale]), "default_budget": asdict(budgets["full"]),
         "units_measured": measured, "units_default": target,
         "startup_cpu": startup, "stages": result["stages"], "wall_seconds": wall, "ppo": {k: result["ppo"][k] for k in

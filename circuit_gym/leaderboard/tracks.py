@@ -238,12 +238,12 @@ _ROWS = (
             definition=lambda kind=kind, version=version: B.transfer_definition(kind, version),
             score=_transfer(kind, version), builtins=_white_boxes(kind), episodes=_transfer_episodes(kind, version),
             headline=_headline("circuit_gym.leaderboard.transfer_scorer", "headline"),
-            results_dir=paths.RESULTS_DIR / B.transfer_benchmark(version).results_folder / _KIND_DIRS[kind], cost=cost,
+            results_dir=paths.RESULTS_DIR / B.transfer_benchmark(version).results_folder / _KIND_DIRS[kind],
+            cost=_COSTS.get((version, kind), Cost(None, None)),
             canary_episodes=2 if kind == B.SINGLE_HEAD else 1, features=_transfer_features(kind), private_model=True,
         )
         for version in B.TRANSFER_BENCHMARKS
         for kind in (B.SINGLE_HEAD, B.CIRCUIT)
-        for cost in (_COSTS.get((version, kind), Cost(None, None)),)
     ),
     _planted_row(B.PLANTED, "planted", paths.RESULTS_DIR / "planted", Cost(None, None)),
     # benchmark v7's Planted track (planted generator v3, six kinds): the same function, the other row;
