@@ -68,6 +68,13 @@ def parse_args(argv: list[str] | None):
         help="self-repair knob: in phase 2 each head is resample-ablated with this probability "
         "per batch, so the model keeps backups (0: off, the zoo v1 recipe)",
     )
+    p.add_argument(
+        "--top-head-dropout",
+        type=float,
+        default=0.0,
+        help="targeted self-repair knob: in phase 2 each task's top head (attribution patching, "
+        "refreshed every 50 steps) is resample-ablated with this probability per batch (0: off)",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--save-every", type=int, default=250)

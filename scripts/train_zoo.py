@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> None:
                 "draw kept private"
                 if args.private_seed_file
                 else f"seed {m.seed}, identity layers {m.identity_layers}, head dropout {m.head_dropout}"
+                f", top-head dropout {m.top_head_dropout}"
             )
             print(f"{m.name}: training ({draw}); log {work / 'train.log'}", flush=True)
         time.sleep(5)

@@ -333,6 +333,9 @@ def _sdpa_forward(self, hidden_states, attention_mask=None, position_ids=None, p
     q, k, v = (m(hidden_states).view(b, t, self.n_heads, self.d_head).transpose(1, 2)
                for m in (self.q, self.k, self.v))  # fmt: skip
     z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0 / self.scale)
+    captured = getattr(self, "captured_z", None)
+    if captured is not None:  # rank_task_heads reads each head's output and its gradient
+        captured.append(z)
     dropped = getattr(self, "dropped_heads", None)
     if dropped is not None:  # head dropout: these heads carry another row's output (resample)
         z = torch.where(dropped[None, :, None, None], z.roll(1, dims=0).detach(), z)
@@ -351,14 +354,59 @@ def use_reference_attention(model) -> None:
         block.attn.__dict__.pop("dropped_heads", None)
 
 
-def draw_head_dropout(model, p: float) -> None:
-    """The self-repair knob (``--head-dropout P``): for this batch, each head of each layer is
+def draw_head_dropout(model, p: float, targets: torch.Tensor | None = None, p_targets: float = 0.0) -> None:
+    """The self-repair knobs, drawn for one batch. ``--head-dropout P``: each head of each layer is
     resample-ablated (its output replaced by another row's) with probability ``p``, as the board
-    ablates heads. A model trained so cannot rely on any one head and keeps backups that take
-    over when a head is ablated (the self-repair of GPT-2's backup name movers). ``p == 0``
-    draws nothing, so the random streams, and the weights, are those of a recipe without it."""
+    ablates heads. ``--top-head-dropout P`` (``targets``, a ``[layers, heads]`` mask from
+    :func:`rank_task_heads`, and ``p_targets``): each targeted head is ablated with probability
+    ``p_targets``. A model trained so cannot rely on one head and keeps backups that take over when
+    it is ablated (the self-repair of GPT-2's backup name movers). A knob at 0 draws nothing, so the
+    random streams, and the weights, are those of a recipe without it."""
+    for i, block in enumerate(model.layers):
+        n = block.attn.n_heads
+        dropped = torch.rand(n) < p if p > 0 else torch.zeros(n, dtype=torch.bool)
+        if targets is not None and p_targets > 0:
+            dropped |= targets[i] & (torch.rand(n) < p_targets)
+        block.attn.dropped_heads = dropped if bool(dropped.any()) or p > 0 else None
+
+
+TOP_HEAD_REFRESH = 50  # steps between two rankings of the tasks' heads (targeted dropout)
+TOP_HEAD_PROMPTS = 16  # train-split prompts per task and ranking
+
+
+def attribution_damage(model, task, batch) -> torch.Tensor:
+    """Each head's damage to ``task``'s mean metric on ``batch`` if resample-ablated (its output
+    replaced by the next row's, as :func:`draw_head_dropout` does), by attribution patching: the
+    metric's gradient at the head's output times the change, summed; ``[layers, heads]``.
+    Parameters get no gradient."""
+    zs: list[torch.Tensor] = []
     for block in model.layers:
-        block.attn.dropped_heads = torch.rand(block.attn.n_heads) < p if p > 0 else None
+        block.attn.captured_z = zs
+    try:
+        metric = task.score(model(batch.tokens), batch).mean()
+    finally:
+        for block in model.layers:
+            block.attn.__dict__.pop("captured_z", None)
+    grads = torch.autograd.grad(metric, zs, allow_unused=True)
+    n_heads = model.layers[0].attn.n_heads
+    return torch.stack([
+        torch.zeros(n_heads) if g is None else -(g * (z.roll(1, dims=0) - z)).detach().sum((0, 2, 3))
+        for z, g in zip(zs, grads, strict=True)
+    ])  # fmt: skip
+
+
+def rank_task_heads(model, hf, tasks: list[str], seed: int, prompts: int = TOP_HEAD_PROMPTS) -> torch.Tensor:
+    """The targets of ``--top-head-dropout``: per task, the head of largest
+    :func:`attribution_damage` on a fresh train-split batch of ``prompts``; the ``[layers, heads]``
+    mask of those heads (one per task, fewer where tasks share one)."""
+    targets = torch.zeros(len(model.layers), model.layers[0].attn.n_heads, dtype=torch.bool)
+    rng = np.random.default_rng([seed, 41])
+    for name in tasks:
+        task = get_task(name)
+        damage = attribution_damage(model, task, task.make_batch(hf, "train", prompts, rng))
+        layer, head = divmod(int(damage.argmax()), damage.shape[1])
+        targets[layer, head] = True
+    return targets
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -431,7 +479,7 @@ def export(model, cfg_dict: dict, tok, out_dir: Path, card: dict) -> None:
 # ----------------------------------------------------------------------------- training
 RESULT_ARGS = ("steps", "batch_size", "n_layers", "n_heads", "d_model", "n_ctx", "vocab", "lr", "warmup",
                "max_phase1_steps", "seed_layers", "seed", "smoke", "eval_every", "init_from", "recipe", "identity_layers",
-               "release_step", "tokenizer", "head_dropout")  # fmt: skip
+               "release_step", "tokenizer", "head_dropout", "top_head_dropout")  # fmt: skip
 
 
 def train(args: argparse.Namespace) -> None:
@@ -450,8 +498,9 @@ def train(args: argparse.Namespace) -> None:
         raise SystemExit(
             "--identity-layers shapes training from scratch; it cannot be combined with --init-from"
         )
-    if not 0.0 <= args.head_dropout < 1.0:
-        raise SystemExit(f"--head-dropout must be in [0, 1), not {args.head_dropout}")
+    for knob in ("head_dropout", "top_head_dropout"):
+        if not 0.0 <= getattr(args, knob) < 1.0:
+            raise SystemExit(f"--{knob.replace('_', '-')} must be in [0, 1), not {getattr(args, knob)}")
     if args.release_step is None:
         args.release_step = int(0.75 * args.steps)
     torch.set_num_threads(args.threads)
@@ -459,8 +508,9 @@ def train(args: argparse.Namespace) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     ckpt_path = args.work / "checkpoint.pt"
     setup = {k: getattr(args, k) for k in RESULT_ARGS}
-    if not args.head_dropout:  # zoo v1's runs predate the knob: their setup (and resume check) stays
-        del setup["head_dropout"]
+    for knob in ("head_dropout", "top_head_dropout"):  # runs that predate a knob keep their setup
+        if not getattr(args, knob):  # (and resume check) as it was
+            del setup[knob]
     if args.init_from:
         setup["init_from_sha256"] = _file_sha256(Path(args.init_from) / "model.safetensors")
     if args.tokenizer:
@@ -502,7 +552,7 @@ def train(args: argparse.Namespace) -> None:
         groups, lambdas = list(model.parameters()), schedule
     opt = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambdas)
-    start, phase, switched_at, log = 1, 1, None, []
+    start, phase, switched_at, log, targets = 1, 1, None, [], None
     mix2 = RECIPES[args.recipe]["phase2"]
     if args.init_from:  # a trained model: no phase 1, its weights as the start
         init_weights(model, Path(args.init_from))
@@ -520,6 +570,7 @@ def train(args: argparse.Namespace) -> None:
             resume["switched_at"],
             resume["log"],
         )
+        targets = resume.get("targets")
         print(f"resumed from {ckpt_path} at step {resume['step']}", flush=True)
     print(f"model: {sum(p.numel() for p in model.parameters()):,} parameters; stdlib {len(stream.stdlib):,} tokens",
           flush=True)  # fmt: skip
@@ -528,6 +579,7 @@ def train(args: argparse.Namespace) -> None:
         return dict(args={k: str(v) for k, v in vars(args).items()}, setup=setup, phase_switch_step=switched_at,
                     log=log, torch=torch.__version__)  # fmt: skip
 
+    hf = _hf_tokenizer(tok)
     use_fast_attention(model)
     for step in range(start, args.steps + 1):
         x = stream.batch(PHASE1 if phase == 1 else mix2, args.batch_size)
@@ -539,7 +591,14 @@ def train(args: argparse.Namespace) -> None:
             layers = only_layers(model, args.identity_layers, args.n_layers)
         else:
             layers = contextlib.nullcontext()
-        draw_head_dropout(model, args.head_dropout if phase == 2 else 0.0)
+        if phase == 2 and args.top_head_dropout and (targets is None or step % TOP_HEAD_REFRESH == 0):
+            targets = rank_task_heads(model, hf, recipe_tasks(args.recipe), seed=args.seed * 100_003 + step)
+        draw_head_dropout(
+            model,
+            args.head_dropout if phase == 2 else 0.0,
+            targets if phase == 2 else None,
+            args.top_head_dropout,
+        )
         with layers:
             loss = F.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten())
         draw_head_dropout(model, 0.0)  # evaluation and export see the whole model
@@ -554,6 +613,8 @@ def train(args: argparse.Namespace) -> None:
             formed = m["pool_loss_repeated_half"] < 0.5 * m["pool_loss_first_half"]
             if phase == 1 and (formed or step >= args.max_phase1_steps):
                 phase, switched_at = 2, step
+            if targets is not None:  # which heads the targeted knob ablates now
+                m["targeted_heads"] = [f"{i}.{j}" for i, j in targets.nonzero().tolist()]
             m.update(
                 step=step,
                 phase=phase,
@@ -570,7 +631,7 @@ def train(args: argparse.Namespace) -> None:
         if step % args.save_every == 0 or step == args.steps:
             state = dict(setup=setup, step=step, phase=phase, switched_at=switched_at, log=log,
                          model=model.state_dict(), optimizer=opt.state_dict(), scheduler=sched.state_dict(),
-                         stream=stream.state(), torch_rng=torch.get_rng_state())  # fmt: skip
+                         stream=stream.state(), torch_rng=torch.get_rng_state(), targets=targets)  # fmt: skip
             torch.save(state, args.work / "checkpoint.tmp")
             (args.work / "checkpoint.tmp").replace(ckpt_path)  # atomic: a kill never leaves half a file
             (args.work / "training_log.json").write_text(json.dumps(card(), indent=1))

@@ -34,6 +34,7 @@ class ZooMember:
     seed: int
     identity_layers: int
     head_dropout: float = 0.0  # the self-repair knob (zoo v2); 0: none, as every zoo v1 member
+    top_head_dropout: float = 0.0  # the targeted knob (pilot round 2): each task's top head dropped
 
     def train_args(self, out: str, work: str, tokenizer: str) -> list[str]:
         """The arguments of ``scripts/train_toy_model.py`` that train this member."""
@@ -42,7 +43,9 @@ class ZooMember:
             "--seed", str(self.seed), "--identity-layers", str(self.identity_layers),
             "--seed-layers", str(SEED_LAYERS), "--vocab", str(VOCAB), "--steps", str(STEPS),
             "--max-phase1-steps", str(MAX_PHASE1_STEPS), "--eval-every", "250",
-        ] + (["--head-dropout", str(self.head_dropout)] if self.head_dropout else [])  # fmt: skip
+        ] + (["--head-dropout", str(self.head_dropout)] if self.head_dropout else []) + (
+            ["--top-head-dropout", str(self.top_head_dropout)] if self.top_head_dropout else []
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -132,9 +135,12 @@ ZOO = public_members()
 ZOO_V2 = public_members(generation=GENERATIONS["v2"])
 
 # The self-repair pilot (issue 41): one member's draw (zoo2's: seed 2, identity layers 3)
-# trained again at two values of the head-dropout knob; zoo2 itself is the knob's 0.
+# trained again at two values of the head-dropout knob; zoo2 itself is the knob's 0. Round 2
+# (after zoo v2 missed the redundancy bar): the same draw at two values of the targeted knob,
+# which drops only each task's top head, so the model learns a backup for that head.
 PILOT_BASE = "zoo2"
 PILOT_DROPOUTS = (0.1, 0.3)
+PILOT_TOP_DROPOUTS = (0.25, 0.5)
 
 
 def pilot_members() -> tuple[ZooMember, ...]:
@@ -143,4 +149,7 @@ def pilot_members() -> tuple[ZooMember, ...]:
     return tuple(
         ZooMember(f"pilot_p{round(p * 100):02d}", base.seed, base.identity_layers, head_dropout=p)
         for p in PILOT_DROPOUTS
+    ) + tuple(
+        ZooMember(f"pilot_t{round(p * 100):02d}", base.seed, base.identity_layers, top_head_dropout=p)
+        for p in PILOT_TOP_DROPOUTS
     )
