@@ -116,3 +116,22 @@ def test_pilot_summary_counts_and_merge_checks_the_setup():
     assert merge(one, {"setup": {"x": 1}, "models": {"m2": 2}})["models"] == {"m1": 1, "m2": 2}
     with pytest.raises(ValueError, match="setups differ"):
         merge(one, {"setup": {"x": 2}, "models": {}})
+
+
+def test_knob_values_come_from_the_training_log_and_show_in_the_tables(tmp_path):
+    """Both knobs are read from the model's own training log (absent: trained without it); an
+    unknown knob is an error, not a silent 0; the tables show the targeted knob where it was used."""
+    import json
+
+    from circuit_gym.reporting.self_repair_pilot import knob_value, summary, summary_table
+
+    (tmp_path / "training_log.json").write_text(json.dumps({"setup": {"top_head_dropout": 0.25}, "log": []}))
+    assert knob_value(tmp_path) == 0.0 and knob_value(tmp_path, "top_head_dropout") == 0.25
+    with pytest.raises(ValueError, match="unknown knob"):
+        knob_value(tmp_path, "dropout")
+    tasks = {"a": _row(1.6, 0.5, True)}
+    entry = {"knob_head_dropout": 0.0, "trained_steps": 8000, "summary_all": summary(tasks, False),
+             "summary_training_tasks": summary(tasks, True)}  # fmt: skip
+    old = summary_table({"models": {"zoo2": entry}})  # written before the second knob existed
+    new = summary_table({"models": {"pilot_t25": {**entry, "knob_top_head_dropout": 0.25}}})
+    assert "| `zoo2` | 0.00 | 8,000 |" in old and "| `pilot_t25` | 0.00 / T 0.25 | 8,000 |" in new

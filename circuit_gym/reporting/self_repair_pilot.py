@@ -40,11 +40,23 @@ def trained_steps(directory: Path) -> int:
     return int(json.loads((Path(directory) / "training_log.json").read_text())["log"][-1]["step"])
 
 
-def knob_value(directory: Path) -> float:
-    """The self-repair knob (head dropout) a model was trained with: its training log's
-    ``setup.head_dropout``, 0 when the log predates the knob."""
+KNOBS = ("head_dropout", "top_head_dropout")  # random heads (round 1), each task's top head (round 2)
+
+
+def knob_value(directory: Path, knob: str = "head_dropout") -> float:
+    """A self-repair knob a model was trained with (one of :data:`KNOBS`): its training log's
+    ``setup`` value, 0 when the log predates the knob."""
+    if knob not in KNOBS:
+        raise ValueError(f"unknown knob {knob!r}; known: {KNOBS}")
     log = json.loads((Path(directory) / "training_log.json").read_text())
-    return float(log["setup"].get("head_dropout", 0.0))
+    return float(log["setup"].get(knob, 0.0))
+
+
+def _knobs(entry: Mapping) -> str:
+    """A model's knob cell: P (random heads) and, where trained with it, T (each task's top head);
+    an entry written before the second knob existed was trained without it."""
+    top = entry.get("knob_top_head_dropout", 0.0)
+    return _fmt(entry["knob_head_dropout"], ".2f") + (f" / T {top:.2f}" if top else "")
 
 
 def model_entry(model, task_names, *, episodes: int, accuracy_batches: int, prompts: int, seed: int,
@@ -114,7 +126,9 @@ def pilot_report(models: Mapping[str, Path], *, tasks=None, episodes: int = 16, 
         model = load_model(name, path=None if is_embedded(name) else directory, threads=threads)
         per_task = model_entry(model, list(tasks or default_tasks(name)), episodes=episodes,
                                accuracy_batches=accuracy_batches, prompts=prompts, seed=seed, cache=cache)  # fmt: skip
-        out[name] = {"knob_head_dropout": knob_value(directory), "trained_steps": trained_steps(directory),
+        out[name] = {"knob_head_dropout": knob_value(directory),
+                     "knob_top_head_dropout": knob_value(directory, "top_head_dropout"),
+                     "trained_steps": trained_steps(directory),
                      "weights_hash": model.circuit_gym_info.weights_hash,
                      "tasks": per_task, "summary_all": summary(per_task, False),
                      "summary_training_tasks": summary(per_task, True)}  # fmt: skip
@@ -172,7 +186,7 @@ def _fmt(value, spec: str) -> str:
 
 def pilot_table(report: dict) -> str:
     """Markdown: one row per model and gated task (docs/zoo.md's "Self-repair pilot")."""
-    header = ["model", "knob P", "task", "top head", "total / direct", "direct - total", "top pair",
+    header = ["model", "knob P (/ T)", "task", "top head", "total / direct", "direct - total", "top pair",
               "redundancy", "Spearman attr / EAP-IG / GIM", "top-1 attr / EAP-IG / GIM",
               "top-5 overlap attr / EAP-IG / GIM"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
@@ -182,7 +196,7 @@ def pilot_table(report: dict) -> str:
                 continue
             m = row["measures"]
             a = [m["agreement"][x] for x in METHODS]
-            cells = [f"`{name}`", _fmt(entry["knob_head_dropout"], ".2f"), task + ("" if row["training_task"] else " (held out)"),
+            cells = [f"`{name}`", _knobs(entry), task + ("" if row["training_task"] else " (held out)"),
                      m["top_head_name"], _fmt(m["total_over_direct"], ".2f"), _fmt(m["self_repair"], ".2f"),
                      " + ".join(m["top_pair_names"]), _fmt(m["redundancy"], ".2f"),
                      " / ".join(_fmt(x["spearman"], ".2f") for x in a),
@@ -194,12 +208,12 @@ def pilot_table(report: dict) -> str:
 
 def summary_table(report: dict) -> str:
     """Markdown: one row per model, over its gated tasks (all / training tasks only)."""
-    header = ["model", "knob P", "trained steps", "gated tasks (training)", f"redundancy >= {REDUNDANCY_BAR}",
+    header = ["model", "knob P (/ T)", "trained steps", "gated tasks (training)", f"redundancy >= {REDUNDANCY_BAR}",
               "median (mean) total / direct", "mean Spearman attr / EAP-IG / GIM", "top-1 hits attr / EAP-IG / GIM"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
     for name, entry in report["models"].items():
         s, t = entry["summary_all"], entry["summary_training_tasks"]
-        cells = [f"`{name}`", _fmt(entry["knob_head_dropout"], ".2f"), f"{entry['trained_steps']:,}",
+        cells = [f"`{name}`", _knobs(entry), f"{entry['trained_steps']:,}",
                  f"{s['gated']} ({t['gated']})",
                  f"{s['redundant']} ({t['redundant']})",
                  f"{_fmt(s['median_total_over_direct'], '.2f')} ({_fmt(s['mean_total_over_direct'], '.2f')})",
