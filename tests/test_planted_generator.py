@@ -490,25 +490,28 @@ def test_v3_every_seed_the_board_tests_and_ppo_use_passes_the_gate_on_every_kind
     assert failures == []
 
 
-def _check_self_repair(planted) -> None:
-    ablator = Ablator(planted, "self_repair")
-    (primary,), (backup,) = (planted.truth.heads_of("self_repair", r) for r in ("primary", "backup"))
+def _pair_costs(planted, kind: str, roles: dict[str, str]) -> dict[str, float]:
+    """The relative drop of ``kind``'s metric when the head of each of two roles (``roles``:
+    name -> truth role, one head each) is ablated alone, and when both are ("both")."""
+    ablator = Ablator(planted, kind)
+    heads = {name: set(planted.truth.heads_of(kind, role)) for name, role in roles.items()}
+    assert all(len(h) == 1 for h in heads.values()), heads
+    heads["both"] = set().union(*heads.values())
     full = ablator.full
-    cost = {name: (full - ablator.metric(heads)) / full
-            for name, heads in (("primary", {primary}), ("backup", {backup}), ("both", {primary, backup}))}  # fmt: skip
-    print(f"seed {planted.seed} self_repair: m(full) {full:.3f}, costs {cost}")
+    cost = {name: (full - ablator.metric(h)) / full for name, h in heads.items()}
+    print(f"seed {planted.seed} {kind}: m(full) {full:.3f}, costs {cost}")
+    return cost
+
+
+def _check_self_repair(planted) -> None:
+    cost = _pair_costs(planted, "self_repair", {"primary": "primary", "backup": "backup"})
     assert abs(cost["backup"]) < BACKUP_ALONE  # silent while the primary works
     assert 0 < cost["primary"] < PRIMARY_ALONE  # the backup repairs most of it
     assert cost["both"] > BOTH  # and nothing repairs both
 
 
 def _check_and(planted) -> None:
-    ablator = Ablator(planted, "and")
-    (left,), (right,) = (planted.truth.heads_of("and", r) for r in ("sender_left", "sender_right"))
-    full = ablator.full
-    cost = {name: (full - ablator.metric(heads)) / full
-            for name, heads in (("left", {left}), ("right", {right}), ("both", {left, right}))}  # fmt: skip
-    print(f"seed {planted.seed} and: m(full) {full:.3f}, costs {cost}")
+    cost = _pair_costs(planted, "and", {"left": "sender_left", "right": "sender_right"})
     assert cost["left"] > BOTH and cost["right"] > BOTH and cost["both"] > BOTH
     # not additive: the single costs add up to about twice the joint one
     assert cost["left"] + cost["right"] > 1.5 * cost["both"]
