@@ -26,6 +26,9 @@ SEED_LAYERS = 2
 VOCAB = 3072  # the recall and comparison fillers need more merges than the toy's 2,048
 
 
+KNOBS = ("head_dropout", "top_head_dropout")  # the self-repair knobs a generation may draw
+
+
 @dataclass(frozen=True)
 class ZooMember:
     """One model of the zoo: its name, training seed and placement knob."""
@@ -67,6 +70,11 @@ class ZooGeneration:
     # circuits sit in a public member's layers lets a lookup of that member's heads transfer (the first
     # private v2 draw shared zoo8's layer 0, and the test-set memoriser reached best-of-1 0.49 on it).
     private_apart: bool = False
+    knob: str = "head_dropout"  # the ZooMember field the knob strata draw (from v3: "top_head_dropout")
+
+    def __post_init__(self) -> None:
+        if self.knob not in KNOBS:
+            raise ValueError(f"unknown self-repair knob {self.knob!r}; known: {KNOBS}")
 
 
 def _draw(rng: np.random.Generator, strata: tuple[tuple[float, float], ...], integer: bool) -> list:
@@ -93,7 +101,7 @@ def public_members(
         placements.append(int(rng.integers(lo, hi + 1)))
     knobs = _draw(rng, gen.knob_strata, integer=False) if gen.knob_strata else [0.0] * len(placements)
     return tuple(
-        ZooMember(f"zoo{gen.first + i}", seed=gen.first + i, identity_layers=n, head_dropout=p)
+        ZooMember(f"zoo{gen.first + i}", seed=gen.first + i, identity_layers=n, **{gen.knob: p})
         for i, (n, p) in enumerate(zip(placements, knobs, strict=True))
     )
 
@@ -116,7 +124,7 @@ def private_member(secret_seed: int, generation: ZooGeneration | None = None) ->
     if gen.knob_strata:
         k_lo, k_hi = gen.knob_strata[int(rng.integers(len(gen.knob_strata)))]
         knob = round(float(rng.uniform(k_lo, k_hi)), 2)
-    return ZooMember("private", seed=seed, identity_layers=layers, head_dropout=knob)
+    return ZooMember("private", seed=seed, identity_layers=layers, **{gen.knob: knob})
 
 
 # The self-repair knob's strata for zoo v2 (issue 41): "none" and three ranges of the head-dropout

@@ -26,6 +26,7 @@ from circuit_gym.embedded import is_embedded
 from circuit_gym.heads import head_name
 from circuit_gym.models.behaviour import task_metrics
 from circuit_gym.models.loading import embedded_dir, load_model
+from circuit_gym.models.zoo_recipe import KNOBS
 from circuit_gym.suite import MIN_ACCURACY, default_tasks, gate, oracle_heads
 from circuit_gym.tasks import get_task
 
@@ -38,9 +39,6 @@ METHODS = ("attribution", "eap_ig", "gim")
 def trained_steps(directory: Path) -> int:
     """The last step a model's training log records (a pilot member may be exported early)."""
     return int(json.loads((Path(directory) / "training_log.json").read_text())["log"][-1]["step"])
-
-
-KNOBS = ("head_dropout", "top_head_dropout")  # random heads (round 1), each task's top head (round 2)
 
 
 def knob_value(directory: Path, knob: str = "head_dropout") -> float:
