@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from bench_speed import FlopCount
 from machine_rate import load_average, matmul_rates
+from timing import best_of
 
 from circuit_gym.ablation.engine import AblationEngine, Evaluation
 from circuit_gym.ablation.fast_blocks import MATMUL_MAX_D_HEAD, MATMUL_MAX_SEQ, matmul_attention, uses_matmul
@@ -47,13 +48,8 @@ N_HEADS = 12
 
 
 def _cpu_best(fn, repeats: int) -> float:
-    fn()  # warm-up
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
+    """Least CPU seconds of this process over ``repeats`` calls, after a warm-up call."""
+    return best_of(fn, repeats, clock=time.process_time, warm_up=True)[0]
 
 
 def _kernels(q, k, v) -> dict:

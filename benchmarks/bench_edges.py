@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 from machine_rate import load_average, matmul_rates
+from timing import best_of
 
 from circuit_gym.circuits.area import cpr
 from circuit_gym.edges import EdgeGraph
@@ -63,15 +64,6 @@ def _counts(graph: EdgeGraph) -> dict[str, int]:
             for key, value in graph.counts.items()}  # fmt: skip
 
 
-def best(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="zoo2")
@@ -91,11 +83,15 @@ def main() -> None:
         patcher = EdgePatcher.for_task(model, task, batch)
         setup_s = time.perf_counter() - start
         half = np.random.default_rng(0).random((1, patcher.graph.n_edges)) < 0.5
-        circuit_s = best(lambda patcher=patcher, half=half: patcher.masks_metric_rows(half), args.repeats)
+        circuit_s, _ = best_of(
+            lambda patcher=patcher, half=half: patcher.masks_metric_rows(half), args.repeats
+        )
         start = time.perf_counter()
         ranking = eap_ig_ranking(patcher)
         eap_ig_s = time.perf_counter() - start
-        curve_s = best(lambda patcher=patcher, ranking=ranking: edge_curve(patcher, ranking), args.repeats)
+        curve_s, _ = best_of(
+            lambda patcher=patcher, ranking=ranking: edge_curve(patcher, ranking), args.repeats
+        )
         curve = edge_curve(patcher, ranking)
         gflops = pass_flops(patcher) / circuit_s / 1e9
         results.append({

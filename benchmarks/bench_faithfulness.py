@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from timing import best_of
 
 from circuit_gym.circuits import (
     Circuit,
@@ -44,15 +44,6 @@ from circuit_gym.tasks import get_task
 
 RESULTS = Path(__file__).resolve().parent / "results" / "faithfulness.json"
 TARGET_S = 0.25
-
-
-def _best(fn, repeats: int):
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), out
 
 
 @torch.no_grad()
@@ -91,9 +82,9 @@ def bench(model, task_name: str, repeats: int) -> dict:
     def stacked():
         return faithfulness_curve(CircuitRunner.for_task(model, task, batch, "resample"), ranking)
 
-    stacked_s, curve = _best(stacked, repeats)
-    plain_s, plain = _best(lambda: plain_curve(model, task, batch, ranking), repeats)
-    scores_s, _ = _best(
+    stacked_s, curve = best_of(stacked, repeats)
+    plain_s, plain = best_of(lambda: plain_curve(model, task, batch, ranking), repeats)
+    scores_s, _ = best_of(
         lambda: batch_scores(CircuitRunner.for_task(model, task, batch, "resample"), ranking), repeats
     )
     row = {

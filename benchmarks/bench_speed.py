@@ -35,7 +35,6 @@ import json
 import multiprocessing
 import os
 import sys
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -43,6 +42,7 @@ import numpy as np
 import torch
 from bench_faithfulness import plain_curve
 from machine_rate import load_average, matmul_rates
+from timing import timed
 
 from circuit_gym.ablation.fast_blocks import FastBlocks
 from circuit_gym.circuits import CircuitRunner, Ranking, batch_scores, faithfulness_curve
@@ -92,12 +92,6 @@ class FlopCount:
         FastBlocks.attend, FastBlocks.output = self._saved["attend"], self._saved["output"]
 
 
-def _timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
-
-
 def _ranking(model, task, batch) -> Ranking:
     """The exact single-head damages' order (computed outside the timings), as bench_faithfulness."""
     probe = CircuitRunner.for_task(model, task, batch, "resample")
@@ -114,19 +108,19 @@ def curves(model, task_name: str, repeats: int, rate_1: float) -> dict:
                                                      "scores_plain")}  # fmt: skip
     out: dict = {"task": task_name, "prompts": list(batch.tokens.shape)}
     for _ in range(repeats):  # interleaved, so a change of load hits every path
-        t, runner = _timed(lambda: CircuitRunner.for_task(model, task, batch, "resample"))
+        t, runner = timed(lambda: CircuitRunner.for_task(model, task, batch, "resample"))
         times["setup"].append(t)
         for replay in ("masked", "plain"):
             view = CircuitRunner(runner.engine, replay)
             with FlopCount() as count:
-                t, curve = _timed(lambda view=view: faithfulness_curve(view, ranking))
+                t, curve = timed(lambda view=view: faithfulness_curve(view, ranking))
             times[replay].append(t)
             out[f"{replay}_curve"], out[f"{replay}_gflop"] = list(curve.faithfulness), count.flops / 1e9
             with FlopCount() as count:
-                t, scores = _timed(lambda view=view: batch_scores(view, ranking))
+                t, scores = timed(lambda view=view: batch_scores(view, ranking))
             times[f"scores_{replay}"].append(t)
             out[f"scores_{replay}_gflop"], out[f"scores_{replay}_cpr"] = count.flops / 1e9, scores["cpr"]
-        t, hooked = _timed(lambda: plain_curve(model, task, batch, ranking))
+        t, hooked = timed(lambda: plain_curve(model, task, batch, ranking))
         times["hooked"].append(t)
     best = {k: min(v) for k, v in times.items()}
     out.update({f"{k}_s": v for k, v in best.items()})
@@ -160,7 +154,7 @@ def sweep_rate(model, task_name: str, repeats: int, rate_1: float) -> dict:
     seconds = []
     for _ in range(repeats):
         with FlopCount() as count:
-            t, _ = _timed(runner.engine.sweep)
+            t, _ = timed(runner.engine.sweep)
         seconds.append(t)
     gflops = count.flops / 1e9 / min(seconds)
     print(f"{task_name:>12}: exact sweep {min(seconds):.3f} s, {gflops:.2f} GFLOP/s = "
@@ -176,7 +170,7 @@ def sweep_ops(model, task_name: str) -> dict:
     runner = CircuitRunner.for_task(model, task, task.batch(model, "test", 8, seed=0), "resample")
     runner.engine.sweep()  # warm-up
     with torch.profiler.profile() as prof:
-        seconds, _ = _timed(runner.engine.sweep)
+        seconds, _ = timed(runner.engine.sweep)
     events = prof.key_averages()
     total = sum(e.self_cpu_time_total for e in events)
     shares = {e.key: e.self_cpu_time_total / total for e in events if e.self_cpu_time_total / total >= 0.01}
@@ -212,8 +206,8 @@ def greedy_episode(replay: str, task: str, episode: int) -> dict:
     env = gym.make(circuit_env_id("Toy", "Multi"), model="toy", split=SPLIT, pool_size=episode + 1,
                    budget=CIRCUIT_BUDGET, alpha=CIRCUIT_ALPHA, oracle_info=False)  # fmt: skip
     env.reset(options={"task": task, "batch_index": episode})  # set-up outside the timing
-    seconds, row = _timed(lambda: play_episode(env, GreedySearch(), task, episode))
-    score_s, scores = _timed(
+    seconds, row = timed(lambda: play_episode(env, GreedySearch(), task, episode))
+    score_s, scores = timed(
         lambda: batch_scores(env.unwrapped.state.runner, row.pop("ranking"), seed=episode)
     )
     row.update({k: scores[k] for k in ("cpr", "cmd", "cpr_random", "cmd_random")})

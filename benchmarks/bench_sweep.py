@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from timing import best_of
 
 from circuit_gym.ablation import AblationEngine, Evaluation, default_ablation
 from circuit_gym.models import load_model
@@ -31,15 +32,6 @@ from circuit_gym.tasks import get_task
 RESULTS = Path(__file__).resolve().parent / "results" / "sweep.json"
 
 
-def _best(fn, repeats: int) -> tuple[float, np.ndarray]:
-    times, out = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
-
-
 def bench(model, label: str, task_name: str, batch_size: int, repeats: int) -> dict:
     task = get_task(task_name)
     batch = task.batch(model, "train", batch_size, seed=0)
@@ -47,15 +39,15 @@ def bench(model, label: str, task_name: str, batch_size: int, repeats: int) -> d
     start = time.perf_counter()
     engine = AblationEngine(model, Evaluation.for_task(task, batch), kind)
     setup = time.perf_counter() - start  # clean and counterfactual passes, replay check
-    engine_s, fast = _best(engine.sweep, repeats)
+    engine_s, fast = best_of(engine.sweep, repeats)
     row = {"model": label, "task": task_name, "ablation": kind, "prompts": list(batch.tokens.shape),
            "heads": len(fast), "engine_s": setup + engine_s, "sdpa_replay": engine._fast is not None}  # fmt: skip
     if engine._fast is not None:
         replay, engine._fast = engine._fast, None
-        bridge_s, bridge = _best(engine.sweep, repeats)
+        bridge_s, bridge = best_of(engine.sweep, repeats)
         engine._fast = replay
         row.update(bridge_blocks_s=setup + bridge_s, max_abs_diff_bridge=float(np.abs(fast - bridge).max()))
-    naive_s, naive = _best(engine.naive_sweep, repeats)
+    naive_s, naive = best_of(engine.naive_sweep, repeats)
     row.update(
         naive_s=naive_s, speedup=naive_s / row["engine_s"], max_abs_diff=float(np.abs(fast - naive).max())
     )

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 import torch
+from timing import best_of
 
 
 def matmul_rates(cfg, repeats: int = 5, threads: tuple[int, ...] = (1, 2),
@@ -30,21 +31,13 @@ def matmul_rates(cfg, repeats: int = 5, threads: tuple[int, ...] = (1, 2),
             for name, (m, k, n) in shapes.items():
                 a, b, c = torch.randn(m, k), torch.randn(k, n), torch.randn(n)
                 torch.addmm(c, a, b)  # warm-up
-                best = min(
-                    _seconds(lambda a=a, b=b, c=c: torch.addmm(c, a, b), clock) for _ in range(repeats)
-                )
+                best, _ = best_of(lambda a=a, b=b, c=c: torch.addmm(c, a, b), repeats, clock)
                 per[name] = 2.0 * m * k * n / best / 1e9
                 flops, seconds = flops + 2.0 * m * k * n, seconds + best
             out[f"{n_threads}_thread"] = {"per_shape_gflops": per, "gflops": flops / seconds / 1e9}
     finally:
         torch.set_num_threads(previous)
     return out
-
-
-def _seconds(fn, clock: Callable[[], float] = time.perf_counter) -> float:
-    start = clock()
-    fn()
-    return clock() - start
 
 
 def load_average() -> list[float]:
