@@ -9,12 +9,21 @@ attention to the earlier copy itself; all on BOS + random tokens repeated twice.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 
 from circuit_gym.heads import pattern_hook
 from circuit_gym.models.loading import model_device
-from circuit_gym.tasks import get_task
+from circuit_gym.tasks import PromptBatch, Task, get_task
+
+
+def _batches(model, task: Task, split: str, n_batches: int, batch_size: int) -> Iterator[PromptBatch]:
+    """``task``'s batches of seeds 0 .. n_batches - 1 of ``split``, on the model's device (the
+    seed is the batch's index, so every metric here reads the same, reproducible prompts)."""
+    for seed in range(n_batches):
+        yield task.batch(model, split, batch_size, seed).to(model_device(model))
 
 
 @torch.no_grad()
@@ -27,8 +36,7 @@ def induction_metrics(model, split: str = "eval", n_batches: int = 4, batch_size
     first, repeated = [], []
     scores = {k: np.zeros((n_layers, n_heads)) for k in ("induction", "previous_token", "duplicate_token")}
     names = {pattern_hook(layer) for layer in range(n_layers)}
-    for seed in range(n_batches):
-        batch = task.batch(model, split, batch_size, seed).to(model_device(model))
+    for batch in _batches(model, task, split, n_batches, batch_size):
         tokens = batch.tokens
         L = (tokens.shape[1] - 1) // 2
         logits, cache = model.run_with_cache(tokens, names_filter=lambda n: n in names)
@@ -51,8 +59,7 @@ def induction_metrics(model, split: str = "eval", n_batches: int = 4, batch_size
 def ioi_metrics(model, split: str = "eval", n_batches: int = 8, batch_size: int = 32) -> dict:
     task = get_task("ioi")
     correct, diffs = [], []
-    for seed in range(n_batches):
-        batch = task.batch(model, split, batch_size, seed).to(model_device(model))
+    for batch in _batches(model, task, split, n_batches, batch_size):
         d = task.score(model(batch.tokens), batch)
         diffs += d.tolist()
         correct += (d > 0).tolist()
@@ -64,8 +71,7 @@ def docstring_metrics(model, split: str = "eval", n_batches: int = 8, batch_size
     """Top-1 over the vocabulary, and 3-way accuracy among the signature's parameters."""
     task = get_task("docstring")
     top1, three_way = [], []
-    for seed in range(n_batches):
-        batch = task.batch(model, split, batch_size, seed).to(model_device(model))
+    for batch in _batches(model, task, split, n_batches, batch_size):
         last = model(batch.tokens)[:, -1]
         answer = batch.answers[:, 0]
         top1 += (last.argmax(-1) == answer).tolist()
@@ -80,8 +86,7 @@ def task_metrics(model, name: str, split: str = "test", n_batches: int = 8, batc
     """Clean accuracy (``Task.correct``) and mean metric of any registered task."""
     task = get_task(name)
     acc, metric = [], []
-    for seed in range(n_batches):
-        batch = task.batch(model, split, batch_size, seed).to(model_device(model))
+    for batch in _batches(model, task, split, n_batches, batch_size):
         logits = model(batch.tokens)
         acc += task.correct(logits, batch).tolist()
         metric += task.score(logits, batch).tolist()
