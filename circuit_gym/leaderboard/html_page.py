@@ -27,63 +27,21 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from circuit_gym import benchmark as B
 from circuit_gym.reporting.transfer_tables import transfer_heading
 
-# Sorting: numeric where every non-empty data-sort parses as a number, else text; empty last.
-SCRIPT = """
-document.querySelectorAll("table.sortable").forEach(function (table) {
-  var headers = table.tHead.rows[0].cells;
-  Array.prototype.forEach.call(headers, function (th, column) {
-    th.tabIndex = 0;
-    function sort() {
-      var ascending = th.getAttribute("aria-sort") !== "ascending";
-      Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
-      th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
-      var body = table.tBodies[0];
-      var rows = Array.prototype.slice.call(body.rows);
-      function key(row) {
-        var cell = row.cells[column];
-        return cell.hasAttribute("data-sort") ? cell.getAttribute("data-sort") : cell.textContent.trim();
-      }
-      var numeric = rows.every(function (r) { var k = key(r); return k === "" || !isNaN(Number(k)); });
-      rows.sort(function (a, b) {
-        var x = key(a), y = key(b);
-        if (x === "" || y === "") { return (x === "") - (y === ""); }
-        var order = numeric ? Number(x) - Number(y) : x.localeCompare(y);
-        return ascending ? order : -order;
-      });
-      rows.forEach(function (r) { body.appendChild(r); });
-    }
-    th.addEventListener("click", sort);
-    th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sort(); } });
-  });
-});
-"""
-
-STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 96em; padding: 0 1em; color: #222; }
-h1 { font-size: 1.5em; margin-bottom: 0.2em; }
-p.about { color: #444; max-width: 60em; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; margin: 1em 0; font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.5em; text-align: right; vertical-align: top; }
-th { background: #f2f2f2; cursor: pointer; user-select: none; white-space: nowrap; position: sticky; top: 0; }
-th[aria-sort="ascending"]::after { content: " \\25B2"; }
-th[aria-sort="descending"]::after { content: " \\25BC"; }
-td.text, th.text { text-align: left; }
-td small { color: #666; display: block; }
-tr:nth-child(even) td { background: #fafafa; }
-.tag { display: inline-block; font-size: 0.8em; padding: 0 0.4em; border-radius: 0.3em; margin-left: 0.3em; }
-.reference { background: #e4ecf7; } .white-box { background: #f7e4e4; }
-.verified { color: #176917; font-weight: 600; } .missing { color: #a33; }
-figure { display: inline-block; margin: 0.5em 1em 0.5em 0; }
-figcaption { font-size: 0.85em; color: #555; }
-pre { white-space: pre-wrap; background: #f6f6f6; padding: 0.5em; }
-"""
+# The page's style and sorting script are files of their own (static/board.css, static/board.js)
+# and go inline into every page (nothing is fetched when it is viewed). The script sorts a
+# column numerically where every non-empty data-sort parses as a number, else as text, empty
+# last. Each is inlined after a newline, as the page has always had it, so the script's
+# hash (the CSP's) is unchanged.
+_STATIC = resources.files("circuit_gym.leaderboard") / "static"
+SCRIPT = "\n" + (_STATIC / "board.js").read_text(encoding="utf-8")
+STYLE = "\n" + (_STATIC / "board.css").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
