@@ -166,6 +166,21 @@ def test_the_clean_models_answer_every_prompt(planted):
         assert accuracy >= 0.9, f"seed {planted.seed} {kind}: clean accuracy {accuracy:.2f}"
 
 
+def _gate(planted, kinds) -> list[str]:
+    """The gate a planted model passes on each of ``kinds``: accuracy >= 0.9 and mean metric > 0.5
+    on a test batch; the failures, described (empty: it passes)."""
+    failures = []
+    for kind in kinds:
+        task = PLANTED_TASKS[kind]
+        batch = task.batch(planted.model, "test", 16, seed=3)
+        with torch.no_grad():
+            logits = planted.model(batch.tokens)
+        accuracy, metric = float(task.correct(logits, batch).mean()), float(task.score(logits, batch).mean())
+        if not (accuracy >= 0.9 and metric > 0.5):
+            failures.append(f"seed {planted.seed} {kind}: accuracy {accuracy:.2f}, m {metric:.2f}")
+    return failures
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "seed",
@@ -174,16 +189,7 @@ def test_the_clean_models_answer_every_prompt(planted):
 )  # fmt: skip
 def test_the_clean_models_answer_on_more_seeds(seed):
     """Strict: a seed of :data:`WEAK_SEEDS` that starts passing (the defect fixed) fails here."""
-    planted = make_planted_model(seed)
-    for kind in KINDS:
-        task = PLANTED_TASKS[kind]
-        batch = task.batch(planted.model, "test", 16, seed=3)
-        with torch.no_grad():
-            logits = planted.model(batch.tokens)
-        accuracy, metric = float(task.correct(logits, batch).mean()), float(task.score(logits, batch).mean())
-        assert accuracy >= 0.9 and metric > 0.5, (
-            f"seed {seed} {kind}: accuracy {accuracy:.2f}, m {metric:.2f}"
-        )
+    assert _gate(make_planted_model(seed), KINDS) == []
 
 
 def test_a_redundant_pair_each_alone_small_both_together_large(planted):
@@ -463,19 +469,6 @@ def test_edge_patching_every_receiver_of_a_head_equals_ablating_it(planted_v3):
 @pytest.mark.parametrize("kind", KINDS_V3)
 def test_v3_the_model_does_its_tasks_and_only_the_true_circuit_carries_them(planted_v3, kind):
     _check_the_circuit_carries_the_task(planted_v3, kind)
-
-
-def _gate(planted, kinds) -> list[str]:
-    failures = []
-    for kind in kinds:
-        task = PLANTED_TASKS[kind]
-        batch = task.batch(planted.model, "test", 16, seed=3)
-        with torch.no_grad():
-            logits = planted.model(batch.tokens)
-        accuracy, metric = float(task.correct(logits, batch).mean()), float(task.score(logits, batch).mean())
-        if not (accuracy >= 0.9 and metric > 0.5):
-            failures.append(f"seed {planted.seed} {kind}: accuracy {accuracy:.2f}, m {metric:.2f}")
-    return failures
 
 
 def test_v3_fixes_the_v2_defect_on_its_worst_seed():
