@@ -75,6 +75,13 @@ def parse_args(argv: list[str] | None):
         help="targeted self-repair knob: in phase 2 each task's top head (attribution patching, "
         "refreshed every 50 steps) is resample-ablated with this probability per batch (0: off)",
     )
+    p.add_argument(
+        "--flood",
+        type=float,
+        default=0.0,
+        help="per-token flooding level B in phase 2: a token's loss below B is pushed back up to B, "
+        "so the model aims at confidence exp(-B) (0: off)",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--save-every", type=int, default=250)

@@ -215,3 +215,16 @@ def test_targeted_dropout_ranks_heads_as_their_exact_ablations_do():
     assert int(estimate.argmax()) in exact.flatten().topk(3).indices.tolist()
     targets = train.rank_task_heads(model, hf, ["ioi", "induction"], seed=0)
     assert targets.shape == (12, 12) and 1 <= int(targets.sum()) <= 2
+
+
+def test_flooding_aims_at_its_level_and_is_off_at_zero():
+    """``--flood B``: losses above B are unchanged; below B the gradient is reversed (the
+    model is pushed back to confidence exp(-B)); the flooded loss never falls below B; B = 0 is the
+    plain loss."""
+    train = _train_module()
+    loss = torch.tensor([0.01, 0.05, 0.2, 0.5, 3.0], requires_grad=True)
+    out = train.flooded(loss, 0.1)
+    assert torch.equal(out[2:], loss[2:]) and bool((out >= 0.1 - 1e-7).all())
+    out.sum().backward()
+    assert loss.grad.tolist() == [-1.0, -1.0, 1.0, 1.0, 1.0]
+    assert train.flooded(loss, 0.0) is loss

@@ -370,6 +370,15 @@ def draw_head_dropout(model, p: float, targets: torch.Tensor | None = None, p_ta
         block.attn.dropped_heads = dropped if bool(dropped.any()) or p > 0 else None
 
 
+def flooded(token_loss: torch.Tensor, level: float) -> torch.Tensor:
+    """Per-token flooding (``--flood B``; Ishida et al. 2020's flooding, token by token): a token
+    whose loss is below ``B`` is pushed back up to it, ``|loss - B| + B``, so the model aims at a
+    confidence of ``exp(-B)`` on what it knows and no higher. With a head dropped, the rest must
+    reach that confidence alone, and with it present they must not overshoot it: the pressure that
+    makes a backup act only when its primary is gone. ``B == 0``: the plain loss."""
+    return (token_loss - level).abs() + level if level > 0 else token_loss
+
+
 TOP_HEAD_REFRESH = 50  # steps between two rankings of the tasks' heads (targeted dropout)
 TOP_HEAD_PROMPTS = 16  # train-split prompts per task and ranking
 
@@ -479,7 +488,7 @@ def export(model, cfg_dict: dict, tok, out_dir: Path, card: dict) -> None:
 # ----------------------------------------------------------------------------- training
 RESULT_ARGS = ("steps", "batch_size", "n_layers", "n_heads", "d_model", "n_ctx", "vocab", "lr", "warmup",
                "max_phase1_steps", "seed_layers", "seed", "smoke", "eval_every", "init_from", "recipe", "identity_layers",
-               "release_step", "tokenizer", "head_dropout", "top_head_dropout")  # fmt: skip
+               "release_step", "tokenizer", "head_dropout", "top_head_dropout", "flood")  # fmt: skip
 
 
 def train(args: argparse.Namespace) -> None:
@@ -498,6 +507,8 @@ def train(args: argparse.Namespace) -> None:
         raise SystemExit(
             "--identity-layers shapes training from scratch; it cannot be combined with --init-from"
         )
+    if args.flood < 0:
+        raise SystemExit(f"--flood must be at least 0, not {args.flood}")
     for knob in ("head_dropout", "top_head_dropout"):
         if not 0.0 <= getattr(args, knob) < 1.0:
             raise SystemExit(f"--{knob.replace('_', '-')} must be in [0, 1), not {getattr(args, knob)}")
@@ -508,7 +519,7 @@ def train(args: argparse.Namespace) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     ckpt_path = args.work / "checkpoint.pt"
     setup = {k: getattr(args, k) for k in RESULT_ARGS}
-    for knob in ("head_dropout", "top_head_dropout"):  # runs that predate a knob keep their setup
+    for knob in ("head_dropout", "top_head_dropout", "flood"):  # runs that predate a knob keep their setup
         if not getattr(args, knob):  # (and resume check) as it was
             del setup[knob]
     if args.init_from:
@@ -600,7 +611,8 @@ def train(args: argparse.Namespace) -> None:
             args.top_head_dropout,
         )
         with layers:
-            loss = F.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten())
+            token_loss = F.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten(), reduction="none")
+            loss = flooded(token_loss, args.flood if phase == 2 else 0.0).mean()
         draw_head_dropout(model, 0.0)  # evaluation and export see the whole model
         opt.zero_grad(set_to_none=True)
         loss.backward()
