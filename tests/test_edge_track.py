@@ -230,7 +230,7 @@ def test_every_edge_row_reads_its_transfer_row_and_plays_only_gated_tasks():
     is played only on the tasks its card's inclusion gate admits (zoo8 performs two of v7's four)."""
     from circuit_gym import benchmark as B
     from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS
-    from circuit_gym.leaderboard.edge_scorer import _public_jobs
+    from circuit_gym.leaderboard.edge_scorer import transfer_jobs
     from circuit_gym.models.cards import card_metrics
 
     for version, edge in EDGE_BENCHMARKS.items():
@@ -240,12 +240,12 @@ def test_every_edge_row_reads_its_transfer_row_and_plays_only_gated_tasks():
             transfer.held_out_tasks,
             transfer.planted_generator,
         )
-        played = [(j[1], j[2]) for j in _public_jobs(edge) if j[0] == "transfer"]
+        played = [(m, t) for m, jobs in transfer_jobs(edge).items() for t, _ in jobs]
         gated = {m: set(card_metrics(m)["suite"]["included"]) for m in edge.held_out_models}
         assert played and all(t in gated[m] for m, t in played)
         # and every gated held-out task is played: nothing left out
         assert {(m, t) for m in edge.held_out_models for t in edge.tasks if t in gated[m]} == set(played)
-    assert len([j for j in _public_jobs(EDGE_BENCHMARKS["v7"]) if j[0] == "transfer"]) < len(
+    assert sum(map(len, transfer_jobs(EDGE_BENCHMARKS["v7"]).values())) < len(
         EDGE_BENCHMARKS["v7"].held_out_models) * len(EDGE_BENCHMARKS["v7"].tasks)  # fmt: skip
 
 

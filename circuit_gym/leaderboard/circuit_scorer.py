@@ -38,7 +38,7 @@ import gymnasium as gym
 from circuit_gym import benchmark as B
 from circuit_gym.circuits import batch_scores
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
-from circuit_gym.leaderboard.scoring import PlayOne, TrackPlay, score_track
+from circuit_gym.leaderboard.scoring import OneModelRun, Players, PlayOne, TrackPlay, score_track
 from circuit_gym.policy import check_action, check_scores
 from circuit_gym.solvers.episodes import play, play_episode, summarize_track
 from circuit_gym.solvers.white_box import WhiteBox
@@ -99,10 +99,11 @@ def _rows(episodes: list[dict]) -> list[dict]:
     return [{k: v for k, v in row.items() if k != "solver"} for row in episodes]
 
 
-CIRCUIT = TrackPlay(
+# How a circuit-building episode is played (the transfer tracks play it too).
+CIRCUIT = Players(TRACK, ("rank_heads", "act"), _builtin_player, _sandbox_player)
+CIRCUIT_TRACK = TrackPlay(
     name=TRACK, definition=B.circuit_definition, eval_seeds=lambda: B.CIRCUIT_EVAL_SEEDS, other_seeds=tuple,
-    private_seeds=lambda seeds: seeds[: B.CIRCUIT_PRIVATE_SEEDS], make_env=make_circuit_env,
-    methods=("rank_heads", "act"), builtin_player=_builtin_player, sandbox_player=_sandbox_player,
+    private_seeds=lambda seeds: seeds[: B.CIRCUIT_PRIVATE_SEEDS], make_env=make_circuit_env, players=CIRCUIT,
     scores=lambda main, _: {"summary": _summary(main), "episodes": _rows(main)},
     private_scores=lambda hidden: {"summary": _summary(hidden)}, sample_rows=_rows,
 )  # fmt: skip
@@ -123,5 +124,5 @@ def score_circuit(name: str, policy_spec: str | None = None, checkpoint: str | N
     seeds of the file are played. ``sample``: the canary's run, as in
     :func:`~circuit_gym.leaderboard.scorer.score` (status "sample", episode rows only).
     """
-    return score_track(CIRCUIT, name, policy_spec, checkpoint, builtin, model, model_path, private_seeds,
-                       require_isolation, sample)  # fmt: skip
+    return score_track(OneModelRun(CIRCUIT_TRACK, model, model_path), name, policy_spec, checkpoint, builtin,
+                       private_seeds, require_isolation, sample)  # fmt: skip

@@ -38,8 +38,8 @@ ranking, its passes what the ranking records (``lm_passes``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -53,18 +53,9 @@ from circuit_gym.edges.curve import edge_batch_scores
 from circuit_gym.edges.ranking import EdgeRanking
 from circuit_gym.envs.edge_building import EdgeBuildingEnv, EdgeEpisode
 from circuit_gym.leaderboard.edge_benchmark import EdgeBenchmark, edge_benchmark
-from circuit_gym.leaderboard.probing import record_private_scoring
-from circuit_gym.leaderboard.provenance import content_hash, files_hash, make_provenance
-from circuit_gym.leaderboard.sandbox import SandboxedPolicy, failure_record, sandbox_usage, seal
-from circuit_gym.leaderboard.scoring import (
-    POLICY_FAILURES,
-    _round,
-    check_entry,
-    isolation_record,
-    isolation_required,
-    play_episodes,
-    read_private_seeds,
-)
+from circuit_gym.leaderboard.planted_scorer import PrivateCache, private_model_seeds, weights_hash
+from circuit_gym.leaderboard.sandbox import SandboxedPolicy
+from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, score_track
 from circuit_gym.models.planted.recovery import precision_recall, ranking_auc
 from circuit_gym.policy import check_action, check_scores
 from circuit_gym.stats import mean_ci95
@@ -228,66 +219,150 @@ def _base(env: gym.Env) -> EdgeBuildingEnv:
     return base
 
 
-# ------------------------------------------------------------------ the parts
-def _transfer_rows(bench: EdgeBenchmark, play: Play, model: str, tasks: tuple[str, ...], seeds: tuple[int, ...],
-                   desc: str, model_path: str | None = None, cache: bool = True,
-                   weights: dict | None = None) -> list[dict]:  # fmt: skip
-    env = transfer_env(bench, model, tasks, max(seeds) + 1, model_path, cache)
-    base = _base(env)
-    if weights is not None:
-        weights[model] = base.model.circuit_gym_info.weights_hash
-    try:
-        jobs = [(t, int(s)) for t in tasks for s in seeds]
-        return play_episodes(
-            lambda t, s, detailed=True: transfer_row(model, t, s, play(base, t, s)), jobs, desc
+def transfer_jobs(bench: EdgeBenchmark) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Per public held-out model, its transfer episodes in scoring order: (task, seed) for every task
+    its card's inclusion gate admits, the row's seeds."""
+    return {
+        m: tuple((t, int(s)) for t in bench.tasks_on(m) for s in bench.seeds) for m in bench.held_out_models
+    }
+
+
+class EdgeRun(TrackRun):
+    """A run on the edge track ``track``: one part per public held-out model (its transfer
+    episodes) and per planted kind, each on its own environment; with the seed file, the secret
+    planted models (a temporary cache) and the private model."""
+
+    methods = METHODS
+    builtin_spec = "circuit_gym.edges.references:EDGE_REFERENCES"
+
+    def __init__(self, track: str, private_model: str | Path | None = None,
+                 private_seeds: str | Path | None = None) -> None:  # fmt: skip
+        self.bench, self.name = edge_benchmark(track), track
+        if private_model is not None and private_seeds is None:
+            raise ValueError("a private model is scored on private seeds: give private_seeds too")
+        self.private_model, self.seed_file = private_model, private_seeds
+        self.weights: dict[str, str] = {}  # the public held-out models' weights hashes, as built
+        self.planted_weights: dict[int, str] = {}
+        self.private_weights: dict[str, str] = {}
+        self.cache: PrivateCache | None = None
+
+    def builtins(self) -> tuple[str, ...]:
+        return reference_names()
+
+    def check(self, private: tuple[int, ...] | None) -> None:
+        if self.private_model is None or private is None:  # (a private model without seeds: refused above)
+            return
+        from circuit_gym.envs.pool import shared_model
+        from circuit_gym.leaderboard.transfer_scorer import check_card_weights, check_private_model
+
+        # the private model of the edge row's board version (its zoo's shape, its held-out tasks)
+        self.private_dir, self.served = check_private_model(
+            self.private_model, B.transfer_benchmark(self.bench.version)
         )
-    finally:
-        env.close()
+        # its card (the inclusion gate that chose the served tasks) must be these weights'
+        check_card_weights(
+            self.private_dir, shared_model(PRIVATE, str(self.private_dir)).circuit_gym_info.weights_hash
+        )
+        if len(private) < self.bench.private_seeds_used:
+            raise ValueError(
+                f"private seed file {self.seed_file} holds fewer than {self.bench.private_seeds_used} seeds"
+            )
 
+    def parts(self, sample: bool) -> list[Part]:
+        """Transfer model by model, then planted kind by kind (a model its gate admits no task on: none)."""
+        b = self.bench
+        transfer = [self._transfer(f"{self.name}: {m}", m, jobs, self.weights)
+                    for m, jobs in transfer_jobs(b).items() if jobs]  # fmt: skip
+        planted = [self._planted(f"{self.name}: planted ({k})", tuple((k, int(s)) for s in b.planted_public_seeds),
+                                 self.planted_weights) for k in b.kinds]  # fmt: skip
+        return transfer + planted
 
-def _planted_rows(bench: EdgeBenchmark, play: Play, jobs: list[tuple[str, int]], desc: str,
-                  weights: dict | None = None) -> list[dict]:  # fmt: skip
-    """The episodes ``jobs`` ((kind, seed), kind by kind), one environment per kind."""
-    from circuit_gym.models.planted.generator import truth_of
-    from circuit_gym.tasks.planted import task_name
+    def _transfer(self, label: str, model: str, jobs: tuple[tuple[str, int], ...], weights: dict,
+                  model_path: str | None = None, cache: bool = True) -> Part:  # fmt: skip
+        """The transfer episodes ``jobs`` ((task, seed)) of ``model``: edge CPR and CMD."""
 
-    rows = []
-    for kind in dict.fromkeys(k for k, _ in jobs):
-        seeds = tuple(s for k, s in jobs if k == kind)
-        env = planted_env(bench, kind, seeds)
+        def env(jobs: tuple[tuple[str, int], ...]) -> gym.Env:
+            tasks, pool = tuple(dict.fromkeys(t for t, _ in jobs)), max(s for _, s in jobs) + 1
+            made = transfer_env(self.bench, model, tasks, pool, model_path, cache)
+            weights[model] = _base(made).model.circuit_gym_info.weights_hash
+            return made
 
-        def one(kind_: str, seed: int, detailed: bool = True, env=env) -> dict:
-            inner = _base(env.unwrapped.inner_for(seed))
-            if weights is not None:
-                weights[seed] = inner.model.circuit_gym_info.weights_hash
-            truth = truth_of(seed, bench.planted_generator).edges(kind_)
-            return planted_row(kind_, seed, truth, play(inner, task_name(kind_), PLANTED_BATCH_INDEX))
+        def play(env: gym.Env, who: Play) -> PlayOne:
+            return lambda t, s, detailed=True: transfer_row(model, t, s, who(_base(env), t, s))
 
-        try:
-            rows += play_episodes(one, [(kind, int(s)) for s in seeds], f"{desc} ({kind})")
-        finally:
-            env.close()
-    return rows
+        return Part(label, jobs, env, play)
 
+    def _planted(self, label: str, jobs: tuple[tuple[str, int], ...], weights: dict | None,
+                 scope=nullcontext) -> Part:  # fmt: skip
+        """The planted episodes ``jobs`` ((kind, seed), one kind): precision, recall and AUC against the edge truth."""
+        from circuit_gym.models.planted.generator import truth_of
+        from circuit_gym.tasks.planted import task_name
 
-def _public_jobs(bench: EdgeBenchmark) -> list[tuple[str, ...]]:
-    """The public episodes in scoring order: transfer (model, task, seed), then planted (kind, seed)."""
-    transfer = [
-        ("transfer", m, t, s) for m in bench.held_out_models for t in bench.tasks_on(m) for s in bench.seeds
-    ]
-    return transfer + [("planted", k, s) for k in bench.kinds for s in bench.planted_public_seeds]
+        def play(env: gym.Env, who: Play) -> PlayOne:
+            def one(kind: str, seed: int, detailed: bool = True) -> dict:
+                inner = _base(env.unwrapped.inner_for(seed))
+                if weights is not None:
+                    weights[seed] = inner.model.circuit_gym_info.weights_hash
+                truth = truth_of(seed, self.bench.planted_generator).edges(kind)
+                return planted_row(kind, seed, truth, who(inner, task_name(kind), PLANTED_BATCH_INDEX))
 
+            return one
 
-def _check(name: str, bench: EdgeBenchmark, policy_spec: str | None, builtin: str | None, sample: int | None,
-           private_model, private_seeds) -> None:  # fmt: skip
-    check_entry(name, bench.track, policy_spec, builtin, reference_names())
-    if private_model is not None and private_seeds is None:
-        raise ValueError("a private model is scored on private seeds: give private_seeds too")
-    if sample is not None:
-        if private_seeds is not None:
-            raise ValueError("a sample run (the canary's) does not score the private part")
-        if not 1 <= sample <= bench.public_episodes():
-            raise ValueError(f"sample must be between 1 and {bench.public_episodes()} episodes, got {sample}")
+        kind = jobs[0][0]
+        return Part(label, jobs, lambda jobs: planted_env(self.bench, kind, tuple(s for _, s in jobs)), play,
+                    scope=scope)  # fmt: skip
+
+    def builtin_player(self, name: str) -> Play:
+        return builtin_play(name, self.bench)
+
+    def sandbox_player(self, sandbox: SandboxedPolicy) -> Play:
+        return sandbox_play(sandbox)
+
+    def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
+        """The secret planted models (a temporary cache) and, when given, the private model's held-out
+        tasks (no disk cache). The secret models are the first Planted row's draw from the file's first seed."""
+        self.secret, self.cache = (
+            private_model_seeds(seeds)[: self.bench.planted_private_models],
+            PrivateCache(),
+        )
+        out = [self._planted(f"{self.name}: secret planted models ({k})", tuple((k, int(s)) for s in self.secret),
+                             None, self.cache.scope) for k in self.bench.kinds]  # fmt: skip
+        if self.private_model is not None:
+            self.batches = tuple(seeds[: self.bench.private_seeds_used])
+            jobs = tuple((t, int(s)) for t in self.served for s in self.batches)
+            out.append(self._transfer(f"{self.name}: private model", PRIVATE, jobs, self.private_weights,
+                                      str(self.private_model), cache=False))  # fmt: skip
+        return out
+
+    def scores(self, main: list[dict], other: list[dict]) -> dict:
+        transfer = [r for r in main if r["part"] == "transfer"]
+        planted = [r for r in main if r["part"] == "planted"]
+        return {"transfer": transfer_summary(transfer), "planted": planted_summary(planted), "episodes": main}
+
+    def private_record(self, hidden: list[dict]) -> dict:
+        out: dict = {"n_models": len(self.secret),
+                     "scores": {"planted": planted_summary([r for r in hidden if r["part"] == "planted"])}}  # fmt: skip
+        if self.private_model is not None:
+            out.update(
+                weights_hash=self.private_weights[PRIVATE], n_seeds=len(self.batches), tasks=list(self.served)
+            )
+            out["scores"]["transfer"] = transfer_summary([r for r in hidden if r["part"] == "transfer"])
+        return out
+
+    def definition(self) -> dict:
+        return self.bench.definition()
+
+    def model(self) -> SimpleNamespace:
+        return SimpleNamespace(circuit_gym_info=SimpleNamespace(name="zoo+planted", weights_hash=None))
+
+    def provenance(self) -> dict:
+        played = self.planted_weights  # the public planted models played (none in a short sample)
+        planted = weights_hash(played, tuple(sorted(played))) if played else None
+        return {"weights_hashes": self.weights, "planted_weights_hash": planted}
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
 
 
 def score_edges(name: str, track: str, policy_spec: str | None = None, checkpoint: str | None = None,
@@ -299,105 +374,8 @@ def score_edges(name: str, track: str, policy_spec: str | None = None, checkpoin
 
     ``private_seeds``: the maintainers' seed file (secret planted models; with ``private_model``,
     the private zoo model's batches too)."""
-    bench = edge_benchmark(track)
-    _check(name, bench, policy_spec, builtin, sample, private_model, private_seeds)
-    policy = policy_spec or f"builtin:{builtin}"
-    policy_hash = files_hash(policy_spec or "circuit_gym.edges.references:EDGE_REFERENCES", checkpoint)
-    private = read_private_seeds(private_seeds) if private_seeds is not None else None
-    require_isolation = isolation_required(policy_spec, private, require_isolation)
-    served = None
-    if private_model is not None:
-        from circuit_gym.envs.pool import shared_model
-        from circuit_gym.leaderboard.transfer_scorer import check_card_weights, check_private_model
-
-        # the private model of the edge row's board version (its zoo's shape, its held-out tasks)
-        private_dir, served = check_private_model(private_model, B.transfer_benchmark(bench.version))
-        # its card (the inclusion gate that chose the served tasks) must be these weights'
-        check_card_weights(private_dir, shared_model(PRIVATE, str(private_dir)).circuit_gym_info.weights_hash)
-        if len(private[0]) < bench.private_seeds_used:
-            raise ValueError(
-                f"private seed file {private_seeds} holds fewer than {bench.private_seeds_used} seeds"
-            )
-    jobs = _public_jobs(bench)[:sample] if sample is not None else _public_jobs(bench)
-    start = time.time()
-    result: dict = {"name": name, "track": bench.track, **record_private_scoring(private_seeds, name, policy, bench.track),
-                    "isolation": isolation_record(builtin)}  # fmt: skip
-    weights: dict = {}
-    planted_weights: dict = {}
-    sandbox = None
-    try:
-        if builtin is not None:
-            play = builtin_play(builtin, bench)
-        else:
-            sandbox = SandboxedPolicy(policy_spec, checkpoint, timeout_s=B.CALL_TIMEOUT_S, memory_mb=B.MEMORY_LIMIT_MB,
-                                      require_isolation=require_isolation, methods=METHODS)  # fmt: skip
-            play = sandbox_play(sandbox)
-        public = []
-        for model in bench.held_out_models:
-            tasks = tuple(dict.fromkeys(j[2] for j in jobs if j[0] == "transfer" and j[1] == model))
-            if tasks:
-                seeds = tuple(sorted({j[3] for j in jobs if j[0] == "transfer" and j[1] == model}))
-                public += _transfer_rows(
-                    bench, play, model, tasks, seeds, f"{bench.track}: {model}", weights=weights
-                )
-        planted_jobs = [(j[1], int(j[2])) for j in jobs if j[0] == "planted"]
-        public += _planted_rows(bench, play, planted_jobs, f"{bench.track}: planted", planted_weights)
-        if private is not None:
-            seal(sandbox)  # the secret part: a failure from here on carries no policy text
-            hidden = _private_part(bench, play, private[0], private_model, served)
-    except POLICY_FAILURES as err:
-        result.update(status="failed", failure=failure_record(err, sandbox))
-    else:
-        if sample is not None:
-            result.update(status="sample", scores=_round({"episodes": public}))
-        else:
-            transfer = [r for r in public if r["part"] == "transfer"]
-            planted = [r for r in public if r["part"] == "planted"]
-            result.update(status="scored", scores=_round({"transfer": transfer_summary(transfer),
-                                                          "planted": planted_summary(planted), "episodes": public}))  # fmt: skip
-        if private is not None:
-            result["private"] = {"seed_file_sha256": private[1], **_round(hidden)}
-    finally:
-        if sandbox is not None:
-            sandbox.close()
-    model_info = SimpleNamespace(circuit_gym_info=SimpleNamespace(name="zoo+planted", weights_hash=None))
-    result["provenance"] = {**make_provenance(bench.definition(), model_info, policy, checkpoint, policy_hash,
-                                              white_box=builtin is not None),
-                            "weights_hashes": weights, "planted_weights_hash": _planted_hash(planted_weights)}  # fmt: skip
-    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1), **sandbox_usage(sandbox)}
-    result["content_hash"] = content_hash(result)
-    return result
-
-
-def _planted_hash(weights: dict[int, str]) -> str | None:
-    import hashlib
-
-    if not weights:
-        return None
-    return hashlib.sha256("\n".join(f"{s}:{weights[s]}" for s in sorted(weights)).encode()).hexdigest()
-
-
-def _private_part(bench: EdgeBenchmark, play: Play, file_seeds: tuple[int, ...], private_model,
-                  served: tuple[str, ...] | None) -> dict:  # fmt: skip
-    """The secret planted models (a temporary cache) and, when given, the private model's held-out
-    tasks (no disk cache): their summaries and what was played, never a seed."""
-    from circuit_gym.leaderboard.planted_scorer import _private_cache, private_model_seeds
-
-    out: dict = {}
-    seeds = private_model_seeds(file_seeds)[: bench.planted_private_models]
-    with _private_cache():
-        jobs = [(k, int(s)) for k in bench.kinds for s in seeds]
-        planted = _planted_rows(bench, play, jobs, f"{bench.track}: secret planted models")
-    out["n_models"] = len(seeds)
-    out["scores"] = {"planted": planted_summary(planted)}
-    if private_model is not None:
-        weights: dict = {}
-        batches = tuple(file_seeds[: bench.private_seeds_used])
-        rows = _transfer_rows(bench, play, PRIVATE, served, batches, f"{bench.track}: private model",
-                              model_path=str(private_model), cache=False, weights=weights)  # fmt: skip
-        out.update(weights_hash=weights[PRIVATE], n_seeds=len(batches), tasks=list(served))
-        out["scores"]["transfer"] = transfer_summary(rows)
-    return out
+    run = EdgeRun(track, private_model, private_seeds)
+    return score_track(run, name, policy_spec, checkpoint, builtin, private_seeds, require_isolation, sample)
 
 
 def headline(result: dict) -> list[str]:

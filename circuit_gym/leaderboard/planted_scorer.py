@@ -30,9 +30,8 @@ public models' circuit heads). A submitted policy runs sandboxed, as on the circ
 
 Private models are generated into a temporary directory removed afterwards (never the disk
 cache, where their directory names would give the seeds away); the result stores their summary
-and the seed file's SHA-256, never a seed. The pieces are the other tracks' (``scoring.py``'s
-checks and episode loop, ``provenance.py``, ``sandbox.py``); the skeleton itself plays held-out
-tasks of one model, which this track does not have.
+and the seed file's SHA-256, never a seed. The skeleton (checks, sandbox, episode loop,
+provenance, content hash) is ``scoring.py``'s; :class:`PlantedRun` is what differs.
 
     circuit-gym leaderboard score --track planted --builtin acdc --out leaderboard/results/planted/acdc.json
     circuit-gym leaderboard score --track v7-planted --builtin acdc --out leaderboard/results/v7/planted/acdc.json
@@ -43,7 +42,6 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,19 +53,9 @@ import numpy as np
 
 from circuit_gym import benchmark as B
 from circuit_gym.envs.planted import PlantedEnv
-from circuit_gym.leaderboard.isolation import probe
-from circuit_gym.leaderboard.probing import record_private_scoring
-from circuit_gym.leaderboard.provenance import content_hash, files_hash, make_provenance
-from circuit_gym.leaderboard.sandbox import SandboxedPolicy, failure_record, sandbox_usage, seal
-from circuit_gym.leaderboard.scoring import (
-    POLICY_FAILURES,
-    _in_process_isolation,
-    _round,
-    check_entry,
-    isolation_required,
-    play_episodes,
-    read_private_seeds,
-)
+from circuit_gym.leaderboard.provenance import content_hash  # noqa: F401  (tests re-seal results with it)
+from circuit_gym.leaderboard.sandbox import SandboxedPolicy
+from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, score_track
 from circuit_gym.models.planted.generator import truth_of
 from circuit_gym.models.planted.recovery import precision_recall, ranking_auc
 from circuit_gym.models.planted.versions import DEFAULT_VERSION, kinds_of
@@ -176,12 +164,18 @@ def make_planted_envs(seeds: tuple[int, ...], track: str = TRACK) -> dict[str, g
     return {kind: planted_env(kind, seeds, row.generator) for kind in row.kinds}
 
 
-@contextmanager
-def _private_cache() -> Iterator[None]:
-    """Planted models (and sweep tables) written to a temporary directory, removed on exit."""
-    before = os.environ.get("CIRCUIT_GYM_CACHE")
-    with tempfile.TemporaryDirectory(prefix="circuit_gym_private_") as tmp:
-        os.environ["CIRCUIT_GYM_CACHE"] = tmp
+class PrivateCache:
+    """A temporary directory for secret planted models (and their sweep tables), never the disk
+    cache, where their directory names would give the seeds away: :meth:`scope` points the
+    package's cache at it, :meth:`close` removes it. One per run, shared by its secret parts."""
+
+    def __init__(self) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="circuit_gym_private_")
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        before = os.environ.get("CIRCUIT_GYM_CACHE")
+        os.environ["CIRCUIT_GYM_CACHE"] = self._dir.name
         try:
             yield
         finally:
@@ -189,6 +183,9 @@ def _private_cache() -> Iterator[None]:
                 os.environ.pop("CIRCUIT_GYM_CACHE", None)
             else:
                 os.environ["CIRCUIT_GYM_CACHE"] = before
+
+    def close(self) -> None:
+        self._dir.cleanup()
 
 
 def episode_scores(kind: str, seed: int, played: dict, track: str = TRACK) -> dict:
@@ -206,11 +203,12 @@ def episode_scores(kind: str, seed: int, played: dict, track: str = TRACK) -> di
 Play = Callable[[gym.Env, str], dict]  # (inner env of the episode's model, task) -> a played row
 
 
-def _player(envs: dict[str, gym.Env], play_inner: Play, weights: dict[int, str], track: str):
-    """``(kind, seed) -> row`` (``scoring.play_episodes``' signature); records each model's weights hash."""
+def _player(env: gym.Env, play_inner: Play, weights: dict[int, str], track: str):
+    """``(kind, seed) -> row`` on the kind's environment ``env`` (``scoring.play_episodes``'
+    signature); records each model's weights hash."""
 
     def play_one(kind: str, seed: int, detailed: bool = True) -> dict:
-        planted: PlantedEnv = envs[kind].unwrapped
+        planted: PlantedEnv = env.unwrapped
         inner = planted.inner_for(seed)
         weights[seed] = inner.unwrapped.model.circuit_gym_info.weights_hash
         return episode_scores(kind, seed, play_inner(inner, task_name(kind)), track)
@@ -287,8 +285,78 @@ def episodes(n_private: int, track: str = TRACK) -> int:
     return planted_benchmark(track).episodes(n_private > 0)
 
 
-def _weights_hash(weights: dict[int, str], seeds: tuple[int, ...]) -> str:
+def weights_hash(weights: dict[int, str], seeds: tuple[int, ...]) -> str:
+    """One hash of the planted models of ``seeds`` (in that order), by their weights hashes."""
     return hashlib.sha256("\n".join(f"{s}:{weights[s]}" for s in seeds).encode()).hexdigest()
+
+
+class PlantedRun(TrackRun):
+    """A run on the Planted track ``track``: one part per kind, on the public seeds' models and, with
+    the seed file, on the secret models (generated into a :class:`PrivateCache`)."""
+
+    methods = ("rank_heads", "act")
+    builtin_spec = "circuit_gym.solvers.planted_rules:ScoreRule"
+
+    def __init__(self, track: str = TRACK) -> None:
+        self.row, self.name = planted_benchmark(track), track
+        self.envs: dict[str, gym.Env] = {}
+        self.weights: dict[int, str] = {}  # the public models' weights hashes, as they are played
+        self.chosen: dict = {}  # what a builtin chose on the public seeds
+        self.cache: PrivateCache | None = None
+
+    def builtins(self) -> tuple[str, ...]:
+        return track_builtins()
+
+    def parts(self, sample: bool) -> list[Part]:
+        return [Part(f"{self.name}: public seeds ({kind})", tuple((kind, s) for s in self.row.public_seeds),
+                     self._public_env, self._play(self.weights), owns_env=False)
+                for kind in self.row.kinds]  # fmt: skip
+
+    def _public_env(self, jobs: tuple[tuple[str, int], ...]) -> gym.Env:
+        return self.envs[jobs[0][0]]  # one kind a part
+
+    def _secret_env(self, jobs: tuple[tuple[str, int], ...]) -> gym.Env:
+        return planted_env(jobs[0][0], tuple(s for _, s in jobs), self.row.generator)
+
+    def _play(self, weights: dict[int, str]) -> Callable[[gym.Env, Play], PlayOne]:
+        return lambda env, play_inner: _player(env, play_inner, weights, self.name)
+
+    def open(self) -> None:
+        self.envs = make_planted_envs(self.row.public_seeds, self.name)
+
+    def builtin_player(self, name: str) -> Play:
+        solver, self.chosen = reference_solver(name, self.envs, self.name)
+        return _solver_play(solver)
+
+    def sandbox_player(self, sandbox: SandboxedPolicy) -> Play:
+        return _sandbox_play(sandbox)
+
+    def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
+        self.private, self.cache = private_model_seeds(seeds, self.name), PrivateCache()
+        return [Part(f"{self.name}: private models ({kind})", tuple((kind, s) for s in self.private),
+                     self._secret_env, self._play({}),
+                     scope=self.cache.scope)
+                for kind in self.row.kinds]  # fmt: skip
+
+    def scores(self, main: list[dict], other: list[dict]) -> dict:
+        return {"summary": summary(main, self.name), **self.chosen, "episodes": main}
+
+    def private_record(self, hidden: list[dict]) -> dict:
+        return {"n_models": len(self.private), "scores": {"summary": summary(hidden, self.name)}}
+
+    def definition(self) -> dict:
+        return definition(self.name)
+
+    def model(self) -> SimpleNamespace:
+        """The public models, by their weights hashes (None after a sample run, which plays some only)."""
+        whole = len(self.weights) == len(self.row.public_seeds)
+        models = weights_hash(self.weights, self.row.public_seeds) if whole else None
+        return SimpleNamespace(circuit_gym_info=SimpleNamespace(name=f"planted-v{self.row.generator}",
+                                                                weights_hash=models))  # fmt: skip
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
 
 
 def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | None = None,
@@ -301,69 +369,5 @@ def score_planted(name: str, policy_spec: str | None = None, checkpoint: str | N
     ``sample``: the canary's run (``circuit_gym/leaderboard/canary.py``): only the first ``sample``
     public episodes (kind by kind, seed by seed), their rows under ``scores["episodes"]``, no
     summaries, ``status`` "sample" (the board refuses it)."""
-    row = planted_benchmark(track)
-    check_entry(name, row.track, policy_spec, builtin, track_builtins())
-    policy_hash = files_hash(policy_spec or "circuit_gym.solvers.planted_rules:ScoreRule", checkpoint)
-    private = read_private_seeds(private_seeds) if private_seeds is not None else None
-    require_isolation = isolation_required(policy_spec, private, require_isolation)
-    jobs = row.jobs()
-    if sample is not None:
-        if private is not None:
-            raise ValueError("a sample run (the canary's) does not score private models")
-        if not 1 <= sample <= len(jobs):
-            raise ValueError(f"sample must be between 1 and {len(jobs)} episodes, got {sample}")
-        jobs = jobs[:sample]
-    start = time.time()
-    envs = make_planted_envs(row.public_seeds, track)
-    result: dict = {
-        "name": name,
-        "track": row.track,
-        "isolation": _in_process_isolation(),
-        **record_private_scoring(private_seeds, name, policy_spec or f"builtin:{builtin}", row.track),
-    }
-    weights: dict[int, str] = {}
-    sandbox = None
-    try:
-        if builtin is not None:
-            solver, chosen = reference_solver(builtin, envs, track)
-            play_inner = _solver_play(solver)
-        else:
-            chosen = {}
-            result["isolation"] = probe().as_dict()
-            sandbox = SandboxedPolicy(policy_spec, checkpoint, timeout_s=B.CALL_TIMEOUT_S, memory_mb=B.MEMORY_LIMIT_MB,
-                                      require_isolation=require_isolation, methods=("rank_heads", "act"))  # fmt: skip
-            play_inner = _sandbox_play(sandbox)
-        public = play_episodes(_player(envs, play_inner, weights, track), jobs, f"{row.track}: public seeds")
-        if private is not None:
-            seal(sandbox)  # the secret models: a failure from here on carries no policy text
-            seeds = private_model_seeds(private[0], track)
-            with _private_cache():
-                private_envs = make_planted_envs(seeds, track)
-                hidden = play_episodes(_player(private_envs, play_inner, {}, track),
-                                       [(k, s) for k in row.kinds for s in seeds], f"{row.track}: private models")  # fmt: skip
-                for env in private_envs.values():
-                    env.close()
-    except POLICY_FAILURES as err:
-        result.update(status="failed", failure=failure_record(err, sandbox))
-    else:
-        if sample is not None:
-            result.update(status="sample", scores=_round({"episodes": public}))
-        else:
-            result.update(
-                status="scored",
-                scores=_round({"summary": summary(public, track), **chosen, "episodes": public}),
-            )
-        if private is not None:
-            result["private"] = {"seed_file_sha256": private[1], "n_models": len(seeds),
-                                 "scores": _round({"summary": summary(hidden, track)})}  # fmt: skip
-    finally:
-        if sandbox is not None:
-            sandbox.close()
-    whole = len(weights) == len(row.public_seeds)  # a sample run's weights hash would cover some seeds only
-    model = SimpleNamespace(circuit_gym_info=SimpleNamespace(
-        name=f"planted-v{row.generator}", weights_hash=_weights_hash(weights, row.public_seeds) if whole else None))  # fmt: skip
-    result["provenance"] = make_provenance(definition(track), model, policy_spec or f"builtin:{builtin}", checkpoint,
-                                           policy_hash, white_box=builtin is not None)  # fmt: skip
-    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1), **sandbox_usage(sandbox)}
-    result["content_hash"] = content_hash(result)
-    return result
+    return score_track(PlantedRun(track), name, policy_spec, checkpoint, builtin, private_seeds, require_isolation,
+                       sample)  # fmt: skip

@@ -34,7 +34,7 @@ from circuit_gym.circuits.preferences import areas_summary, episode_areas
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
-from circuit_gym.leaderboard.scoring import PlayOne, TrackPlay, score_track
+from circuit_gym.leaderboard.scoring import OneModelRun, Players, PlayOne, TrackPlay, score_track
 from circuit_gym.passes import PassCounter, with_observation_passes
 from circuit_gym.planning import top_k_heads
 from circuit_gym.policy import check_scores
@@ -150,10 +150,12 @@ def _private_scores(hidden: list[dict]) -> dict:
             "circuits": _circuits(hidden)}  # fmt: skip
 
 
-SINGLE_HEAD = TrackPlay(
+# How a single-head episode is played (the transfer tracks play it too).
+SINGLE_HEAD = Players(B.SINGLE_HEAD, ("rank_heads",), _builtin_player, _sandbox_player)
+TRACK = TrackPlay(
     name=B.SINGLE_HEAD, definition=B.definition, eval_seeds=lambda: B.EVAL_SEEDS, other_seeds=lambda: B.REPRO_SEEDS,
-    private_seeds=lambda seeds: seeds, make_env=_make_env, methods=("rank_heads",), builtin_player=_builtin_player,
-    sandbox_player=_sandbox_player, scores=_scores, private_scores=_private_scores,
+    private_seeds=lambda seeds: seeds, make_env=_make_env, players=SINGLE_HEAD, scores=_scores,
+    private_scores=_private_scores,
 )  # fmt: skip
 
 
@@ -178,5 +180,5 @@ def score(name: str, policy_spec: str | None = None, checkpoint: str | None = No
     episodes, their rows under ``scores["episodes"]``, no summaries, no other seeds; its
     ``status`` is "sample", which the board refuses.
     """
-    return score_track(SINGLE_HEAD, name, policy_spec, checkpoint, builtin, model, model_path, private_seeds,
+    return score_track(OneModelRun(TRACK, model, model_path), name, policy_spec, checkpoint, builtin, private_seeds,
                        require_isolation, sample)  # fmt: skip

@@ -1,34 +1,42 @@
-"""One scorer skeleton for every track: checks -> episodes -> sandboxed policy -> provenance ->
-content hash.
+"""One scorer skeleton for every track: checks -> environments -> sandboxed policy -> episodes ->
+provenance -> content hash.
 
-A :class:`TrackPlay` says how a track is played where it differs from the others (its benchmark definition,
-its environment, how one episode is played by a builtin white-box solver or by the sandboxed
-policy, its summaries); :func:`score_track` does the rest, the same way for every track:
+A :class:`TrackRun` (one per scoring run) says how its track differs from the others: its
+benchmark definition and builtins, its episodes laid out in :class:`Part` s (each a list of
+(task or kind, seed) jobs on one environment: one model's held-out tasks, a transfer cell, a
+planted kind; public, then private), how one episode is played by a builtin or by the sandboxed
+policy, its summaries and its private record. :func:`score_track` does the rest, the same way for
+every track (single head and circuit: :class:`OneModelRun` of a :class:`TrackPlay`; transfer,
+Planted and edges: their scorer's run):
 
 1. every check before anything runs (:func:`check_request`: the entry's name, exactly one of a
    policy spec or a builtin of this track, the policy located without importing it, the private
-   seed file read, isolation required where needed);
-2. the track's environment over its evaluation seeds, and the result's provenance
-   (``circuit_gym/leaderboard/provenance.py``);
-3. the policy: a builtin (``circuit_gym.solvers.white_box``) in the scorer's process, or the
-   submitted policy in its sandbox (``circuit_gym/leaderboard/sandbox.py``), closed whatever happens;
-4. the evaluation episodes, the track's other seeds, and the private seeds (no disk cache: their
-   tables never reach a file the policy could read); a policy failure is a failure record;
-5. the summaries, rounded, and the content hash (``provenance.content_hash``).
+   seed file read, isolation required where needed; then the track's own, :meth:`TrackRun.check`);
+2. what must exist before the policy plays (:meth:`TrackRun.open`), and the probing ledger's count;
+3. the policy: a builtin in the scorer's process, or the submitted policy in its sandbox
+   (``circuit_gym/leaderboard/sandbox.py``), closed whatever happens;
+4. the public parts, then (sealed: a failure carries no policy text) the private parts, each on
+   its environment (no disk cache for private material: its tables never reach a file the policy
+   could read); a policy failure is a failure record;
+5. the summaries, rounded, the provenance (``circuit_gym/leaderboard/provenance.py``) and the
+   content hash (``provenance.content_hash``).
 
-``sample`` (the canary's run, ``circuit_gym/leaderboard/canary.py``) plays only the first evaluation
-episodes and keeps their rows (``status`` "sample", refused by the board).
+``sample`` (the canary's run, ``circuit_gym/leaderboard/canary.py``) plays only the first public
+episodes in scoring order and keeps their rows (``status`` "sample", refused by the board).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
 import time
 from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -57,26 +65,6 @@ BUILTIN_SPEC = "circuit_gym.solvers.white_box:BUILTINS"
 POLICY_FAILURES = (PolicyFailureError, InvalidScoresError, InvalidActionError)
 
 PlayOne = Callable[..., dict]  # (task, seed, detailed=True) -> the episode's row
-
-
-@dataclass(frozen=True)
-class TrackPlay:
-    """What one track's scoring needs beyond the skeleton (read at call time, so a test's
-    patched benchmark applies)."""
-
-    name: str
-    definition: Callable[[], dict]
-    eval_seeds: Callable[[], tuple[int, ...]]
-    other_seeds: Callable[[], tuple[int, ...]]  # scored, summarised, not kept per episode (may be empty)
-    private_seeds: Callable[[tuple[int, ...]], tuple[int, ...]]  # which of the private file's seeds
-    make_env: Callable[[str, str | None, tuple[int, ...], bool], gym.Env]  # model, path, seeds, cache
-    methods: tuple[str, ...]  # what a submitted policy must have
-    builtin_player: Callable[[gym.Env, WhiteBox], PlayOne]
-    sandbox_player: Callable[[gym.Env, SandboxedPolicy], PlayOne]
-    scores: Callable[[list[dict], list[dict]], dict]  # evaluation rows, other seeds' rows
-    private_scores: Callable[[list[dict]], dict]
-    sample_rows: Callable[[list[dict]], list[dict]] = lambda rows: rows
-    per_call_limit_s: Callable[[], float] = lambda: B.CALL_TIMEOUT_S
 
 
 def _in_process_isolation() -> dict:
@@ -139,27 +127,141 @@ def isolation_required(policy_spec: str | None, private, require_isolation: bool
     return require_isolation
 
 
-def check_entry(
-    name: str, track: str, policy_spec: str | None, builtin_name: str | None, builtins: Collection[str]
-) -> None:
-    """The checks every track makes of an entry before anything runs: its name, exactly one of
-    ``policy_spec`` or a builtin, the builtin one of ``builtins``, the policy located without
-    importing it."""
-    check_name(name)
-    if (policy_spec is None) == (builtin_name is None):
-        raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
-    if builtin_name is not None and builtin_name not in builtins:
-        raise ValueError(
-            f"builtin must be one of {sorted(builtins)} on the {track} track, got {builtin_name!r}"
-        )
-    if policy_spec is not None:
-        split_spec(policy_spec)
+@dataclass(frozen=True)
+class Part:
+    """Episodes played on one environment, in scoring order: ``jobs`` ((task or kind, seed) pairs)
+    on the environment ``env(jobs)`` built when the part starts, each episode's row from
+    ``play(env, who)`` (``who``: what :meth:`TrackRun.builtin_player` or
+    :meth:`TrackRun.sandbox_player` gave)."""
+
+    label: str  # the progress bar's (never a seed)
+    jobs: tuple[tuple[str, int], ...]
+    env: Callable[[tuple[tuple[str, int], ...]], Any]
+    play: Callable[[Any, Any], PlayOne]
+    detailed: bool = True  # False: the track's other seeds (summarised, not kept, not sampled)
+    owns_env: bool = True  # closed when the part ends (False: the run holds it, :meth:`TrackRun.close`)
+    scope: Callable[[], AbstractContextManager] = nullcontext  # around the part (a secret model's cache)
 
 
-def check_request(track: str, name: str, policy_spec: str | None, builtin_name: str | None,
+class TrackRun:
+    """One scoring run on one track: what the track does differently, for :func:`score_track`.
+
+    A subclass names its track and says which builtins play it, lays out its episodes in
+    :class:`Part` s (public, then private), plays one episode for a builtin or the sandboxed
+    policy, and summarises the rows; an instance is made per run (it may hold the run's
+    environments and what they recorded, e.g. the models' weights)."""
+
+    name: str  # the board's track name (recorded in the result, but for the single-head track)
+    kind: str | None = None  # the white-box registry's track whose builtins play it; None: :meth:`builtins`
+    methods: tuple[str, ...] = ("rank_heads", "act")  # what a submitted policy must have
+    builtin_spec: str = BUILTIN_SPEC  # the module whose files name a builtin's run (``policy_files_hash``)
+
+    def builtins(self) -> Collection[str]:
+        """This track's builtins where they are not the white-box registry's."""
+        raise NotImplementedError
+
+    def check(self, private: tuple[int, ...] | None) -> None:
+        """The track's own checks of a request, before anything runs (``private``: the file's seeds)."""
+
+    def parts(self, sample: bool) -> list[Part]:
+        """The public episodes in scoring order (``sample``: the canary's run, which plays a prefix)."""
+        raise NotImplementedError
+
+    def open(self) -> None:
+        """Build what must exist before the policy plays (an environment the provenance reads)."""
+
+    def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
+        """The private episodes, from the private seed file's ``seeds``."""
+        raise NotImplementedError
+
+    def builtin_player(self, name: str) -> Any:
+        """Who plays each part's episodes for the builtin ``name``."""
+        raise NotImplementedError
+
+    def sandbox_player(self, sandbox: SandboxedPolicy) -> Any:
+        """Who plays each part's episodes for the sandboxed policy."""
+        raise NotImplementedError
+
+    def scores(self, main: list[dict], other: list[dict]) -> dict:
+        """A scored result's ``scores`` from the evaluation rows and the other seeds' rows."""
+        raise NotImplementedError
+
+    def sample_rows(self, rows: list[dict]) -> list[dict]:
+        """A sample run's rows as its result keeps them."""
+        return rows
+
+    def private_record(self, hidden: list[dict]) -> dict:
+        """The result's ``private`` besides the seed file's SHA-256: summaries, never a seed."""
+        raise NotImplementedError
+
+    def definition(self) -> dict:
+        raise NotImplementedError
+
+    def model(self) -> Any:
+        """What the provenance names as the model (``circuit_gym_info``: name, weights hash)."""
+        raise NotImplementedError
+
+    def provenance(self) -> dict:
+        """The provenance's fields besides :func:`make_provenance`'s (after the episodes)."""
+        return {}
+
+    def fields(self) -> dict:
+        """The result's own fields besides the skeleton's."""
+        return {}
+
+    def close(self) -> None:
+        """Close what the run holds, whatever happened."""
+
+
+@dataclass(frozen=True)
+class Players:
+    """How an episode of the white-box registry's track ``kind`` ("single-head" or "circuit") is
+    played: by a builtin white-box solver, or by the sandboxed policy (with ``methods``)."""
+
+    kind: str
+    methods: tuple[str, ...]
+    builtin_player: Callable[[gym.Env, WhiteBox], PlayOne]
+    sandbox_player: Callable[[gym.Env, SandboxedPolicy], PlayOne]
+
+
+def players(
+    kind: Players, builtin_name: str | None, sandbox: SandboxedPolicy | None
+) -> Callable[[gym.Env], PlayOne]:
+    """``player(env) -> play_one`` for the builtin ``builtin_name`` (one solver for every
+    environment, reset once) or else the sandboxed policy."""
+    if builtin_name is not None:
+        solver = builtin(builtin_name, kind.kind)
+        solver.reset()
+        return lambda env: kind.builtin_player(env, solver)
+    assert sandbox is not None
+    return lambda env: kind.sandbox_player(env, sandbox)
+
+
+class PlayersRun(TrackRun):
+    """A run whose episodes are the white-box registry's kind ``players`` (single head or circuit):
+    a part plays with ``who(env)``, ``who`` from :func:`players`."""
+
+    players: Players
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return self.players.kind
+
+    @property
+    def methods(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self.players.methods
+
+    def builtin_player(self, name: str) -> Callable[[gym.Env], PlayOne]:
+        return players(self.players, name, None)
+
+    def sandbox_player(self, sandbox: SandboxedPolicy) -> Callable[[gym.Env], PlayOne]:
+        return players(self.players, None, sandbox)
+
+
+def check_request(run: TrackRun, name: str, policy_spec: str | None, builtin_name: str | None,
                   checkpoint: str | Path | None, private_seeds: str | Path | None,
                   require_isolation: bool | None) -> tuple[str, tuple[tuple[int, ...], str] | None, bool]:  # fmt: skip
-    """Every check of a scoring request on ``track`` before anything runs: the entry's name,
+    """Every check of a scoring request on ``run``'s track before anything runs: the entry's name,
     exactly one of ``policy_spec`` or a builtin that plays this track, the policy located
     without importing it (a wrong import path is a ModuleNotFoundError now), the private seed
     file read and isolation required where needed. Returns ``(policy_files_hash, private seeds
@@ -167,23 +269,32 @@ def check_request(track: str, name: str, policy_spec: str | None, builtin_name: 
     check_name(name)
     if (policy_spec is None) == (builtin_name is None):
         raise ValueError("give exactly one of policy_spec ('package.module:factory') or builtin")
-    if builtin_name is not None:
-        builtin(builtin_name, track)
-    else:
+    if builtin_name is not None and run.kind is not None:
+        builtin(builtin_name, run.kind)
+    elif builtin_name is not None and builtin_name not in run.builtins():
+        raise ValueError(
+            f"builtin must be one of {sorted(run.builtins())} on the {run.name} track, got {builtin_name!r}"
+        )
+    if policy_spec is not None:
         split_spec(policy_spec)
-    policy_hash = files_hash(policy_spec or BUILTIN_SPEC, checkpoint)
+    policy_hash = files_hash(policy_spec or run.builtin_spec, checkpoint)
     private = read_private_seeds(private_seeds) if private_seeds is not None else None
     return policy_hash, private, isolation_required(policy_spec, private, require_isolation)
 
 
-def episode_jobs(seeds, sample: int | None = None) -> list[tuple[str, int]]:
-    """The (held-out task, seed) episodes of ``seeds`` in scoring order, task by task; with
-    ``sample``, only the first ``sample`` of them (the canary's: a prefix, so a policy that keeps
-    state between calls sees the same calls as in a full run)."""
-    jobs = [(task, int(seed)) for task in B.HELD_OUT_TASKS for seed in seeds]
-    if sample is not None and not 1 <= sample <= len(jobs):
-        raise ValueError(f"sample must be between 1 and {len(jobs)} episodes, got {sample}")
-    return jobs if sample is None else jobs[:sample]
+def sample_parts(parts: list[Part], sample: int) -> list[Part]:
+    """The first ``sample`` episodes of the evaluation parts, in scoring order (the canary's: a
+    prefix, so a policy that keeps state between calls sees the same calls as in a full run)."""
+    main = [p for p in parts if p.detailed]
+    total = sum(len(p.jobs) for p in main)
+    if not 1 <= sample <= total:
+        raise ValueError(f"sample must be between 1 and {total} episodes, got {sample}")
+    out = []
+    for part in main:
+        if sample > 0:
+            out.append(dataclasses.replace(part, jobs=part.jobs[:sample]))
+        sample -= len(part.jobs)
+    return out
 
 
 def play_episodes(
@@ -195,6 +306,17 @@ def play_episodes(
     return [
         play_one(task, seed, detailed=detailed) for task, seed in progress_iter(jobs, desc, unit="episode")
     ]
+
+
+def play_part(part: Part, who) -> list[dict]:
+    """The rows of ``part``, its environment built for it (and closed after, where it owns it)."""
+    with part.scope():
+        env = part.env(part.jobs)
+        try:
+            return play_episodes(part.play(env, who), list(part.jobs), part.label, part.detailed)
+        finally:
+            if part.owns_env:
+                env.close()
 
 
 def _round(obj, digits: int = 10):
@@ -215,79 +337,70 @@ def isolation_record(builtin_name: str | None) -> dict:
 
 
 def open_sandbox(
-    track: TrackPlay, policy_spec: str, checkpoint: str | None, require_isolation: bool
+    run: TrackRun, policy_spec: str, checkpoint: str | None, require_isolation: bool
 ) -> SandboxedPolicy:
-    """The submitted policy in its sandbox, with the track's limits and methods."""
-    return SandboxedPolicy(policy_spec, checkpoint, timeout_s=track.per_call_limit_s(), memory_mb=B.MEMORY_LIMIT_MB,
-                           require_isolation=require_isolation, methods=track.methods)  # fmt: skip
+    """The submitted policy in its sandbox, with the board's limits (read at call time) and the track's methods."""
+    return SandboxedPolicy(policy_spec, checkpoint, timeout_s=B.CALL_TIMEOUT_S, memory_mb=B.MEMORY_LIMIT_MB,
+                           require_isolation=require_isolation, methods=run.methods)  # fmt: skip
 
 
-def players(
-    track: TrackPlay, builtin_name: str | None, sandbox: SandboxedPolicy | None
-) -> Callable[[gym.Env], PlayOne]:
-    """``player(env) -> play_one`` for the builtin ``builtin_name`` (one solver for every
-    environment, reset once) or else the sandboxed policy."""
-    if builtin_name is not None:
-        solver = builtin(builtin_name, track.name)
-        solver.reset()
-        return lambda env: track.builtin_player(env, solver)
-    return lambda env: track.sandbox_player(env, sandbox)
-
-
-def score_track(track: TrackPlay, name: str, policy_spec: str | None = None, checkpoint: str | None = None,
-                builtin_name: str | None = None, model: str | None = None, model_path: str | None = None,
-                private_seeds: str | Path | None = None, require_isolation: bool | None = None,
-                sample: int | None = None) -> dict:  # fmt: skip
-    """Score one policy (``policy_spec``, sandboxed) or builtin (``builtin_name``) on ``track``;
-    the result dict, with ``status`` "scored", "failed" or (with ``sample``) "sample"."""
+def score_track(run: TrackRun, name: str, policy_spec: str | None = None, checkpoint: str | None = None,
+                builtin_name: str | None = None, private_seeds: str | Path | None = None,
+                require_isolation: bool | None = None, sample: int | None = None) -> dict:  # fmt: skip
+    """Score one policy (``policy_spec``, sandboxed) or builtin (``builtin_name``) on ``run``'s
+    track; the result dict, with ``status`` "scored", "failed" or (with ``sample``) "sample"."""
     policy_hash, private, require_isolation = check_request(
-        track.name, name, policy_spec, builtin_name, checkpoint, private_seeds, require_isolation
+        run, name, policy_spec, builtin_name, checkpoint, private_seeds, require_isolation
     )
-    jobs = episode_jobs(track.eval_seeds(), sample)
     if sample is not None and private is not None:
-        raise ValueError("a sample run (the canary's) does not score private seeds")
-    other = () if sample is not None else track.other_seeds()
-    model = model or B.MODEL
+        raise ValueError("a sample run (the canary's) does not score the private part")
+    run.check(private[0] if private is not None else None)
+    parts = run.parts(sample is not None)
+    parts = parts if sample is None else sample_parts(parts, sample)
+    policy = policy_spec or f"builtin:{builtin_name}"
     start = time.time()
-    env = track.make_env(model, model_path, track.eval_seeds() + other, True)
+    try:
+        run.open()  # before the ledger counts a private scoring: a wrong private model stops here
+    except BaseException:
+        run.close()
+        raise
     result: dict = {
         "name": name,
-        **record_private_scoring(private_seeds, name, policy_spec or f"builtin:{builtin_name}", track.name),
+        **record_private_scoring(private_seeds, name, policy, run.name),
+        **run.fields(),
     }
-    if track.name != B.SINGLE_HEAD:
-        result["track"] = track.name
-    result["provenance"] = make_provenance(track.definition(), env.unwrapped.model, policy_spec or f"builtin:{builtin_name}",
-                                           checkpoint, policy_hash, white_box=builtin_name is not None)  # fmt: skip
+    if run.name != B.SINGLE_HEAD:
+        result["track"] = run.name
     result["isolation"] = isolation_record(builtin_name)
     sandbox = None
     try:
-        sandbox = None if builtin_name else open_sandbox(track, policy_spec, checkpoint, require_isolation)
-        player = players(track, builtin_name, sandbox)
-        play_one = player(env)
-        main = play_episodes(play_one, jobs, f"{track.name}: evaluation seeds")
-        extra = (
-            play_episodes(play_one, episode_jobs(other), f"{track.name}: other seeds", detailed=False)
-            if other
-            else []
-        )
+        if builtin_name is not None:
+            who = run.builtin_player(builtin_name)
+        else:
+            assert policy_spec is not None  # check_request: exactly one of the two
+            sandbox = open_sandbox(run, policy_spec, checkpoint, require_isolation)
+            who = run.sandbox_player(sandbox)
+        played = [(part, play_part(part, who)) for part in parts]
         if private is not None:
             seal(sandbox)  # the private part: a failure from here on carries no policy text
-            seeds = track.private_seeds(private[0])
-            private_env = track.make_env(model, model_path, seeds, False)
-            hidden = play_episodes(player(private_env), episode_jobs(seeds), f"{track.name}: private seeds")
+            hidden = [row for part in run.private_parts(private[0]) for row in play_part(part, who)]
     except POLICY_FAILURES as err:
         result.update(status="failed", failure=failure_record(err, sandbox))
     else:
+        main = [row for part, rows in played if part.detailed for row in rows]
         if sample is not None:
-            result.update(status="sample", scores=_round({"episodes": track.sample_rows(main)}))
+            result.update(status="sample", scores=_round({"episodes": run.sample_rows(main)}))
         else:
-            result.update(status="scored", scores=_round(track.scores(main, extra)))
+            other = [row for part, rows in played if not part.detailed for row in rows]
+            result.update(status="scored", scores=_round(run.scores(main, other)))
         if private is not None:
-            result["private"] = {"seed_file_sha256": private[1], "n_seeds": len(seeds),
-                                 "scores": _round(track.private_scores(hidden))}  # fmt: skip
+            result["private"] = {"seed_file_sha256": private[1], **_round(run.private_record(hidden))}
     finally:
         if sandbox is not None:
             sandbox.close()
+        run.close()
+    result["provenance"] = {**make_provenance(run.definition(), run.model(), policy, checkpoint, policy_hash,
+                                              white_box=builtin_name is not None), **run.provenance()}  # fmt: skip
     result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1), **sandbox_usage(sandbox)}
     result["content_hash"] = content_hash(result)
     return result
@@ -298,3 +411,80 @@ def write_result(result: dict, out: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, sort_keys=True, allow_nan=True) + "\n")
     return out
+
+
+@dataclass(frozen=True)
+class TrackPlay:
+    """A track of held-out tasks on one model (single head, circuit): what its scoring needs
+    beyond the skeleton (read at call time, so a test's patched benchmark applies)."""
+
+    name: str
+    definition: Callable[[], dict]
+    eval_seeds: Callable[[], tuple[int, ...]]
+    other_seeds: Callable[[], tuple[int, ...]]  # scored, summarised, not kept per episode (may be empty)
+    private_seeds: Callable[[tuple[int, ...]], tuple[int, ...]]  # which of the private file's seeds
+    make_env: Callable[[str, str | None, tuple[int, ...], bool], gym.Env]  # model, path, seeds, cache
+    players: Players
+    scores: Callable[[list[dict], list[dict]], dict]  # evaluation rows, other seeds' rows
+    private_scores: Callable[[list[dict]], dict]
+    sample_rows: Callable[[list[dict]], list[dict]] = lambda rows: rows
+
+
+def episode_jobs(seeds) -> tuple[tuple[str, int], ...]:
+    """The (held-out task, seed) episodes of ``seeds`` in scoring order, task by task."""
+    return tuple((task, int(seed)) for task in B.HELD_OUT_TASKS for seed in seeds)
+
+
+def _own_player(env: gym.Env, who: Callable[[gym.Env], PlayOne]) -> PlayOne:
+    """A part's episodes on ``env`` as :func:`players` plays them."""
+    return who(env)
+
+
+class OneModelRun(PlayersRun):
+    """A run of a :class:`TrackPlay`: the held-out tasks on ``model`` (default the benchmark's),
+    one environment over the evaluation and other seeds, another over the private ones."""
+
+    def __init__(self, track: TrackPlay, model: str | None = None, model_path: str | None = None) -> None:
+        self.track, self.name, self.players = track, track.name, track.players
+        self.model_name, self.model_path = model or B.MODEL, model_path
+        self.env: Any = None
+        self.seeds: tuple[int, ...] = ()
+
+    def parts(self, sample: bool) -> list[Part]:
+        """The evaluation seeds, then (but in a sample) the other seeds, on one environment over both."""
+        evaluation, other = self.track.eval_seeds(), () if sample else self.track.other_seeds()
+        self.seeds = evaluation + other
+        out = [Part(f"{self.name}: evaluation seeds", episode_jobs(evaluation), self._env, _own_player,
+                    owns_env=False)]  # fmt: skip
+        if other:
+            out.append(Part(f"{self.name}: other seeds", episode_jobs(other), self._env, _own_player, detailed=False,
+                            owns_env=False))  # fmt: skip
+        return out
+
+    def _env(self, jobs: tuple[tuple[str, int], ...]) -> gym.Env:
+        return self.env
+
+    def open(self) -> None:
+        self.env = self.track.make_env(self.model_name, self.model_path, self.seeds, True)
+
+    def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
+        self.private = self.track.private_seeds(seeds)
+        env = lambda jobs: self.track.make_env(self.model_name, self.model_path, self.private, False)  # noqa: E731
+        return [
+            Part(f"{self.name}: private seeds", episode_jobs(self.private), env, _own_player, owns_env=False)
+        ]
+
+    def scores(self, main: list[dict], other: list[dict]) -> dict:
+        return self.track.scores(main, other)
+
+    def sample_rows(self, rows: list[dict]) -> list[dict]:
+        return self.track.sample_rows(rows)
+
+    def private_record(self, hidden: list[dict]) -> dict:
+        return {"n_seeds": len(self.private), "scores": self.track.private_scores(hidden)}
+
+    def definition(self) -> dict:
+        return self.track.definition()
+
+    def model(self) -> Any:
+        return self.env.unwrapped.model

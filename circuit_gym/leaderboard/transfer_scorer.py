@@ -12,7 +12,8 @@ needs the same weights (``circuit_gym/leaderboard/verification.py``) and nobody 
 The per-episode play is each track's own (``circuit_gym/leaderboard/scorer.py``'s single-head player, with
 oracle recovery, and ``circuit_gym/leaderboard/circuit_scorer.py``'s circuit-building player, with CPR and
 CMD); the checks, sandbox, provenance and content hash are the skeleton's
-(``circuit_gym/leaderboard/scoring.py``). What is new here is only the cells: (model, tasks, seeds).
+(``circuit_gym/leaderboard/scoring.py``). What is new here is only the cells: (model, tasks, seeds)
+(:class:`TransferRun`).
 
 ``features`` picks the observation the policy is given (``circuit_gym.envs.features``: the
 environment's ``features`` argument). The causal columns are attribution and EAP-IG passes made
@@ -23,7 +24,6 @@ for the policy, so their passes count as its compute, and a result scored with t
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,18 +34,7 @@ from circuit_gym.embedded import is_embedded
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.envs.features import DEFAULT_FEATURES
 from circuit_gym.leaderboard import circuit_scorer, scorer
-from circuit_gym.leaderboard.probing import record_private_scoring
-from circuit_gym.leaderboard.provenance import content_hash, make_provenance
-from circuit_gym.leaderboard.sandbox import failure_record, sandbox_usage, seal
-from circuit_gym.leaderboard.scoring import (
-    POLICY_FAILURES,
-    _round,
-    check_request,
-    isolation_record,
-    open_sandbox,
-    play_episodes,
-    players,
-)
+from circuit_gym.leaderboard.scoring import Part, PlayersRun, PlayOne, score_track
 from circuit_gym.track_envs import board_env
 
 TRACKS = (B.SINGLE_HEAD, B.CIRCUIT)
@@ -180,6 +169,104 @@ def cells(track: str, private: tuple[Path, tuple[str, ...]] | None, private_seed
     return out
 
 
+class TransferRun(PlayersRun):
+    """A run on the transfer track of ``kind`` (single head or circuit) of ``bench``: one part per
+    cell (:func:`cells`), every environment built before the policy plays."""
+
+    def __init__(self, kind: str, bench: B.TransferBenchmark, features: str = DEFAULT_FEATURES,
+                 models: tuple[str, ...] | None = None, private_model: str | Path | None = None,
+                 private_seeds: str | Path | None = None) -> None:  # fmt: skip
+        if kind not in TRACKS:
+            raise ValueError(f"track must be one of {TRACKS}, got {kind!r}")
+        if features not in feature_sets(kind):
+            raise ValueError(
+                f"features must be one of {feature_sets(kind)} on the {kind} track, got {features!r}"
+            )
+        if (private_model is None) != (private_seeds is None):
+            raise ValueError(
+                "give both private_model and private_seeds (the private model is scored on private seeds), or neither"
+            )
+        self.bench, self.features, self.models, self.seed_file = bench, features, models, private_seeds
+        self.name, self.players = bench.track(kind), _TRACK[kind]  # self.kind: the players' kind
+        self.checked = check_private_model(private_model, bench) if private_model is not None else None
+        self.file_seeds: tuple[int, ...] | None = None
+        self.envs: dict[str, gym.Env] = {}
+
+    def check(self, private: tuple[int, ...] | None) -> None:
+        if private is not None and len(private) < self.bench.n_private_seeds(self.kind):
+            raise ValueError(
+                f"private seed file {self.seed_file} holds {len(private)} seeds; the {self.kind} transfer track "
+                f"uses {self.bench.n_private_seeds(self.kind)}"
+            )
+        self.file_seeds = private
+
+    def parts(self, sample: bool) -> list[Part]:
+        plan = cells(self.kind, self.checked, self.file_seeds, self.bench)
+        plan = plan[:1] if sample else plan
+        if self.models is not None:
+            unknown = sorted(set(self.models) - set(self.bench.public_models()))
+            if unknown:
+                raise ValueError(
+                    f"models must be public zoo members {list(self.bench.public_models())}, got {unknown}"
+                )
+            plan = [c for c in plan if c.model in self.models or c.model == PRIVATE]
+        unshipped = [c.model for c in plan if c.model != PRIVATE and not is_embedded(c.model)]
+        if unshipped:
+            raise ValueError(
+                f"benchmark {self.bench.version}'s models {unshipped} are not shipped in this release"
+            )
+        self.plan = plan
+        return [self._part(c) for c in plan if c.model != PRIVATE]
+
+    def _part(self, cell: Cell) -> Part:
+        def play(env: gym.Env, who) -> PlayOne:
+            play_one = who(env)
+            return lambda task, seed, detailed=True: {"model": cell.model, **play_one(task, seed, detailed)}
+
+        return Part(f"{self.name}: {cell.model}", tuple(cell.jobs()), lambda jobs: self.envs[cell.model], play,
+                    owns_env=False)  # fmt: skip
+
+    def open(self) -> None:
+        self.envs = {c.model: cell_env(self.kind, c, self.features, self.bench) for c in self.plan}
+        if self.checked is not None:
+            check_card_weights(self.checked[0], self._weights(PRIVATE))
+
+    def _weights(self, model: str) -> str:
+        return self.envs[model].unwrapped.model.circuit_gym_info.weights_hash
+
+    def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
+        return [self._part(self.plan[-1])]
+
+    def scores(self, main: list[dict], other: list[dict]) -> dict:
+        return transfer_scores(self.kind, main, self.bench)
+
+    def private_record(self, hidden: list[dict]) -> dict:
+        cell = self.plan[-1]
+        return {"weights_hash": self._weights(PRIVATE), "n_seeds": len(cell.seeds), "tasks": list(cell.tasks),
+                "scores": {"overall": summary(self.kind, hidden),
+                           "per_task": {t: summary(self.kind, [r for r in hidden if r["task"] == t])
+                                        for t in cell.tasks}}}  # fmt: skip
+
+    def definition(self) -> dict:
+        return self.bench.definition(self.kind)
+
+    def model(self):
+        return self.envs[self.plan[0].model].unwrapped.model
+
+    def provenance(self) -> dict:
+        weights = {c.model: self._weights(c.model) for c in self.plan if c.model != PRIVATE}
+        # the default observation is left unsaid (earlier results lack the key)
+        features = {} if self.features == DEFAULT_FEATURES else {"features": self.features}
+        return {"model": "zoo", "weights_hash": None, "weights_hashes": weights, **features}
+
+    def fields(self) -> dict:
+        return {} if self.models is None else {"partial": sorted(self.models)}
+
+    def close(self) -> None:
+        for env in self.envs.values():
+            env.close()
+
+
 def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | None = None,
                    checkpoint: str | None = None, builtin: str | None = None,
                    private_model: str | Path | None = None, private_seeds: str | Path | None = None,
@@ -196,107 +283,8 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
     ``features``: the observation (:func:`feature_sets`), recorded in the provenance unless the default.
     ``version``: the transfer benchmark's row (``benchmark.TRANSFER_BENCHMARKS``: its zoo and splits).
     """
-    bench = B.transfer_benchmark(version)
-    if track not in TRACKS:
-        raise ValueError(f"track must be one of {TRACKS}, got {track!r}")
-    if features not in feature_sets(track):
-        raise ValueError(
-            f"features must be one of {feature_sets(track)} on the {track} track, got {features!r}"
-        )
-    if (private_model is None) != (private_seeds is None):
-        raise ValueError(
-            "give both private_model and private_seeds (the private model is scored on private seeds), or neither"
-        )
-    spec_track = _TRACK[track]
-    checked = check_private_model(private_model, bench) if private_model is not None else None
-    private_dir = checked[0] if checked is not None else None
-    policy_hash, private, require_isolation = check_request(
-        track, name, policy_spec, builtin, checkpoint, private_seeds, require_isolation
-    )
-    if private is not None and len(private[0]) < bench.n_private_seeds(track):
-        raise ValueError(
-            f"private seed file {private_seeds} holds {len(private[0])} seeds; the {track} transfer track "
-            f"uses {bench.n_private_seeds(track)}"
-        )
-    plan = cells(track, checked, private[0] if private else None, bench)
-    if sample is not None:
-        if private is not None:
-            raise ValueError("a sample run (the canary's) does not score the private model")
-        first = plan[0]
-        if not 1 <= sample <= len(first.jobs()):
-            raise ValueError(f"sample must be between 1 and {len(first.jobs())} episodes, got {sample}")
-        plan = [first]
-    if models is not None:
-        unknown = sorted(set(models) - set(bench.public_models()))
-        if unknown:
-            raise ValueError(
-                f"models must be public zoo members {list(bench.public_models())}, got {unknown}"
-            )
-        plan = [c for c in plan if c.model in models or c.model == PRIVATE]
-    unshipped = [c.model for c in plan if c.model != PRIVATE and not is_embedded(c.model)]
-    if unshipped:
-        raise ValueError(f"benchmark {version}'s models {unshipped} are not shipped in this release")
-    start = time.time()
-    envs = {c.model: cell_env(track, c, features, bench) for c in plan}
-    if private_dir is not None:
-        check_card_weights(private_dir, envs[PRIVATE].unwrapped.model.circuit_gym_info.weights_hash)
-    definition = bench.definition(track)
-    result: dict = {
-        "name": name,
-        "track": definition["track"],
-        **record_private_scoring(
-            private_seeds, name, policy_spec or f"builtin:{builtin}", definition["track"]
-        ),
-    }
-    first = envs[plan[0].model].unwrapped
-    result["provenance"] = {
-        **make_provenance(definition, first.model, policy_spec or f"builtin:{builtin}", checkpoint, policy_hash,
-                          white_box=builtin is not None),
-        "model": "zoo", "weights_hash": None,
-        "weights_hashes": {c.model: envs[c.model].unwrapped.model.circuit_gym_info.weights_hash
-                           for c in plan if c.model != PRIVATE},
-    }  # fmt: skip
-    if features != DEFAULT_FEATURES:  # the default observation is left unsaid (earlier results lack the key)
-        result["provenance"]["features"] = features
-    if models is not None:
-        result["partial"] = sorted(models)
-    result["isolation"] = isolation_record(builtin)
-    sandbox = None
-    try:
-        sandbox = None if builtin else open_sandbox(spec_track, policy_spec, checkpoint, require_isolation)
-        player = players(spec_track, builtin, sandbox)
-        rows: dict[str, list[dict]] = {}
-        for cell in plan:
-            seal(sandbox, cell.model == PRIVATE)  # the private cell: failures carry no policy text
-            play_one = player(envs[cell.model])
-            jobs = cell.jobs()[:sample] if sample is not None else cell.jobs()
-            played = play_episodes(play_one, jobs, f"{definition['track']}: {cell.model}")
-            rows[cell.model] = [{"model": cell.model, **row} for row in played]
-    except POLICY_FAILURES as err:
-        result.update(status="failed", failure=failure_record(err, sandbox))
-    else:
-        public = [r for c in plan if c.model != PRIVATE for r in rows[c.model]]
-        if sample is not None:
-            result.update(status="sample", scores=_round({"episodes": public}))
-        else:
-            result.update(status="scored", scores=_round(transfer_scores(track, public, bench)))
-        if private_dir is not None:
-            hidden = rows[PRIVATE]
-            result["private"] = {
-                "weights_hash": envs[PRIVATE].unwrapped.model.circuit_gym_info.weights_hash,
-                "seed_file_sha256": private[1], "n_seeds": len(plan[-1].seeds), "tasks": list(plan[-1].tasks),
-                "scores": _round({"overall": summary(track, hidden),
-                                  "per_task": {t: summary(track, [r for r in hidden if r["task"] == t])
-                                               for t in plan[-1].tasks}}),
-            }  # fmt: skip
-    finally:
-        if sandbox is not None:
-            sandbox.close()
-        for env in envs.values():
-            env.close()
-    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1), **sandbox_usage(sandbox)}
-    result["content_hash"] = content_hash(result)
-    return result
+    run = TransferRun(track, B.transfer_benchmark(version), features, models, private_model, private_seeds)
+    return score_track(run, name, policy_spec, checkpoint, builtin, private_seeds, require_isolation, sample)
 
 
 def _line(track: str, s: dict) -> str:
