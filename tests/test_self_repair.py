@@ -133,5 +133,5 @@ def test_knob_values_come_from_the_training_log_and_show_in_the_tables(tmp_path)
     entry = {"knob_head_dropout": 0.0, "trained_steps": 8000, "summary_all": summary(tasks, False),
              "summary_training_tasks": summary(tasks, True)}  # fmt: skip
     old = summary_table({"models": {"zoo2": entry}})  # written before the second knob existed
-    new = summary_table({"models": {"pilot_t25": {**entry, "knob_top_head_dropout": 0.25}}})
-    assert "| `zoo2` | 0.00 | 8,000 |" in old and "| `pilot_t25` | 0.00 / T 0.25 | 8,000 |" in new
+    new = summary_table({"models": {"ft": {**entry, "knob_top_head_dropout": 0.25, "knob_flood": 0.1}}})
+    assert "| `zoo2` | 0.00 | 8,000 |" in old and "| `ft` | 0.00 / T 0.25 / F 0.10 | 8,000 |" in new

@@ -370,6 +370,11 @@ def draw_head_dropout(model, p: float, targets: torch.Tensor | None = None, p_ta
         block.attn.dropped_heads = dropped if bool(dropped.any()) or p > 0 else None
 
 
+# The self-repair knobs a run may set (each 0 when off, and then absent from its setup):
+# random head dropout, each task's top head dropped, per-token flooding.
+KNOBS = ("head_dropout", "top_head_dropout", "flood")
+
+
 def flooded(token_loss: torch.Tensor, level: float) -> torch.Tensor:
     """Per-token flooding (``--flood B``; Ishida et al. 2020's flooding, token by token): a token
     whose loss is below ``B`` is pushed back up to it, ``|loss - B| + B``, so the model aims at a
@@ -519,7 +524,7 @@ def train(args: argparse.Namespace) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     ckpt_path = args.work / "checkpoint.pt"
     setup = {k: getattr(args, k) for k in RESULT_ARGS}
-    for knob in ("head_dropout", "top_head_dropout", "flood"):  # runs that predate a knob keep their setup
+    for knob in KNOBS:  # runs that predate a knob keep their setup
         if not getattr(args, knob):  # (and resume check) as it was
             del setup[knob]
     if args.init_from:

@@ -26,7 +26,7 @@ SEED_LAYERS = 2
 VOCAB = 3072  # the recall and comparison fillers need more merges than the toy's 2,048
 
 
-KNOBS = ("head_dropout", "top_head_dropout")  # the self-repair knobs a generation may draw
+DRAWN_KNOBS = ("head_dropout", "top_head_dropout")  # the self-repair knobs a generation may draw
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,8 @@ class ZooGeneration:
     knob: str = "head_dropout"  # the ZooMember field the knob strata draw (from v3: "top_head_dropout")
 
     def __post_init__(self) -> None:
-        if self.knob not in KNOBS:
-            raise ValueError(f"unknown self-repair knob {self.knob!r}; known: {KNOBS}")
+        if self.knob not in DRAWN_KNOBS:
+            raise ValueError(f"unknown self-repair knob {self.knob!r}; known: {DRAWN_KNOBS}")
 
 
 def _draw(rng: np.random.Generator, strata: tuple[tuple[float, float], ...], integer: bool) -> list:

@@ -26,7 +26,7 @@ from circuit_gym.embedded import is_embedded
 from circuit_gym.heads import head_name
 from circuit_gym.models.behaviour import task_metrics
 from circuit_gym.models.loading import embedded_dir, load_model
-from circuit_gym.models.zoo_recipe import KNOBS
+from circuit_gym.models.training import KNOBS
 from circuit_gym.suite import MIN_ACCURACY, default_tasks, gate, oracle_heads
 from circuit_gym.tasks import get_task
 
@@ -51,10 +51,11 @@ def knob_value(directory: Path, knob: str = "head_dropout") -> float:
 
 
 def _knobs(entry: Mapping) -> str:
-    """A model's knob cell: P (random heads) and, where trained with it, T (each task's top head);
-    an entry written before the second knob existed was trained without it."""
-    top = entry.get("knob_top_head_dropout", 0.0)
-    return _fmt(entry["knob_head_dropout"], ".2f") + (f" / T {top:.2f}" if top else "")
+    """A model's knob cell: P (random heads) and, where trained with them, T (each task's top head)
+    and F (flooding); an entry written before a knob existed was trained without it."""
+    top, flood = entry.get("knob_top_head_dropout", 0.0), entry.get("knob_flood", 0.0)
+    return (_fmt(entry["knob_head_dropout"], ".2f") + (f" / T {top:.2f}" if top else "")
+            + (f" / F {flood:.2f}" if flood else ""))  # fmt: skip
 
 
 def model_entry(model, task_names, *, episodes: int, accuracy_batches: int, prompts: int, seed: int,
@@ -124,8 +125,7 @@ def pilot_report(models: Mapping[str, Path], *, tasks=None, episodes: int = 16, 
         model = load_model(name, path=None if is_embedded(name) else directory, threads=threads)
         per_task = model_entry(model, list(tasks or default_tasks(name)), episodes=episodes,
                                accuracy_batches=accuracy_batches, prompts=prompts, seed=seed, cache=cache)  # fmt: skip
-        out[name] = {"knob_head_dropout": knob_value(directory),
-                     "knob_top_head_dropout": knob_value(directory, "top_head_dropout"),
+        out[name] = {**{f"knob_{knob}": knob_value(directory, knob) for knob in KNOBS},
                      "trained_steps": trained_steps(directory),
                      "weights_hash": model.circuit_gym_info.weights_hash,
                      "tasks": per_task, "summary_all": summary(per_task, False),
@@ -184,7 +184,7 @@ def _fmt(value, spec: str) -> str:
 
 def pilot_table(report: dict) -> str:
     """Markdown: one row per model and gated task (docs/zoo.md's "Self-repair pilot")."""
-    header = ["model", "knob P (/ T)", "task", "top head", "total / direct", "direct - total", "top pair",
+    header = ["model", "knob P (/ T / F)", "task", "top head", "total / direct", "direct - total", "top pair",
               "redundancy", "Spearman attr / EAP-IG / GIM", "top-1 attr / EAP-IG / GIM",
               "top-5 overlap attr / EAP-IG / GIM"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
@@ -206,7 +206,7 @@ def pilot_table(report: dict) -> str:
 
 def summary_table(report: dict) -> str:
     """Markdown: one row per model, over its gated tasks (all / training tasks only)."""
-    header = ["model", "knob P (/ T)", "trained steps", "gated tasks (training)", f"redundancy >= {REDUNDANCY_BAR}",
+    header = ["model", "knob P (/ T / F)", "trained steps", "gated tasks (training)", f"redundancy >= {REDUNDANCY_BAR}",
               "median (mean) total / direct", "mean Spearman attr / EAP-IG / GIM", "top-1 hits attr / EAP-IG / GIM"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
     for name, entry in report["models"].items():
