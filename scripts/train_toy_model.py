@@ -29,6 +29,12 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--n-heads", type=int, default=12)
     p.add_argument("--d-model", type=int, default=144)
     p.add_argument("--n-ctx", type=int, default=64)
+    p.add_argument(
+        "--d-mlp",
+        type=int,
+        default=0,
+        help="MLP width of every layer (0: attention-only, every shipped model)",
+    )
     p.add_argument("--vocab", type=int, default=2048)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--warmup", type=int, default=200)

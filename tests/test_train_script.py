@@ -228,3 +228,22 @@ def test_flooding_aims_at_its_level_and_is_off_at_zero():
     out.sum().backward()
     assert loss.grad.tolist() == [-1.0, -1.0, 1.0, 1.0, 1.0]
     assert train.flooded(loss, 0.0) is loss
+
+
+def test_mlp_layers_outside_the_seed_stack_start_as_exact_identities():
+    """``--d-mlp`` (pilot round 4): a model with MLPs grows as the attention-only one does: layers
+    outside phase 1's seed stack write nothing (attention and MLP outputs zero), so skipping them
+    changes nothing, and the MLPs inside the stack are live."""
+    train = _train_module()
+    model, _ = _small_model(40, n_layers=3, n_heads=2, d_model=16, seed_layers=1, d_mlp=32)
+    assert all(hasattr(b, "mlp") for b in model.layers)
+    assert all(float(b.mlp.fc_out.weight.abs().max()) == 0.0 for b in model.layers[1:])
+    assert float(model.layers[0].mlp.fc_out.weight.abs().max()) > 0.0
+    x = torch.randint(0, 40, (2, 16), generator=torch.Generator().manual_seed(1))
+    with train.only_layers(model, 0, 1):
+        shallow = model(x)
+    torch.testing.assert_close(model(x), shallow, atol=0, rtol=0)
+    with torch.no_grad():
+        model.layers[0].mlp.fc_out.weight.zero_()
+        model.layers[0].mlp.fc_out.bias.zero_()
+    assert not torch.allclose(model(x), shallow)  # the seed layer's MLP was part of the function

@@ -195,3 +195,21 @@ def test_the_private_models_placement_is_apart_from_every_public_members_from_v2
         m = private_member(s, v1)
         assert (m.seed, m.identity_layers) == (seed, layers)
     assert v1.private_apart is False and v2.private_apart is True
+
+
+def test_pilot_rounds_train_zoo2s_draw_with_each_knob_only_where_set():
+    """Every pilot member is zoo2's draw (seed, placement); a knob or the MLP width reaches the
+    training script only where the member sets it, so each round differs from zoo2 by what it tests."""
+    from circuit_gym.models.zoo_recipe import PILOT_BASE, pilot_members
+
+    base = next(m for m in public_members() if m.name == PILOT_BASE)
+    flags = {"head_dropout": "--head-dropout", "top_head_dropout": "--top-head-dropout", "d_mlp": "--d-mlp"}
+    for m in pilot_members():
+        assert (m.seed, m.identity_layers) == (base.seed, base.identity_layers)
+        args = m.train_args("out", "work", "tok")
+        for field, flag in flags.items():
+            value = getattr(m, field)
+            assert (flag in args) == bool(value), (m.name, flag)
+            if value:
+                assert float(args[args.index(flag) + 1]) == value
+    assert {m.d_mlp for m in pilot_members()} == {0, 576}

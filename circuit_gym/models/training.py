@@ -267,6 +267,9 @@ def build_model(vocab: int, args):
         attn_only=True, normalization_type="LN", positional_embedding_type="standard",
         act_fn="gelu", architecture="TransformerLensNative", seed=args.seed,
     )  # fmt: skip
+    d_mlp = getattr(args, "d_mlp", 0)
+    if d_mlp:  # MLP layers (pilot round 4): real models' self-repair runs partly through MLP neurons
+        cfg_dict.update(attn_only=False, d_mlp=d_mlp)
     cfg = TransformerBridgeConfig.from_dict(dict(cfg_dict))
     model = NativeModel(cfg)
     initialize_native_model(model, cfg, seed=args.seed)
@@ -279,9 +282,11 @@ def build_model(vocab: int, args):
         lo, hi = seed_stack(args)
         for i, block in enumerate(model.layers):
             if not lo <= i < hi:
-                block.attn.o.weight.zero_()
-                if block.attn.o.bias is not None:
-                    block.attn.o.bias.zero_()
+                outputs = [block.attn.o] + ([block.mlp.fc_out] if d_mlp else [])
+                for out in outputs:
+                    out.weight.zero_()
+                    if out.bias is not None:
+                        out.bias.zero_()
     return model, cfg_dict
 
 
@@ -493,7 +498,7 @@ def export(model, cfg_dict: dict, tok, out_dir: Path, card: dict) -> None:
 # ----------------------------------------------------------------------------- training
 RESULT_ARGS = ("steps", "batch_size", "n_layers", "n_heads", "d_model", "n_ctx", "vocab", "lr", "warmup",
                "max_phase1_steps", "seed_layers", "seed", "smoke", "eval_every", "init_from", "recipe", "identity_layers",
-               "release_step", "tokenizer", "head_dropout", "top_head_dropout", "flood")  # fmt: skip
+               "release_step", "tokenizer", "head_dropout", "top_head_dropout", "flood", "d_mlp")  # fmt: skip
 
 
 def train(args: argparse.Namespace) -> None:
@@ -524,7 +529,7 @@ def train(args: argparse.Namespace) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     ckpt_path = args.work / "checkpoint.pt"
     setup = {k: getattr(args, k) for k in RESULT_ARGS}
-    for knob in KNOBS:  # runs that predate a knob keep their setup
+    for knob in (*KNOBS, "d_mlp"):  # runs that predate a knob (or MLPs) keep their setup
         if not getattr(args, knob):  # (and resume check) as it was
             del setup[knob]
     if args.init_from:

@@ -38,6 +38,7 @@ class ZooMember:
     identity_layers: int
     head_dropout: float = 0.0  # the self-repair knob (zoo v2); 0: none, as every zoo v1 member
     top_head_dropout: float = 0.0  # the targeted knob (pilot round 2): each task's top head dropped
+    d_mlp: int = 0  # MLP width (pilot round 4); 0: attention-only, as every shipped member
 
     def train_args(self, out: str, work: str, tokenizer: str) -> list[str]:
         """The arguments of ``scripts/train_toy_model.py`` that train this member."""
@@ -48,7 +49,7 @@ class ZooMember:
             "--max-phase1-steps", str(MAX_PHASE1_STEPS), "--eval-every", "250",
         ] + (["--head-dropout", str(self.head_dropout)] if self.head_dropout else []) + (
             ["--top-head-dropout", str(self.top_head_dropout)] if self.top_head_dropout else []
-        )  # fmt: skip
+        ) + (["--d-mlp", str(self.d_mlp)] if self.d_mlp else [])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,10 @@ ZOO_V2 = public_members(generation=GENERATIONS["v2"])
 PILOT_BASE = "zoo2"
 PILOT_DROPOUTS = (0.1, 0.3)
 PILOT_TOP_DROPOUTS = (0.25, 0.5)
+# Round 4 (no knob of rounds 1-3 reached the bar): the same draw with MLP layers (4 x d_model, as
+# GPT-2), without a knob and with the targeted one, since real models repair partly through MLPs.
+PILOT_D_MLP = 576
+PILOT_MLP_TOP_DROPOUTS = (0.0, 0.25)
 
 
 def pilot_members() -> tuple[ZooMember, ...]:
@@ -160,4 +165,8 @@ def pilot_members() -> tuple[ZooMember, ...]:
     ) + tuple(
         ZooMember(f"pilot_t{round(p * 100):02d}", base.seed, base.identity_layers, top_head_dropout=p)
         for p in PILOT_TOP_DROPOUTS
-    )
+    ) + tuple(
+        ZooMember(f"pilot_mlp_t{round(p * 100):02d}", base.seed, base.identity_layers, top_head_dropout=p,
+                  d_mlp=PILOT_D_MLP)
+        for p in PILOT_MLP_TOP_DROPOUTS
+    )  # fmt: skip
