@@ -151,12 +151,16 @@ def rescore_matches(
     checkpoint = reference.checkpoint_path() if reference is not None else prov.get("checkpoint")
     private = result.get("private") or None
     transfer = track(result) in TRANSFER_TRACKS
+    # Every track ranked on the private model gets it, the edge tracks too (their private part
+    # scores the private model beside the secret planted models); without it such an entry's
+    # private scores cannot be recomputed, so it is rescored on its public part only.
+    ranked_on_model = tracks.track(track(result)).private_model and "weights_hash" in (private or {})
     one_model = tracks.track(track(result)).single_model
     with_private = (
         private is not None
         and private_seeds is not None
         and read_private_seeds(private_seeds)[1] == private.get("seed_file_sha256")
-        and (private_model is not None or not transfer)
+        and (private_model is not None or not ranked_on_model)
     )
     if with_private and transfer:
         from circuit_gym.benchmark import transfer_benchmark
@@ -171,7 +175,7 @@ def rescore_matches(
     request = tracks.reference_request(track(result), policy, checkpoint, prov.get("features", DEFAULT_FEATURES),
                                        model=prov.get("model"), model_path=model_path if one_model else None,
                                        private_seeds=private_seeds if with_private else None,
-                                       private_model=private_model if with_private and transfer else None,
+                                       private_model=private_model if with_private and ranked_on_model else None,
                                        require_isolation=require_isolation)  # fmt: skip
     try:
         fresh = tracks.score_reference(track(result), result["name"], request)
