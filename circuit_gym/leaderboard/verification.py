@@ -154,8 +154,9 @@ def rescore_matches(
     # Every track ranked on the private model gets it, the edge tracks too (their private part
     # scores the private model beside the secret planted models); without it such an entry's
     # private scores cannot be recomputed, so it is rescored on its public part only.
-    ranked_on_model = tracks.track(track(result)).private_model and "weights_hash" in (private or {})
-    one_model = tracks.track(track(result)).single_model
+    row = tracks.track(track(result))
+    ranked_on_model = row.private_model and "weights_hash" in (private or {})
+    one_model = row.single_model
     with_private = (
         private is not None
         and private_seeds is not None

@@ -27,6 +27,13 @@ VOCAB = 3072  # the recall and comparison fillers need more merges than the toy'
 
 
 DRAWN_KNOBS = ("head_dropout", "top_head_dropout")  # the self-repair knobs a generation may draw
+# Member fields passed to the training script only where set, so a member without them trains
+# with the arguments (and resume check) it had before they existed.
+_SET_ONLY = (*DRAWN_KNOBS, "d_mlp")
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
 
 
 @dataclass(frozen=True)
@@ -47,9 +54,8 @@ class ZooMember:
             "--seed", str(self.seed), "--identity-layers", str(self.identity_layers),
             "--seed-layers", str(SEED_LAYERS), "--vocab", str(VOCAB), "--steps", str(STEPS),
             "--max-phase1-steps", str(MAX_PHASE1_STEPS), "--eval-every", "250",
-        ] + (["--head-dropout", str(self.head_dropout)] if self.head_dropout else []) + (
-            ["--top-head-dropout", str(self.top_head_dropout)] if self.top_head_dropout else []
-        ) + (["--d-mlp", str(self.d_mlp)] if self.d_mlp else [])  # fmt: skip
+        ] + [arg for field in _SET_ONLY for arg in (_flag(field), str(getattr(self, field)))
+               if getattr(self, field)]  # fmt: skip
 
 
 @dataclass(frozen=True)
