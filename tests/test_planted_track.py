@@ -24,6 +24,7 @@ from circuit_gym.envs.registration import PLANTED_GENERATOR_V1, PLANTED_TASK_SET
 from circuit_gym.leaderboard import planted_scorer as PS
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.planted_tables import load_results, planted_table, planted_tables
+from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.leaderboard.scoring import write_result
 from circuit_gym.leaderboard.tracks import TRACKS
 from circuit_gym.models.planted.generator import truth_of
@@ -113,7 +114,7 @@ def test_a_forged_or_edited_result_is_refused(small_track, tmp_path):
     with pytest.raises(ValueError, match="content hash"):
         load_results([tmp_path / "forged.json"])
     resealed = {**forged, "provenance": {**forged["provenance"], "budget": 99}}
-    resealed["content_hash"] = PS.content_hash(resealed)  # re-hashed, but under another definition
+    resealed["content_hash"] = content_hash(resealed)  # re-hashed, but under another definition
     (tmp_path / "other.json").write_text(json.dumps(resealed))
     with pytest.raises(ValueError, match="another planted-track definition"):
         load_results([tmp_path / "other.json"])

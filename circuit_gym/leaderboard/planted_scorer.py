@@ -53,7 +53,6 @@ import numpy as np
 
 from circuit_gym import benchmark as B
 from circuit_gym.envs.planted import PlantedEnv
-from circuit_gym.leaderboard.provenance import content_hash  # noqa: F401  (tests re-seal results with it)
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
 from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, score_track
 from circuit_gym.models.planted.generator import truth_of
