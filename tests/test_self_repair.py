@@ -1,6 +1,7 @@
 """Self-repair measures (circuit_gym.circuits.self_repair) against plain-hook computations."""
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,14 +10,29 @@ import torch
 from circuit_gym.ablation.attribution import attribution_patching
 from circuit_gym.ablation.engine import AblationEngine, Evaluation
 from circuit_gym.circuits.self_repair import agreement, direct_effect, self_repair_measures
+from circuit_gym.models import load_model
 from circuit_gym.tasks import get_task
+
+MLP_MODEL = Path(__file__).resolve().parents[1] / "docs/results/zoo/models/pilot_mlp_t00"  # round 4's
+
+
+def _engine(model) -> AblationEngine:
+    task = get_task("ioi")
+    batch = task.batch(model, "train", 8, seed=0)
+    return AblationEngine(model, Evaluation.for_task(task, batch), "resample")
 
 
 @pytest.fixture(scope="module")
 def engine(tiny_model):
-    task = get_task("ioi")
-    batch = task.batch(tiny_model, "train", 8, seed=0)
-    return AblationEngine(tiny_model, Evaluation.for_task(task, batch), "resample")
+    return _engine(tiny_model)
+
+
+@pytest.fixture(scope="module")
+def mlp_engine():
+    """A model with MLP layers (pilot round 4): the direct path must skip them as it skips heads."""
+    model = load_model("pilot_mlp_t00", path=MLP_MODEL, threads=1)
+    assert not model.cfg.attn_only
+    return _engine(model)
 
 
 def _metric(engine, fwd_hooks) -> float:
@@ -41,17 +57,21 @@ def _ablate(engine, heads):
     return hooks
 
 
-def test_direct_effect_against_plain_hooks(engine):
+@pytest.mark.parametrize("name", ["engine", "mlp_engine"])
+def test_direct_effect_against_plain_hooks(name, request):
     """The head's output change is read off ``hook_attn_out`` of a run with only that head
     resampled, added to the clean final residual, and normalised by the clean final LayerNorm
-    scale (a hook holds it); no W_O product as in the module."""
+    scale (a hook holds it); no W_O product as in the module. On the MLP model the MLPs after the
+    head would carry its change on; the hooks never run them on it, as the direct path must not."""
+    engine = request.getfixturevalue(name)
     model = engine.model
     last = f"blocks.{engine.n_layers - 1}.hook_resid_post"
     with torch.no_grad():
         _, clean = model.run_with_cache(engine.ev.tokens, names_filter=lambda n: n == "ln_final.hook_scale")
     scale = clean["ln_final.hook_scale"]
     checked = []
-    for head in (0, 5, 10, 15):
+    # the four heads of largest single damage (a model's early layers may be idle)
+    for head in np.argsort(engine.sweep())[:4].tolist():
         layer = head // engine.n_heads
         out = f"blocks.{layer}.hook_attn_out"
         with torch.no_grad():
