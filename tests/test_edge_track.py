@@ -22,7 +22,7 @@ from circuit_gym.edges.graph import EdgeGraph
 from circuit_gym.edges.mib_files import edge_circuit_from_mib
 from circuit_gym.edges.ranking import EdgeRanking
 from circuit_gym.leaderboard import edge_benchmark as EB
-from circuit_gym.leaderboard import sandbox
+from circuit_gym.leaderboard import edge_scorer, sandbox
 from circuit_gym.leaderboard.edge_scorer import policy_ranking
 from circuit_gym.leaderboard.edge_tables import edge_markdown, edge_row, mib_export, mib_path, rank_edge_rows
 from circuit_gym.leaderboard.provenance import content_hash
@@ -264,3 +264,16 @@ def test_the_agents_target_compares_it_with_the_best_reference_of_no_more_passes
     assert t["private_cpr"]["best_reference"] == "eap_ig" and t["private_cpr"]["met"] is True
     rows[0] = {**rows[0], "private_cpr": None}  # not scored on the private model: no target there
     assert set(agent_target(rows)) == {"secret_auc"}
+
+
+@pytest.mark.parametrize("env_id", [edge_scorer.EDGE_ENV_ID, edge_scorer.PLANTED_EDGE_ENV_ID])
+def test_the_scorer_makes_the_newest_version_of_its_env_ids(env_id):
+    """An outdated ID makes gymnasium warn in every scoring log; the scorer passes every argument
+    that differs between versions, so the newest ID scores the same (the canary replays it)."""
+    import gymnasium as gym
+
+    import circuit_gym  # noqa: F401  (registers the IDs)
+
+    name, version = env_id.rsplit("-v", 1)
+    registered = [int(k.rsplit("-v", 1)[1]) for k in gym.registry if k.rsplit("-v", 1)[0] == name]
+    assert int(version) == max(registered), f"{env_id}: the registry has v{max(registered)}"

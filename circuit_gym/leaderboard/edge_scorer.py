@@ -61,8 +61,10 @@ from circuit_gym.policy import check_action, check_scores
 from circuit_gym.stats import mean_ci95
 from circuit_gym.track_envs import PLANTED_BATCH_INDEX, PLANTED_BATCH_SIZE, PLANTED_SPLIT
 
+# The newest ID of each family (an older one makes gymnasium warn "out of date" in every scoring
+# log); every argument that differs between versions is given below, so the ID's defaults do not.
 EDGE_ENV_ID = "CircuitDiscovery-Toy-Multi-Edges-v0"  # any model and tasks given as arguments
-PLANTED_EDGE_ENV_ID = "CircuitDiscovery-Planted-Induction-Edges-v0"  # the kind given as its task
+PLANTED_EDGE_ENV_ID = "CircuitDiscovery-Planted-Induction-Edges-v1"  # the kind given as its task
 PRIVATE = "private"  # the private model's name in results (its weights are named by their hash)
 TRANSFER_METRICS = ("cpr", "cmd", "faithfulness", "circuit_size", "lm_passes")
 PLANTED_METRICS = ("precision", "recall", "auc", "faithfulness", "circuit_size", "lm_passes")
