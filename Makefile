@@ -60,8 +60,9 @@ lint: install
 # that holds only on the machine that recorded its numbers fails here, at home (issue 47).
 NUMERICS_CONFIG := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
 
+# --durations=30: the 30 slowest tests are listed at the end, so a test that grew slow is seen (issue 56).
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30
 	$(NUMERICS_CONFIG) $(BIN)/python -m pytest -q -m numerics
 
 test-numerics: install

@@ -77,7 +77,17 @@ def test_ci_installs_torch_from_the_configured_indexes(tmp_path):
     done = subprocess.run(["bash", ".ci/run"], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     lines = done.stdout.splitlines()
     assert _torch_line(lines).endswith("pip install --quiet torch==2.13.0")
-    assert any(line.endswith("-m pytest -q") for line in lines)  # and it runs the suite
+    assert any(line.endswith("-m pytest -q --durations=30") for line in lines)  # and it runs the suite
+
+
+def test_make_test_lists_the_30_slowest_tests(tmp_path):
+    """`make test`'s suite run ends with pytest's table of the 30 slowest tests (issue 56); the
+    numerics rerun does not repeat it."""
+    lines = [line for line in _dry_run(f"VENV={tmp_path}/venv", target="test") if " -m pytest " in line]
+    assert len(lines) == 2, lines
+    suite, numerics = lines
+    assert suite.split() == [f"{tmp_path}/venv/bin/python", "-m", "pytest", "-q", "--durations=30"]
+    assert "--durations" not in numerics and numerics.endswith("-m pytest -q -m numerics")
 
 
 def test_readme_shows_the_command_make_runs(tmp_path):
