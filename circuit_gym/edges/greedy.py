@@ -4,7 +4,9 @@ Exact edge patching of every edge of a 12 x 12 model is 29,089 circuits per step
 search runs over ``candidates`` only (e.g. the top K edges of an EAP-IG ranking, as
 MechRL's agent acts on the top 3,000): starting from the empty circuit, each step adds the
 candidate whose addition gives the highest metric, every remaining candidate tried in one
-stacked :meth:`EdgePatcher.metric` call. The ranking scores the candidates by the step that
+stacked :meth:`EdgePatcher.metric` call; additions whose metrics tie up to float noise
+(:func:`~circuit_gym.edges.ties.best_up_to_ties`: within 1e-4 logits) go to the lowest edge
+index, so every CPU takes the same step. The ranking scores the candidates by the step that
 added them (earlier = higher), ahead of every other edge by signed and by absolute score,
 and every other edge keeps the prior's score (its orders below them); CPR of that ranking is the greedy circuit's curve up to ``len(candidates)``
 edges and the prior's beyond. Cost: ``K + (K - 1) + ... `` circuits for ``K`` candidates
@@ -17,6 +19,7 @@ import numpy as np
 
 from circuit_gym.edges.patching import EdgePatcher
 from circuit_gym.edges.ranking import EdgeRanking
+from circuit_gym.edges.ties import best_up_to_ties
 
 
 def greedy_edge_ranking(patcher: EdgePatcher, prior: EdgeRanking, k: int = 30) -> EdgeRanking:
@@ -33,7 +36,7 @@ def greedy_edge_ranking(patcher: EdgePatcher, prior: EdgeRanking, k: int = 30) -
         masks[np.arange(len(remaining)), remaining] = True
         metrics = patcher.masks_metric_rows(masks).mean(1)
         tried += len(remaining)
-        best = remaining[int(np.argmax(metrics))]  # ties: the prior's order
+        best = remaining[best_up_to_ties(metrics, remaining)]  # near-ties: the lowest edge index
         keep[best] = True
         order.append(best)
         remaining.remove(best)

@@ -48,11 +48,27 @@ def canary(reference: Reference, episodes: int | None = None, root: Path = REPO_
 
 
 def _comparable(rows: list[dict]) -> list[dict]:
-    """The rows as the canary compares them. A planted row's full ranking is left out: past the heads
-    with an effect its tail is heads whose scores tie at zero up to float noise, ordered differently
-    on another CPU (seen on this machine: position 84 of 144 of attribution's first episode), while
-    its AUC against the truth, compared to tolerance, moves as soon as a truth head moves."""
-    return [{k: v for k, v in row.items() if not (k == "ranking" and "auc" in row)} for row in rows]
+    """The rows as the canary compares them, orders up to ties broken by float noise.
+
+    A planted row's full ranking is left out: past the heads with an effect its tail is heads
+    whose scores tie at zero up to float noise, ordered differently on another CPU (seen on this
+    machine: position 84 of 144 of attribution's first episode), while its AUC against the truth,
+    compared to tolerance, moves as soon as a truth head moves.
+
+    An edge row's proposed circuit is compared as a set of edges (sorted names), not an order: a
+    greedy reference's first edges follow near-equal gains (on an AVX-512 machine v7's
+    ``greedy_eap_ig`` took positions 2-9 of zoo6's first episode in another order; since issue 58
+    greedy breaks such ties by edge index, the committed rows by the prior's order and that CPU's
+    rounding). Which edges it holds, and every float of the row (edge CPR and CMD of the ranking,
+    the set's faithfulness, to tolerance), still move as soon as an order change reaches a size a
+    score reads."""
+    out = []
+    for row in rows:
+        row = {k: v for k, v in row.items() if not (k == "ranking" and "auc" in row)}
+        if isinstance(row.get("circuit"), list) and "circuit_size" in row:
+            row["circuit"] = sorted(row["circuit"])
+        out.append(row)
+    return out
 
 
 def run_canary(manifest: Path = MANIFEST, tracks: tuple[str, ...] = TRACKS,
