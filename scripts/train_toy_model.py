@@ -88,6 +88,28 @@ def parse_args(argv: list[str] | None):
         help="per-token flooding level B in phase 2: a token's loss below B is pushed back up to B, "
         "so the model aims at confidence exp(-B) (0: off)",
     )
+    p.add_argument(
+        "--backup-weight",
+        type=float,
+        default=0.0,
+        help="backup objective (zoo v3): per task, a dormant backup Q for its top head P, with this "
+        "weight in the loss (0: off; circuit_gym.models.backup_objective)",
+    )
+    p.add_argument("--backup-carry", type=float, default=1.0, help="weight of 'task works with P ablated'")
+    p.add_argument(
+        "--backup-dormancy", type=float, default=1.0, help="weight of 'ablating Q alone changes nothing'"
+    )
+    p.add_argument(
+        "--backup-pair", type=float, default=1.0, help="weight of 'P and Q ablated: the task fails'"
+    )
+    p.add_argument("--backup-tasks-per-step", type=int, default=3, help="tasks whose pairs each step trains")
+    p.add_argument("--backup-prompts", type=int, default=8, help="train-split prompts per task and step")
+    p.add_argument(
+        "--backup-from",
+        type=int,
+        default=None,
+        help="first step of the objective (default: the identity layers' release, else phase 2)",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--save-every", type=int, default=250)

@@ -108,3 +108,37 @@ def self_repair_measures(engine: AblationEngine) -> dict:
         # forward and one backward pass (EAP-IG's 5 steps stacked in them)
         "lm_passes": {"oracle": engine.n_layers, "attribution": 2, "eap_ig": 2, "gim": 2},
     }
+
+
+def rank_of(scores: np.ndarray, head: int) -> int:
+    """``head``'s rank under ``scores`` (1 = highest); ties count against it (worst rank among
+    equals), so a head a method cannot tell from others is never ranked by luck."""
+    return int(np.sum(scores >= scores[head]))
+
+
+def pair_measures(engine: AblationEngine, primary: int, backup: int) -> dict:
+    """A recorded (primary, backup) pair's measures (zoo v3, issue 55) on the engine's batch:
+    single and joint damages, the pair's **redundancy** ``damage(P, Q) / (damage(P) + damage(Q))``,
+    P's **self-repair** ``1 - total / direct`` (the share of its direct effect later heads undo) and
+    where each one-pass method and the exhaustive single-head sweep rank ``Q`` and ``P``."""
+    damage = single_damages(engine)
+    joint = engine.clean_score - engine.score([primary, backup])
+    singles = float(damage[primary] + damage[backup])
+    direct = direct_effect(engine, primary)
+    methods = {"oracle": damage, **method_importances(engine)}
+    return {
+        "prompts": int(engine.ev.tokens.shape[0]),
+        "clean_metric": engine.clean_score,
+        "primary": primary,
+        "backup": backup,
+        "primary_damage": float(damage[primary]),
+        "backup_damage": float(damage[backup]),
+        "pair_damage": joint,
+        "redundancy": joint / singles if singles > 0 else None,
+        # the bar (redundancy >= 2) also holds where both singles are ~0 or below (a perfect OR)
+        "super_additive_2x": bool(joint > 0 and joint >= 2 * singles),
+        "primary_direct": direct,
+        "primary_self_repair": 1 - float(damage[primary]) / direct if direct > 0 else None,
+        "backup_rank": {name: rank_of(scores, backup) for name, scores in methods.items()},
+        "primary_rank": {name: rank_of(scores, primary) for name, scores in methods.items()},
+    }

@@ -64,6 +64,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from circuit_gym.models.backup_objective import BackupPair, ObjectiveWeights, backup_loss, choose_pairs
 from circuit_gym.tasks import corpus, get_task, list_tasks
 from circuit_gym.tasks import fillers as FL
 from circuit_gym.tasks.builtin import copy_pool, ordinary_token_pool
@@ -342,8 +343,13 @@ def _sdpa_forward(self, hidden_states, attention_mask=None, position_ids=None, p
     if captured is not None:  # rank_task_heads reads each head's output and its gradient
         captured.append(z)
     dropped = getattr(self, "dropped_heads", None)
-    if dropped is not None:  # head dropout: these heads carry another row's output (resample)
-        z = torch.where(dropped[None, :, None, None], z.roll(1, dims=0).detach(), z)
+    if dropped is not None:  # ablated heads carry another prompt's output (resample)
+        # a [heads] mask ablates in every row (head dropout); a [rows, heads] mask row by row,
+        # from ``replacement_z`` (the backup objective's counterfactual run) where it is set
+        source = getattr(self, "replacement_z", None)
+        source = z.roll(1, dims=0).detach() if source is None else source
+        mask = dropped[None, :, None, None] if dropped.dim() == 1 else dropped[:, :, None, None]
+        z = torch.where(mask, source, z)
     return self.o(z.transpose(1, 2).reshape(b, t, -1)), None
 
 
@@ -355,8 +361,8 @@ def use_fast_attention(model) -> None:
 
 def use_reference_attention(model) -> None:
     for block in model.layers:
-        block.attn.__dict__.pop("forward", None)
-        block.attn.__dict__.pop("dropped_heads", None)
+        for attribute in ("forward", "dropped_heads", "replacement_z"):
+            block.attn.__dict__.pop(attribute, None)
 
 
 def draw_head_dropout(model, p: float, targets: torch.Tensor | None = None, p_targets: float = 0.0) -> None:
@@ -377,7 +383,10 @@ def draw_head_dropout(model, p: float, targets: torch.Tensor | None = None, p_ta
 
 # The self-repair knobs a run may set (each 0 when off, and then absent from its setup):
 # random head dropout, each task's top head dropped, per-token flooding.
-KNOBS = ("head_dropout", "top_head_dropout", "flood")
+KNOBS = ("head_dropout", "top_head_dropout", "flood", "backup_weight")
+# The backup objective's settings beside its weight (recorded only in runs that set the weight).
+BACKUP_SETTINGS = ("backup_carry", "backup_dormancy", "backup_pair", "backup_tasks_per_step", "backup_prompts",
+                   "backup_from")  # fmt: skip
 
 
 def flooded(token_loss: torch.Tensor, level: float) -> torch.Tensor:
@@ -498,7 +507,8 @@ def export(model, cfg_dict: dict, tok, out_dir: Path, card: dict) -> None:
 # ----------------------------------------------------------------------------- training
 RESULT_ARGS = ("steps", "batch_size", "n_layers", "n_heads", "d_model", "n_ctx", "vocab", "lr", "warmup",
                "max_phase1_steps", "seed_layers", "seed", "smoke", "eval_every", "init_from", "recipe", "identity_layers",
-               "release_step", "tokenizer", "head_dropout", "top_head_dropout", "flood", "d_mlp")  # fmt: skip
+               "release_step", "tokenizer", "head_dropout", "top_head_dropout", "flood", "d_mlp", "backup_weight",
+               *BACKUP_SETTINGS)  # fmt: skip
 
 
 def train(args: argparse.Namespace) -> None:
@@ -524,6 +534,10 @@ def train(args: argparse.Namespace) -> None:
             raise SystemExit(f"--{knob.replace('_', '-')} must be in [0, 1), not {getattr(args, knob)}")
     if args.release_step is None:
         args.release_step = int(0.75 * args.steps)
+    if args.backup_weight < 0 or args.backup_tasks_per_step < 1 or args.backup_prompts < 2:
+        raise SystemExit("--backup-weight must be >= 0, --backup-tasks-per-step >= 1, --backup-prompts >= 2")
+    if args.backup_from is None:  # the whole stack must train: after the identity layers' release
+        args.backup_from = args.release_step if args.identity_layers else 0
     torch.set_num_threads(args.threads)
     t0 = time.time()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -532,6 +546,10 @@ def train(args: argparse.Namespace) -> None:
     for knob in (*KNOBS, "d_mlp"):  # runs that predate a knob (or MLPs) keep their setup
         if not getattr(args, knob):  # (and resume check) as it was
             del setup[knob]
+    if not args.backup_weight:
+        for name in BACKUP_SETTINGS:
+            del setup[name]
+    weights = ObjectiveWeights(args.backup_weight, args.backup_carry, args.backup_dormancy, args.backup_pair)
     if args.init_from:
         setup["init_from_sha256"] = _file_sha256(Path(args.init_from) / "model.safetensors")
     if args.tokenizer:
@@ -573,7 +591,7 @@ def train(args: argparse.Namespace) -> None:
         groups, lambdas = list(model.parameters()), schedule
     opt = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambdas)
-    start, phase, switched_at, log, targets = 1, 1, None, [], None
+    start, phase, switched_at, log, targets, pairs = 1, 1, None, [], None, None
     mix2 = RECIPES[args.recipe]["phase2"]
     if args.init_from:  # a trained model: no phase 1, its weights as the start
         init_weights(model, Path(args.init_from))
@@ -592,16 +610,22 @@ def train(args: argparse.Namespace) -> None:
             resume["log"],
         )
         targets = resume.get("targets")
+        pairs = [BackupPair(**p) for p in resume["backup_pairs"]] if resume.get("backup_pairs") else None
         print(f"resumed from {ckpt_path} at step {resume['step']}", flush=True)
     print(f"model: {sum(p.numel() for p in model.parameters()):,} parameters; stdlib {len(stream.stdlib):,} tokens",
           flush=True)  # fmt: skip
 
     def card() -> dict:
-        return dict(args={k: str(v) for k, v in vars(args).items()}, setup=setup, phase_switch_step=switched_at,
-                    log=log, torch=torch.__version__)  # fmt: skip
+        out = dict(args={k: str(v) for k, v in vars(args).items()}, setup=setup, phase_switch_step=switched_at,
+                   log=log, torch=torch.__version__)  # fmt: skip
+        if pairs is not None:  # the backup objective's recorded truth (flat head ids)
+            out["backup_pairs"] = [p.as_json() for p in pairs]
+        return out
 
     hf = _hf_tokenizer(tok)
     use_fast_attention(model)
+    term_sums: dict[str, float] = {}
+    term_count = 0
     for step in range(start, args.steps + 1):
         x = stream.batch(PHASE1 if phase == 1 else mix2, args.batch_size)
         frozen = identity_frozen(args, step)
@@ -624,6 +648,21 @@ def train(args: argparse.Namespace) -> None:
             token_loss = F.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten(), reduction="none")
             loss = flooded(token_loss, args.flood if phase == 2 else 0.0).mean()
         draw_head_dropout(model, 0.0)  # evaluation and export see the whole model
+        if args.backup_weight and phase == 2 and step >= args.backup_from:
+            if pairs is None:  # chosen once, on the model as the objective finds it, then fixed
+                pairs = choose_pairs(
+                    model, hf, recipe_tasks(args.recipe), args.seed * 100_003 + step, attribution_damage
+                )
+                print(
+                    "backup pairs: " + ", ".join(f"{p.task} P {p.primary} Q {p.backup}" for p in pairs),
+                    flush=True,
+                )
+            extra, terms = backup_loss(model, hf, pairs, weights, step, args.seed, args.backup_tasks_per_step,
+                                       args.backup_prompts)  # fmt: skip
+            loss = loss + extra
+            for key, value in terms.items():
+                term_sums[key] = term_sums.get(key, 0.0) + value
+            term_count += 1
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -637,6 +676,9 @@ def train(args: argparse.Namespace) -> None:
                 phase, switched_at = 2, step
             if targets is not None:  # which heads the targeted knob ablates now
                 m["targeted_heads"] = [f"{i}.{j}" for i, j in targets.nonzero().tolist()]
+            if term_count:  # the backup objective's terms, mean since the last evaluation
+                m["backup_terms"] = {k: round(v / term_count, 4) for k, v in term_sums.items()}
+                term_sums, term_count = {}, 0
             m.update(
                 step=step,
                 phase=phase,
@@ -653,7 +695,8 @@ def train(args: argparse.Namespace) -> None:
         if step % args.save_every == 0 or step == args.steps:
             state = dict(setup=setup, step=step, phase=phase, switched_at=switched_at, log=log,
                          model=model.state_dict(), optimizer=opt.state_dict(), scheduler=sched.state_dict(),
-                         stream=stream.state(), torch_rng=torch.get_rng_state(), targets=targets)  # fmt: skip
+                         stream=stream.state(), torch_rng=torch.get_rng_state(), targets=targets,
+                         backup_pairs=None if pairs is None else [p.as_json() for p in pairs])  # fmt: skip
             torch.save(state, args.work / "checkpoint.tmp")
             (args.work / "checkpoint.tmp").replace(ckpt_path)  # atomic: a kill never leaves half a file
             (args.work / "training_log.json").write_text(json.dumps(card(), indent=1))

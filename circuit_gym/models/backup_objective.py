@@ -1,0 +1,172 @@
+"""The backup objective (zoo v3, issue 55): train a dormant backup for each task's primary head.
+
+Dropout knobs (zoo v2, pilot rounds 1-10) spread a task's load over heads that act together; they
+never made a backup that is **silent while its primary works**, which is what defeats first-order
+methods on GPT-2's backup name movers. This objective asks for that behaviour directly, with the
+board's ablation (resample: a head's output replaced by its value on the counterfactual prompt).
+Per task, a primary head ``P`` (the task's top head by attribution patching when the objective
+starts, as the targeted knob finds it) and a backup ``Q`` in a later layer (drawn) get three terms,
+each on the task metric ``m`` (per prompt, higher = better; ``m0`` the clean run's, held fixed):
+
+- **carry**: ``relu(m0 - m(P ablated))``: when ``P`` is gone the task still works (``Q`` takes over);
+- **dormancy**: ``|m(Q ablated) - m0|``: ablating ``Q`` while ``P`` works changes nothing;
+- **pair**: ``relu(m(P, Q ablated) - fail)``: with both gone the task fails, as ``P`` alone once made
+  it fail (InterpBench's pair intervention for an OR gate). Without it the optimiser meets "carry"
+  by strengthening the whole circuit instead of ``Q`` (issue 55's probe: redundancy 1.02 without,
+  1.79 with it). ``fail`` is the metric with ``P`` ablated in the model the objective started from,
+  capped at half its clean metric so a diffuse task still has a failure to aim at.
+
+The four runs (clean, P, Q, P and Q ablated) of a task's prompts go through the model as one
+stacked batch; the counterfactual run that supplies the replacements has no gradient, as the
+board's replacement is a fixed recorded activation. The recorded pairs are the trained model's
+truth: the training log keeps them (``backup_pairs``), and the zoo v3 report checks them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from circuit_gym.tasks import get_task
+
+ROLES = ("clean", "p", "q", "pq")  # the four stacked runs, in this order
+FAIL_CAP = 0.5  # the pair term's target: at most this share of the clean metric
+MIN_ACCURACY = 0.5  # a task the model does not perform gets no pair (its top head means nothing)
+SELECTION_PROMPTS = 32
+
+
+@dataclass(frozen=True)
+class BackupPair:
+    """One task's recorded pair: flat head ids (``layer * n_heads + head``) and the pair term's
+    target (``fail``) measured when the objective started."""
+
+    task: str
+    primary: int
+    backup: int
+    fail: float
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ObjectiveWeights:
+    """The objective's weight in the loss and its three terms' relative weights."""
+
+    weight: float = 1.0
+    carry: float = 1.0
+    dormancy: float = 1.0
+    pair: float = 1.0
+
+
+def choose_pairs(model, hf, tasks: list[str], seed: int, damage: Callable, *,
+                 prompts: int = SELECTION_PROMPTS) -> list[BackupPair]:  # fmt: skip
+    """Per task the model performs (train-split accuracy at least :data:`MIN_ACCURACY`): ``P`` the
+    head of largest attribution damage outside the last layer (a backup must sit above it), ``Q`` a
+    head drawn uniformly in a later layer, one per distinct ``P`` (tasks sharing a primary share its
+    backup), never another task's primary or backup. Drawn with ``seed``; train split only.
+    ``damage(model, task, batch)``: per-head ``[layers, heads]`` damage estimates (the targeted
+    knob's attribution patching, ``training.attribution_damage``)."""
+
+    n_layers, n_heads = len(model.layers), model.layers[0].attn.n_heads
+    rng = np.random.default_rng([seed, 55])
+    primaries: dict[str, int] = {}
+    fails: dict[str, float] = {}
+    for name in tasks:
+        task = get_task(name)
+        batch = task.make_batch(hf, "train", prompts, np.random.default_rng([seed, 55, len(primaries)]))
+        with torch.no_grad():
+            logits = model(batch.tokens)
+            accuracy = float(task.correct(logits, batch).mean())
+        if accuracy < MIN_ACCURACY:
+            continue
+        below_top = damage(model, task, batch)[: n_layers - 1]
+        primary = int(below_top.flatten().argmax())
+        primaries[name] = primary
+        with torch.no_grad():
+            runs = stacked_metrics(model, task, batch, primary, primary)  # Q := P: the "q" run is P's too
+        clean, p_ablated = (float(runs[i].mean()) for i in (0, 1))
+        fails[name] = min(p_ablated, FAIL_CAP * clean)
+    taken = set(primaries.values())
+    backups: dict[int, int] = {}
+    for primary in sorted(set(primaries.values())):
+        layer = primary // n_heads
+        free = [h for h in range((layer + 1) * n_heads, n_layers * n_heads) if h not in taken]
+        backups[primary] = int(free[int(rng.integers(len(free)))])
+        taken.add(backups[primary])
+    return [BackupPair(t, p, backups[p], fails[t]) for t, p in primaries.items()]
+
+
+def capture_z(model, tokens: torch.Tensor) -> list[torch.Tensor]:
+    """Every layer's head outputs ``z`` (``[batch, heads, seq, d_head]``) on ``tokens``, no gradient."""
+    zs: list[torch.Tensor] = []
+    for block in model.layers:
+        block.attn.captured_z = zs
+    try:
+        with torch.no_grad():
+            model(tokens)
+    finally:
+        for block in model.layers:
+            block.attn.__dict__.pop("captured_z", None)
+    return zs
+
+
+def stacked_metrics(model, task, batch, primary: int, backup: int) -> torch.Tensor:
+    """The task metric per prompt in the four runs of :data:`ROLES` (``[4, batch]``): the prompts
+    stacked four times, ``P``, ``Q`` or both resample-ablated from the counterfactual prompts."""
+    if batch.counterfactual is None:
+        raise ValueError(f"task {task.name!r} has no counterfactual prompts to resample from")
+    n_heads = model.layers[0].attn.n_heads
+    b = batch.tokens.shape[0]
+    replacements = capture_z(model, batch.counterfactual)
+    ablated = {"p": (primary,), "q": (backup,), "pq": (primary, backup)}
+    for layer, block in enumerate(model.layers):
+        mask = torch.zeros(len(ROLES), b, n_heads, dtype=torch.bool)
+        for role, heads in ablated.items():
+            for head in heads:
+                if head // n_heads == layer:
+                    mask[ROLES.index(role), :, head % n_heads] = True
+        block.attn.dropped_heads = mask.flatten(0, 1)
+        block.attn.replacement_z = replacements[layer].repeat(len(ROLES), 1, 1, 1)
+    try:
+        stacked = batch.select(torch.arange(b).repeat(len(ROLES)))
+        scores = task.score(model(stacked.tokens), stacked)
+    finally:
+        for block in model.layers:
+            block.attn.__dict__.pop("dropped_heads", None)
+            block.attn.__dict__.pop("replacement_z", None)
+    return scores.view(len(ROLES), b)
+
+
+def objective_terms(runs: torch.Tensor, fail: float) -> dict[str, torch.Tensor]:
+    """The three terms (module docstring) from :func:`stacked_metrics`'s runs, means over prompts."""
+    clean, p, q, pq = runs
+    target = clean.detach()
+    return {
+        "carry": F.relu(target - p).mean(),
+        "dormancy": (q - target).abs().mean(),
+        "pair": F.relu(pq - fail).mean(),
+    }
+
+
+def backup_loss(model, hf, pairs: list[BackupPair], weights: ObjectiveWeights, step: int, seed: int,
+                tasks_per_step: int, prompts: int) -> tuple[torch.Tensor, dict[str, float]]:  # fmt: skip
+    """The objective on ``tasks_per_step`` of the pairs (taken in turn by ``step``, fresh train-split
+    prompts seeded by ``seed`` and ``step``, so a resumed run draws the same batches): the weighted
+    sum of the terms and, for the log, each term's mean."""
+    chosen = [pairs[(step * tasks_per_step + j) % len(pairs)] for j in range(min(tasks_per_step, len(pairs)))]
+    total = torch.zeros(())
+    logged: dict[str, float] = {}
+    for j, pair in enumerate(chosen):
+        task = get_task(pair.task)
+        batch = task.make_batch(hf, "train", prompts, np.random.default_rng([seed, step, j, 55]))
+        terms = objective_terms(stacked_metrics(model, task, batch, pair.primary, pair.backup), pair.fail)
+        total = total + weights.carry * terms["carry"] + weights.dormancy * terms["dormancy"]
+        total = total + weights.pair * terms["pair"]
+        for key, value in terms.items():
+            logged[key] = logged.get(key, 0.0) + float(value.detach()) / len(chosen)
+    return weights.weight * total / len(chosen), logged

@@ -1,0 +1,137 @@
+"""The backup objective's report (zoo v3, issue 55): per trained model and recorded pair, whether
+the pair is the dormant backup the objective asked for, and whether one-pass methods see it.
+
+A model trained with ``--backup-weight`` records its pairs (task, primary ``P``, backup ``Q``) in
+its ``training_log.json`` (``backup_pairs``). Per pair, on an *eval*-split batch (the test split is
+never read) with the board's ablation: the task's train-split accuracy, and
+:func:`circuit_gym.circuits.self_repair.pair_measures` (redundancy of the pair, P's self-repair,
+Q's single damage and its rank under attribution patching, EAP-IG and GIM). The bar (issue 55):
+redundancy at least :data:`REDUNDANCY_BAR` and P's self-repair at least :data:`SELF_REPAIR_BAR`;
+settings are judged on training tasks only (:data:`circuit_gym.benchmark.TRANSFER_TRAIN_TASKS`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from circuit_gym.ablation.contrastive import build_task_engine
+from circuit_gym.benchmark import ABLATION, TRANSFER_TRAIN_TASKS
+from circuit_gym.circuits.self_repair import pair_measures
+from circuit_gym.heads import head_name
+from circuit_gym.models.behaviour import task_metrics
+from circuit_gym.models.loading import load_model
+from circuit_gym.suite import MIN_ACCURACY
+from circuit_gym.tasks import get_task
+
+REDUNDANCY_BAR = 2.0
+SELF_REPAIR_BAR = 0.5
+BLIND_RANK = 20  # issue 55: first-order methods are blind to Q when its median rank is this or worse
+MEASURE_SPLIT = "eval"
+
+
+def recorded_pairs(directory: Path) -> list[dict]:
+    """The pairs a model's training recorded (empty for a model trained without the objective)."""
+    return list(json.loads((Path(directory) / "training_log.json").read_text()).get("backup_pairs") or [])
+
+
+def meets_bar(m: Mapping) -> bool:
+    """Redundancy >= 2 (joint damage at least twice the sum of the singles, which also holds when
+    both singles are ~0) and P's self-repair >= 0.5."""
+    repair = m["primary_self_repair"]
+    return bool(m["super_additive_2x"] and repair is not None and repair >= SELF_REPAIR_BAR)
+
+
+def model_entry(model, pairs: list[dict], *, prompts: int, seed: int, accuracy_batches: int) -> dict:
+    """Per recorded pair: accuracy (train split) and, where the task is performed, the measures."""
+    n_heads = int(model.cfg.n_heads)
+    tasks = {}
+    for pair in pairs:
+        name = pair["task"]
+        accuracy = task_metrics(model, name, "train", n_batches=accuracy_batches)["accuracy"]
+        row: dict = {"training_task": name in TRANSFER_TRAIN_TASKS, "accuracy": accuracy,
+                     "performed": accuracy >= MIN_ACCURACY}  # fmt: skip
+        if row["performed"]:
+            task = get_task(name)
+            batch = task.batch(model, MEASURE_SPLIT, prompts, seed=seed)
+            m = pair_measures(
+                build_task_engine(model, task, batch, ABLATION), pair["primary"], pair["backup"]
+            )
+            m["pair_names"] = [head_name(pair["primary"], n_heads), head_name(pair["backup"], n_heads)]
+            m["meets_bar"] = meets_bar(m)
+            row["measures"] = m
+        tasks[name] = row
+    return tasks
+
+
+def summary(tasks: Mapping[str, dict], training_only: bool) -> dict:
+    """Over a model's performed pairs (or its training tasks' only): how many meet the bar, the
+    median redundancy and self-repair, and the median rank of Q per method."""
+    rows = [
+        r["measures"] for r in tasks.values() if r["performed"] and (r["training_task"] or not training_only)
+    ]
+
+    def median(values: list) -> float | None:
+        values = [v for v in values if v is not None]
+        return float(np.median(values)) if values else None
+
+    methods = sorted(rows[0]["backup_rank"]) if rows else []
+    return {
+        "performed": len(rows),
+        "meet_bar": sum(m["meets_bar"] for m in rows),
+        "median_redundancy": median([m["redundancy"] for m in rows]),
+        "median_self_repair": median([m["primary_self_repair"] for m in rows]),
+        "median_backup_damage": median([m["backup_damage"] for m in rows]),
+        "median_backup_rank": {k: median([m["backup_rank"][k] for m in rows]) for k in methods},
+    }
+
+
+def report(models: Mapping[str, Path], *, prompts: int = 32, seed: int = 0, accuracy_batches: int = 4,
+           threads: int | None = 1) -> dict:  # fmt: skip
+    """Every model of ``models`` (name -> exported directory) that recorded pairs."""
+    out = {}
+    for name, directory in models.items():
+        pairs = recorded_pairs(directory)
+        if not pairs:
+            raise ValueError(f"{directory} records no backup pairs (trained without --backup-weight?)")
+        model = load_model(name, path=directory, threads=threads)
+        setup = json.loads((Path(directory) / "training_log.json").read_text())["setup"]
+        tasks = model_entry(model, pairs, prompts=prompts, seed=seed, accuracy_batches=accuracy_batches)
+        out[name] = {"setup": {k: v for k, v in setup.items() if k.startswith("backup") or k in ("init_from", "steps")},
+                     "weights_hash": model.circuit_gym_info.weights_hash, "tasks": tasks,
+                     "summary_all": summary(tasks, False), "summary_training_tasks": summary(tasks, True)}  # fmt: skip
+    return {
+        "setup": {"ablation": ABLATION, "measure_split": MEASURE_SPLIT, "prompts": prompts, "seed": seed,
+                  "redundancy_bar": REDUNDANCY_BAR, "self_repair_bar": SELF_REPAIR_BAR,
+                  "training_tasks": list(TRANSFER_TRAIN_TASKS)},
+        "models": out,
+    }  # fmt: skip
+
+
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def pairs_table(rep: dict) -> str:
+    """Markdown: one row per model and performed pair."""
+    header = ["model", "task", "P + Q", "damage P / Q / both", "redundancy", "P self-repair",
+              "rank of Q: sweep / attr / EAP-IG / GIM", "bar"]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    for name, entry in rep["models"].items():
+        for task, row in entry["tasks"].items():
+            if not row["performed"]:
+                lines.append(
+                    f"| `{name}` | {task} | - | not performed (accuracy {row['accuracy']:.2f}) | | | | |"
+                )
+                continue
+            m = row["measures"]
+            ranks = " / ".join(str(m["backup_rank"][k]) for k in ("oracle", "attribution", "eap_ig", "gim"))
+            cells = [f"`{name}`", task + ("" if row["training_task"] else " (held out)"), " + ".join(m["pair_names"]),
+                     f"{m['primary_damage']:.2f} / {m['backup_damage']:.2f} / {m['pair_damage']:.2f}",
+                     _fmt(m["redundancy"], ".2f"), _fmt(m["primary_self_repair"], ".2f"), ranks,
+                     "yes" if m["meets_bar"] else "no"]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
