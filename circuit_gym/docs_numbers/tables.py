@@ -132,6 +132,8 @@ MODEL_LABELS = {
     "toy_d": "`toy_d` (run D, 12 x 12)",
     "tiny": "`tiny` (4 x 4)",
     "gpt2": "GPT-2 small",
+    "zoo": "zoo v1 (`zoo1`-`zoo4`, benchmark v6)",
+    "zoo-v2": "zoo v2 (`zoo5`-`zoo8`, benchmark v7: in force)",
 }
 
 

@@ -61,7 +61,8 @@ class ModelDrawEnv(gym.Env):
         self.models, self.tasks, self.served = tuple(served), tasks, served
         self._make_inner = make_inner
         self._inner: dict[str, gym.Env] = {}
-        first = self.inner(models[0])
+        # the first model *served*: models[0] may perform none of the tasks (a zoo v2 member's gate)
+        first = self.inner(self.models[0])
         self.adopt_interface(first)
         self.metadata = dict(first.metadata)
         self._model: str | None = None
@@ -171,14 +172,16 @@ class ZooEnv(ModelDrawEnv):
     As the inner environment's.
 
     ## Arguments
-    ``model``: a model set (``"zoo"``) or a list of model names; ``inner``: ``"single-head"`` or
+    ``model``: a model set (``"zoo"``, ``"zoo-v2"``) or a list of model names; ``inner``: ``"single-head"`` or
     ``"circuit"``; ``tasks``; every other argument goes to the inner environment.
 
     ## Info
     The inner environment's, plus ``model``: the drawn member's name.
 
     ## Version History
-    * v0: first release, over the public zoo's members.
+    * v0: first release, over the public zoo's members (``Zoo`` IDs: zoo v1, ``zoo1``-``zoo4``, benchmark v6).
+    * ``ZooV2`` IDs, v0: the same environment over zoo v2 (``zoo5``-``zoo8``), the public models of
+      benchmark v7, the board in force; the ``Zoo`` IDs keep drawing zoo v1.
 
     Args:
         model: a model set of ``circuit_gym.embedded.MODEL_SETS`` (``"zoo"``: the public zoo) or a
