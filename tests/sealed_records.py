@@ -20,16 +20,23 @@ def public_episodes_checkpoint(folder: Path, n: int) -> str:
 
 
 def assert_sealed(result: dict, public_episodes: int, check: str) -> None:
-    """A failure in the private part: fixed words, the check, the public count; no policy text
-    (not the leakers' mark, not the numbers a check would quote), the public output at most."""
+    """A failure in the private part: fixed words and the public count (issue 58: not even which
+    check failed, ``check`` here, nor the exception's type); no policy text (not the leakers'
+    mark, not the numbers a check would quote), the public output at most."""
     assert result["status"] == "failed" and "scores" not in result and "private" not in result
     failure = result["failure"]
     assert PRIVATE_MARK not in json.dumps(result), failure
     assert not re.search(LEAK_NUMBER, json.dumps(failure)), failure
-    assert (failure["check"], failure["public_episodes"]) == (check, public_episodes), failure
+    assert set(failure) == {"type", "part", "public_episodes", "reason"}, failure
+    assert (failure["type"], failure["part"], failure["public_episodes"]) == (
+        "PolicyFailure",
+        "private",
+        public_episodes,
+    )
+    assert sandbox.CHECKS[check] not in failure["reason"], failure["reason"]
     fixed = (
-        f"the policy failed {sandbox.CHECKS[check]} in the private part, after {public_episodes} public "
-        "episodes (what it said or printed in the private part is not recorded)"
+        f"the policy failed in the private part, after {public_episodes} public episodes (which check it "
+        "failed, and what it said or printed in the private part, are not recorded)"
     )
     assert failure["reason"].startswith(fixed), failure["reason"]
     tail = failure["reason"][len(fixed) :]

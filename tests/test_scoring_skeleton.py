@@ -79,7 +79,7 @@ class _Run(TrackRun):
         }
 
     def private_record(self, hidden):
-        return {"n_seeds": len(hidden), "scores": {"mean_seed": sum(r["seed"] for r in hidden) / len(hidden)}}
+        return {"n_seeds": len(hidden), "scores": {"cpr": sum(r["seed"] for r in hidden) / len(hidden)}}
 
     def definition(self):
         return {"benchmark_version": "made-up-v0", "track": self.name}
@@ -106,7 +106,7 @@ def test_a_full_run_plays_public_then_private_parts_each_on_its_closed_environme
     assert result["status"] == "scored" and result["track"] == "made-up"
     assert result["scores"]["main"] == [["t1", 0], ["t1", 1], ["t2", 0], ["t2", 1], ["t2", 2]]
     assert result["scores"]["other"] == [["t1", 9]]
-    assert result["private"]["n_seeds"] == 2 and result["private"]["scores"]["mean_seed"] == 5.0
+    assert result["private"]["n_seeds"] == 2 and result["private"]["scores"]["cpr"] == 5.0
     assert len(result["private"]["seed_file_sha256"]) == 64
     assert set(result["private"]) == {"seed_file_sha256", "n_seeds", "scores"}  # summaries, never a seed
     assert result["provenance"]["policy"] == "builtin:echo" and result["provenance"]["white_box"] is True

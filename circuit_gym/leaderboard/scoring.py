@@ -21,6 +21,12 @@ Planted and edges: their scorer's run):
 5. the summaries, rounded, the provenance (``circuit_gym/leaderboard/provenance.py``) and the
    content hash (``provenance.content_hash``).
 
+The private part is sealed (issue 58): its record keeps only what the scorer decides
+(:func:`sealed_private`: ranking scores, their intervals and episode counts; never a circuit's
+size, a pass count or a faithfulness, which a policy sets at no cost to its ranking), a failure
+there is one fixed record (:func:`sealed_failure`: not which check failed, nor the exception's
+type), and a sandboxed policy's wall time is recorded up to the seal only.
+
 ``sample`` (the canary's run, ``circuit_gym/leaderboard/canary.py``) plays only the first public
 episodes in scoring order and keeps their rows (``status`` "sample", refused by the board).
 """
@@ -319,6 +325,55 @@ def play_part(part: Part, who) -> list[dict]:
                 env.close()
 
 
+# What a private record's summaries keep (:func:`sealed_private`): the ranking scores of every
+# track and their intervals, and how many episodes each summarises (fixed by the scorer). Anything
+# else a summary holds is the policy's to set for free (a circuit's size, its faithfulness, the
+# passes it spent, how many of its areas were finite) and would carry private observations out.
+PRIVATE_SCORE_FIELDS = frozenset({
+    "recovery", "recovery_ci95", "recovery_clipped_mean", "recovery_clipped_mean_ci95", "recovery_clip",
+    "top1_rate", "top1_ci95", "cpr", "cpr_ci95", "cmd", "cmd_ci95", "auc", "auc_ci95",
+    "precision", "precision_ci95", "recall", "recall_ci95", "episodes",
+})  # fmt: skip
+# The record's own fields besides ``scores``: what the scorer scored on (never a seed).
+PRIVATE_RECORD_FIELDS = frozenset({"seed_file_sha256", "n_seeds", "n_models", "tasks", "weights_hash"})
+
+
+def _sealed_scores(tree: dict) -> dict:
+    """``tree`` with only :data:`PRIVATE_SCORE_FIELDS` at its leaves (groups left empty dropped)."""
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            kept = _sealed_scores(value)
+            if kept:
+                out[key] = kept
+        elif key in PRIVATE_SCORE_FIELDS:
+            out[key] = value
+    return out
+
+
+def sealed_private(record: dict) -> dict:
+    """What a result publishes of its private part (``record``: the track's private record with
+    the seed file's SHA-256): the scorer's own fields and the ranking scores with their intervals;
+    everything else is dropped (a new copy; ``record`` is not changed)."""
+    out = {k: v for k, v in record.items() if k in PRIVATE_RECORD_FIELDS}
+    if isinstance(record.get("scores"), dict):
+        out["scores"] = _sealed_scores(record["scores"])
+    return out
+
+
+def sealed_failure(sandbox: SandboxedPolicy) -> dict:
+    """A failure in the private part, in fixed words: that it failed there and after how many
+    public episodes (the scorer's count), with the public part's output tail. Which check it
+    failed, the exception's type and anything the policy said are all the policy's to choose."""
+    assert sandbox.sealed is not None
+    return {
+        "type": "PolicyFailure", "part": "private", "public_episodes": sandbox.sealed.public_episodes,
+        "reason": f"the policy failed in the private part, after {sandbox.sealed.public_episodes} public episodes "
+        "(which check it failed, and what it said or printed in the private part, are not recorded)"
+        + sandbox.sealed.public_tail,
+    }  # fmt: skip
+
+
 def _round(obj, digits: int = 10):
     """Round floats so results do not depend on the last bits of summation order."""
     if isinstance(obj, float):
@@ -373,6 +428,7 @@ def score_track(run: TrackRun, name: str, policy_spec: str | None = None, checkp
         result["track"] = run.name
     result["isolation"] = isolation_record(builtin_name)
     sandbox = None
+    public_s: float | None = None  # a sandboxed policy's wall time up to the private part
     try:
         if builtin_name is not None:
             who = run.builtin_player(builtin_name)
@@ -383,9 +439,14 @@ def score_track(run: TrackRun, name: str, policy_spec: str | None = None, checkp
         played = [(part, play_part(part, who)) for part in parts]
         if private is not None:
             seal(sandbox)  # the private part: a failure from here on carries no policy text
+            if sandbox is not None:  # a policy's time there is its to choose: not recorded
+                public_s = time.time() - start
             hidden = [row for part in run.private_parts(private[0]) for row in play_part(part, who)]
     except POLICY_FAILURES as err:
-        result.update(status="failed", failure=failure_record(err, sandbox))
+        sealed = sandbox is not None and sandbox.sealed is not None
+        result.update(
+            status="failed", failure=sealed_failure(sandbox) if sealed else failure_record(err, sandbox)
+        )
     else:
         main = [row for part, rows in played if part.detailed for row in rows]
         if sample is not None:
@@ -394,14 +455,23 @@ def score_track(run: TrackRun, name: str, policy_spec: str | None = None, checkp
             other = [row for part, rows in played if not part.detailed for row in rows]
             result.update(status="scored", scores=_round(run.scores(main, other)))
         if private is not None:
-            result["private"] = {"seed_file_sha256": private[1], **_round(run.private_record(hidden))}
+            result["private"] = sealed_private(
+                {"seed_file_sha256": private[1], **_round(run.private_record(hidden))}
+            )
     finally:
         if sandbox is not None:
             sandbox.close()
         run.close()
     result["provenance"] = {**make_provenance(run.definition(), run.model(), policy, checkpoint, policy_hash,
                                               white_box=builtin_name is not None), **run.provenance()}  # fmt: skip
-    result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1), **sandbox_usage(sandbox)}
+    if public_s is None:
+        result["diagnostics"] = {"wall_seconds": round(time.time() - start, 1), **sandbox_usage(sandbox)}
+    else:
+        result["diagnostics"] = {
+            "wall_seconds": round(public_s, 1),
+            "timed": "public part",
+            **sandbox_usage(sandbox),
+        }
     result["content_hash"] = content_hash(result)
     return result
 
