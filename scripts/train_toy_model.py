@@ -110,6 +110,12 @@ def parse_args(argv: list[str] | None):
         default=None,
         help="first step of the objective (default: the identity layers' release, else phase 2)",
     )
+    p.add_argument(
+        "--backup-route",
+        choices=("all", "backup"),
+        default="all",
+        help="where the carry and dormancy terms' gradients go: every weight, or the backup head's own",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--save-every", type=int, default=250)

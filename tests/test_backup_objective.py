@@ -16,6 +16,7 @@ from circuit_gym.models.backup_objective import (
     ROLES,
     BackupPair,
     ObjectiveWeights,
+    add_routed_gradient,
     backup_loss,
     choose_pairs,
     objective_terms,
@@ -114,12 +115,43 @@ def test_the_loss_reaches_only_the_weights_and_draws_the_same_batches_again():
     native, hf = _native()
     pair = BackupPair("ioi", primary=5 * 12 + 1, backup=9 * 12 + 3, fail=0.0)
     weights = ObjectiveWeights(weight=0.5)
-    loss, terms = backup_loss(native, hf, [pair], weights, step=3, seed=7, tasks_per_step=1, prompts=4)
-    again, _ = backup_loss(native, hf, [pair], weights, step=3, seed=7, tasks_per_step=1, prompts=4)
-    other, _ = backup_loss(native, hf, [pair], weights, step=4, seed=7, tasks_per_step=1, prompts=4)
+    loss, routed, terms = backup_loss(
+        native, hf, [pair], weights, step=3, seed=7, tasks_per_step=1, prompts=4
+    )
+    again, _, _ = backup_loss(native, hf, [pair], weights, step=3, seed=7, tasks_per_step=1, prompts=4)
+    other, _, _ = backup_loss(native, hf, [pair], weights, step=4, seed=7, tasks_per_step=1, prompts=4)
+    assert float(routed) == 0.0, "route 'all': nothing is routed"
     assert torch.isfinite(loss) and float(loss.detach()) == pytest.approx(float(again), rel=1e-5)
     assert float(loss.detach()) != pytest.approx(float(other), rel=1e-5)
     assert float(loss.detach()) == pytest.approx(0.5 * sum(terms.values()), rel=1e-4)
     loss.backward()
     assert native.layers[9].attn.o.weight.grad is not None
     assert not any(hasattr(b.attn, "replacement_z") for b in native.layers), "no ablation left behind"
+
+
+def test_routed_terms_reach_only_the_backup_heads_own_weights():
+    """Route "backup": the carry and dormancy terms' gradient lands on Q's query / key / value rows
+    and output columns and on no other entry, and equals (there) the gradient autograd gives the
+    same terms unrouted; the pair term still reaches other layers."""
+    native, hf = _native()
+    pair = BackupPair("ioi", primary=5 * 12 + 1, backup=9 * 12 + 3, fail=0.0)
+    kw = dict(step=3, seed=7, tasks_per_step=1, prompts=4)
+    weights = ObjectiveWeights(pair=0.0, route="backup")
+    shared, routed, _ = backup_loss(native, hf, [pair], weights, **kw)
+    assert float(shared) == 0.0 and float(routed) > 0
+    add_routed_gradient(native, routed, [pair.backup])
+    attn = native.layers[9].attn
+    d = attn.d_head
+    own = slice(3 * d, 4 * d)
+    assert attn.q.weight.grad[own].abs().sum() > 0 and attn.o.weight.grad[:, own].abs().sum() > 0
+    outside = torch.ones(attn.q.weight.shape[0], dtype=torch.bool)
+    outside[own] = False
+    assert attn.q.weight.grad[outside].abs().sum() == 0 and attn.o.weight.grad[:, outside].abs().sum() == 0
+    assert all(p.grad is None for n, p in native.named_parameters() if not n.startswith("layers.9.attn"))
+    routed_q = attn.q.weight.grad[own].clone()
+    native.zero_grad(set_to_none=True)
+    unrouted, _, _ = backup_loss(native, hf, [pair], ObjectiveWeights(pair=0.0), **kw)
+    unrouted.backward()
+    assert torch.allclose(attn.q.weight.grad[own], routed_q, rtol=1e-4, atol=1e-7)
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for n, p in native.named_parameters()
+               if n.startswith("layers.5."))  # fmt: skip

@@ -53,14 +53,28 @@ class BackupPair:
         return asdict(self)
 
 
+ROUTES = ("all", "backup")
+
+
 @dataclass(frozen=True)
 class ObjectiveWeights:
-    """The objective's weight in the loss and its three terms' relative weights."""
+    """The objective's weight in the loss, its three terms' relative weights, and where the carry and
+    dormancy terms' gradients go: ``"all"`` the whole model; ``"backup"`` only the backup head's own
+    parameters (its query, key and value rows and output columns). Pilot run 1 (docs/zoo.md) showed
+    why: with ``"all"`` the optimiser lowers the carry term by making the whole circuit robust to
+    ``P``'s ablation, which raises the pair term (the task survives ``P`` and ``Q`` ablated too);
+    routed, only ``Q`` can learn to carry, and only ``Q`` to be silent, while the pair term still
+    reaches every weight."""
 
     weight: float = 1.0
     carry: float = 1.0
     dormancy: float = 1.0
     pair: float = 1.0
+    route: str = "all"
+
+    def __post_init__(self) -> None:
+        if self.route not in ROUTES:
+            raise ValueError(f"unknown route {self.route!r}; known: {ROUTES}")
 
 
 def choose_pairs(model, hf, tasks: list[str], seed: int, damage: Callable, *,
@@ -153,20 +167,64 @@ def objective_terms(runs: torch.Tensor, fail: float) -> dict[str, torch.Tensor]:
     }
 
 
+def chosen_pairs(pairs: list[BackupPair], step: int, tasks_per_step: int) -> list[BackupPair]:
+    """The pairs one step trains: ``tasks_per_step`` of them, taken in turn by ``step``."""
+    return [pairs[(step * tasks_per_step + j) % len(pairs)] for j in range(min(tasks_per_step, len(pairs)))]
+
+
 def backup_loss(model, hf, pairs: list[BackupPair], weights: ObjectiveWeights, step: int, seed: int,
-                tasks_per_step: int, prompts: int) -> tuple[torch.Tensor, dict[str, float]]:  # fmt: skip
-    """The objective on ``tasks_per_step`` of the pairs (taken in turn by ``step``, fresh train-split
-    prompts seeded by ``seed`` and ``step``, so a resumed run draws the same batches): the weighted
-    sum of the terms and, for the log, each term's mean."""
-    chosen = [pairs[(step * tasks_per_step + j) % len(pairs)] for j in range(min(tasks_per_step, len(pairs)))]
-    total = torch.zeros(())
+                tasks_per_step: int, prompts: int) -> tuple[torch.Tensor, torch.Tensor, dict[str, float]]:  # fmt: skip
+    """The objective on the step's :func:`chosen_pairs` (fresh train-split prompts seeded by ``seed``
+    and ``step``, so a resumed run draws the same batches): the weighted part whose gradient reaches
+    every weight, the part routed to the backup heads alone (zero unless ``weights.route`` is
+    ``"backup"``; :func:`add_routed_gradient`), and, for the log, each term's mean."""
+    chosen = chosen_pairs(pairs, step, tasks_per_step)
+    total, routed = torch.zeros(()), torch.zeros(())
     logged: dict[str, float] = {}
     for j, pair in enumerate(chosen):
         task = get_task(pair.task)
         batch = task.make_batch(hf, "train", prompts, np.random.default_rng([seed, step, j, 55]))
         terms = objective_terms(stacked_metrics(model, task, batch, pair.primary, pair.backup), pair.fail)
-        total = total + weights.carry * terms["carry"] + weights.dormancy * terms["dormancy"]
+        backup_part = weights.carry * terms["carry"] + weights.dormancy * terms["dormancy"]
+        if weights.route == "backup":
+            routed = routed + backup_part
+        else:
+            total = total + backup_part
         total = total + weights.pair * terms["pair"]
         for key, value in terms.items():
             logged[key] = logged.get(key, 0.0) + float(value.detach()) / len(chosen)
-    return weights.weight * total / len(chosen), logged
+    scale = weights.weight / len(chosen)
+    return scale * total, scale * routed, logged
+
+
+def backup_head_parameters(model, heads: list[int]) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
+    """Each attention weight of the layers holding ``heads`` (flat ids) with a mask of the entries
+    that belong to those heads: rows of the query, key and value projections, columns of the output."""
+    n_heads = model.layers[0].attn.n_heads
+    out = []
+    for layer in sorted({h // n_heads for h in heads}):
+        attn = model.layers[layer].attn
+        d_head = attn.d_head
+        rows = torch.zeros(n_heads * d_head, dtype=torch.bool)
+        for h in heads:
+            if h // n_heads == layer:
+                rows[(h % n_heads) * d_head : (h % n_heads + 1) * d_head] = True
+        for proj in (attn.q, attn.k, attn.v):
+            out.append((proj.weight, rows[:, None].expand_as(proj.weight)))
+            out.append((proj.bias, rows))
+        out.append((attn.o.weight, rows[None, :].expand_as(attn.o.weight)))
+    return out
+
+
+def add_routed_gradient(model, routed: torch.Tensor, heads: list[int]) -> None:
+    """Add ``routed``'s gradient to the backup heads' own parameter entries (and nowhere else); call
+    after the rest of the loss's ``backward(retain_graph=...)`` or before it with the graph retained."""
+    if not routed.requires_grad:
+        return
+    params = backup_head_parameters(model, heads)
+    grads = torch.autograd.grad(routed, [p for p, _ in params], retain_graph=True, allow_unused=True)
+    for (param, mask), grad in zip(params, grads, strict=True):
+        if grad is None:
+            continue
+        masked = torch.where(mask, grad, torch.zeros_like(grad))
+        param.grad = masked if param.grad is None else param.grad + masked

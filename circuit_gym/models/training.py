@@ -64,7 +64,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from circuit_gym.models.backup_objective import BackupPair, ObjectiveWeights, backup_loss, choose_pairs
+from circuit_gym.models.backup_objective import (
+    BackupPair,
+    ObjectiveWeights,
+    add_routed_gradient,
+    backup_loss,
+    choose_pairs,
+    chosen_pairs,
+)
 from circuit_gym.tasks import corpus, get_task, list_tasks
 from circuit_gym.tasks import fillers as FL
 from circuit_gym.tasks.builtin import copy_pool, ordinary_token_pool
@@ -386,7 +393,7 @@ def draw_head_dropout(model, p: float, targets: torch.Tensor | None = None, p_ta
 KNOBS = ("head_dropout", "top_head_dropout", "flood", "backup_weight")
 # The backup objective's settings beside its weight (recorded only in runs that set the weight).
 BACKUP_SETTINGS = ("backup_carry", "backup_dormancy", "backup_pair", "backup_tasks_per_step", "backup_prompts",
-                   "backup_from")  # fmt: skip
+                   "backup_from", "backup_route")  # fmt: skip
 
 
 def flooded(token_loss: torch.Tensor, level: float) -> torch.Tensor:
@@ -549,7 +556,9 @@ def train(args: argparse.Namespace) -> None:
     if not args.backup_weight:
         for name in BACKUP_SETTINGS:
             del setup[name]
-    weights = ObjectiveWeights(args.backup_weight, args.backup_carry, args.backup_dormancy, args.backup_pair)
+    weights = ObjectiveWeights(
+        args.backup_weight, args.backup_carry, args.backup_dormancy, args.backup_pair, args.backup_route
+    )
     if args.init_from:
         setup["init_from_sha256"] = _file_sha256(Path(args.init_from) / "model.safetensors")
     if args.tokenizer:
@@ -648,6 +657,7 @@ def train(args: argparse.Namespace) -> None:
             token_loss = F.cross_entropy(model(x)[:, :-1].flatten(0, 1), x[:, 1:].flatten(), reduction="none")
             loss = flooded(token_loss, args.flood if phase == 2 else 0.0).mean()
         draw_head_dropout(model, 0.0)  # evaluation and export see the whole model
+        routed = None
         if args.backup_weight and phase == 2 and step >= args.backup_from:
             if pairs is None:  # chosen once, on the model as the objective finds it, then fixed
                 pairs = choose_pairs(
@@ -657,13 +667,17 @@ def train(args: argparse.Namespace) -> None:
                     "backup pairs: " + ", ".join(f"{p.task} P {p.primary} Q {p.backup}" for p in pairs),
                     flush=True,
                 )
-            extra, terms = backup_loss(model, hf, pairs, weights, step, args.seed, args.backup_tasks_per_step,
-                                       args.backup_prompts)  # fmt: skip
+            extra, routed, terms = backup_loss(model, hf, pairs, weights, step, args.seed,
+                                               args.backup_tasks_per_step, args.backup_prompts)  # fmt: skip
             loss = loss + extra
             for key, value in terms.items():
                 term_sums[key] = term_sums.get(key, 0.0) + value
             term_count += 1
         opt.zero_grad(set_to_none=True)
+        if routed is not None:  # the backup heads' own gradient first, while the graph is alive
+            add_routed_gradient(
+                model, routed, [p.backup for p in chosen_pairs(pairs, step, args.backup_tasks_per_step)]
+            )
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()

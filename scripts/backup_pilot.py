@@ -1,0 +1,47 @@
+"""The backup objective's report (circuit_gym.reporting.backup_pairs): per model trained with
+``--backup-weight`` and per recorded pair, redundancy, the primary's self-repair and the backup's
+rank under each method, on an eval-split batch. Adds the models to the report and prints the table
+docs/zoo.md's "Backup objective" section shows.
+
+    nice -n 10 python scripts/backup_pilot.py --models runs/zoo_pilot/models/bk_w1 runs/zoo_pilot/models/bk_lr3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from circuit_gym.reporting import backup_pairs  # noqa: E402
+
+OUT = ROOT / "docs" / "results" / "zoo" / "backup_pilot.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", nargs="+", type=Path, required=True, help="exported model directories")
+    p.add_argument("--prompts", type=int, default=32, help="eval-split prompts per pair (one batch)")
+    p.add_argument("--out", type=Path, default=OUT)
+    args = p.parse_args(argv)
+    missing = [str(d) for d in args.models if not (d / "model.safetensors").is_file()]
+    if missing:
+        p.error(f"no exported model in {missing}")
+    new = backup_pairs.report({d.name: d for d in args.models}, prompts=args.prompts)
+    old = json.loads(args.out.read_text()) if args.out.is_file() else None
+    if old is not None and old["setup"] != new["setup"]:
+        p.error(f"{args.out} was measured with other settings {old['setup']}; use another --out")
+    merged = {"setup": new["setup"], "models": {**(old or {"models": {}})["models"], **new["models"]}}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(merged, indent=1) + "\n")
+    print(backup_pairs.pairs_table(merged))
+    for name, entry in merged["models"].items():
+        print(name, "all:", entry["summary_all"], "training tasks:", entry["summary_training_tasks"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
