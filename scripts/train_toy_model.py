@@ -102,6 +102,9 @@ def parse_args(argv: list[str] | None):
     p.add_argument(
         "--backup-pair", type=float, default=1.0, help="weight of 'P and Q ablated: the task fails'"
     )
+    p.add_argument(
+        "--backup-clean", type=float, default=1.0, help="weight of 'the clean metric stays where it was'"
+    )
     p.add_argument("--backup-tasks-per-step", type=int, default=3, help="tasks whose pairs each step trains")
     p.add_argument("--backup-prompts", type=int, default=8, help="train-split prompts per task and step")
     p.add_argument(

@@ -73,8 +73,9 @@ def test_terms_are_hinges_and_a_distance_on_the_stacked_metrics():
     """Hand-computed: carry counts only prompts where P's ablation lowers the metric, dormancy the
     absolute change from Q's ablation, pair only what stays above the failure level."""
     runs = torch.tensor([[2.0, 1.0], [1.0, 2.0], [2.5, 0.0], [0.5, -1.0]])  # rows: ROLES
-    terms = objective_terms(runs, fail=0.0)
+    terms = objective_terms(runs, fail=0.0, clean_floor=2.5)
     assert ROLES == ("clean", "p", "q", "pq")
+    assert float(terms["clean"]) == pytest.approx((0.5 + 1.5) / 2)
     assert float(terms["carry"]) == pytest.approx((1.0 + 0.0) / 2)
     assert float(terms["dormancy"]) == pytest.approx((0.5 + 1.0) / 2)
     assert float(terms["pair"]) == pytest.approx((0.5 + 0.0) / 2)
@@ -84,7 +85,7 @@ def test_the_clean_run_is_a_fixed_target():
     """The carry and dormancy terms pull the ablated runs towards the clean run, never the clean
     run towards them (the clean metric is held by the language-model loss)."""
     runs = torch.tensor([[2.0], [1.0], [3.0], [0.5]], requires_grad=True)
-    terms = objective_terms(runs, fail=0.0)
+    terms = objective_terms(runs, fail=0.0, clean_floor=0.0)
     (terms["carry"] + terms["dormancy"]).backward()
     assert runs.grad[0, 0] == 0 and runs.grad[1, 0] == -1 and runs.grad[2, 0] == 1
 
@@ -113,7 +114,7 @@ def test_the_loss_reaches_only_the_weights_and_draws_the_same_batches_again():
     """One step's objective: finite, with gradients on the model's weights, the same value when
     called again for the same step (a resumed run draws the same prompts), another for another step."""
     native, hf = _native()
-    pair = BackupPair("ioi", primary=5 * 12 + 1, backup=9 * 12 + 3, fail=0.0)
+    pair = BackupPair("ioi", primary=5 * 12 + 1, backup=9 * 12 + 3, fail=0.0, clean=0.0)
     weights = ObjectiveWeights(weight=0.5)
     loss, routed, terms = backup_loss(
         native, hf, [pair], weights, step=3, seed=7, tasks_per_step=1, prompts=4
@@ -134,9 +135,9 @@ def test_routed_terms_reach_only_the_backup_heads_own_weights():
     and output columns and on no other entry, and equals (there) the gradient autograd gives the
     same terms unrouted; the pair term still reaches other layers."""
     native, hf = _native()
-    pair = BackupPair("ioi", primary=5 * 12 + 1, backup=9 * 12 + 3, fail=0.0)
+    pair = BackupPair("ioi", primary=5 * 12 + 1, backup=9 * 12 + 3, fail=0.0, clean=0.0)
     kw = dict(step=3, seed=7, tasks_per_step=1, prompts=4)
-    weights = ObjectiveWeights(pair=0.0, route="backup")
+    weights = ObjectiveWeights(pair=0.0, clean=0.0, route="backup")
     shared, routed, _ = backup_loss(native, hf, [pair], weights, **kw)
     assert float(shared) == 0.0 and float(routed) > 0
     add_routed_gradient(native, routed, [pair.backup])
@@ -150,7 +151,7 @@ def test_routed_terms_reach_only_the_backup_heads_own_weights():
     assert all(p.grad is None for n, p in native.named_parameters() if not n.startswith("layers.9.attn"))
     routed_q = attn.q.weight.grad[own].clone()
     native.zero_grad(set_to_none=True)
-    unrouted, _, _ = backup_loss(native, hf, [pair], ObjectiveWeights(pair=0.0), **kw)
+    unrouted, _, _ = backup_loss(native, hf, [pair], ObjectiveWeights(pair=0.0, clean=0.0), **kw)
     unrouted.backward()
     assert torch.allclose(attn.q.weight.grad[own], routed_q, rtol=1e-4, atol=1e-7)
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for n, p in native.named_parameters()

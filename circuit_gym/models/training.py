@@ -393,7 +393,7 @@ def draw_head_dropout(model, p: float, targets: torch.Tensor | None = None, p_ta
 KNOBS = ("head_dropout", "top_head_dropout", "flood", "backup_weight")
 # The backup objective's settings beside its weight (recorded only in runs that set the weight).
 BACKUP_SETTINGS = ("backup_carry", "backup_dormancy", "backup_pair", "backup_tasks_per_step", "backup_prompts",
-                   "backup_from", "backup_route")  # fmt: skip
+                   "backup_from", "backup_route", "backup_clean")  # fmt: skip
 
 
 def flooded(token_loss: torch.Tensor, level: float) -> torch.Tensor:
@@ -557,7 +557,12 @@ def train(args: argparse.Namespace) -> None:
         for name in BACKUP_SETTINGS:
             del setup[name]
     weights = ObjectiveWeights(
-        args.backup_weight, args.backup_carry, args.backup_dormancy, args.backup_pair, args.backup_route
+        args.backup_weight,
+        args.backup_carry,
+        args.backup_dormancy,
+        args.backup_pair,
+        args.backup_route,
+        args.backup_clean,
     )
     if args.init_from:
         setup["init_from_sha256"] = _file_sha256(Path(args.init_from) / "model.safetensors")
