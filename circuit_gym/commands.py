@@ -155,7 +155,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
     table: list[tuple[str, ...]] = [("ID", "model", "tasks", "status")]
     for e in listed:
         status = (
-            "current" if e.current else f"{'superseded: builds' if e.superseded else 'older: use'} {e.use}"
+            "current"
+            if e.current
+            else f"{'refused (cannot be reproduced): use' if e.superseded else 'older: use'} {e.use}"
         )
         table.append((e.id, e.model, ", ".join(e.tasks), status))
     if not args.all:  # every row is current

@@ -16,8 +16,8 @@ also over the model zoo (``ZooEnv``) and on generated planted models (``PlantedE
 The image of a page is the ``render_mode="rgb_array"`` frame of a real episode of that ID:
 ``reset(seed=0)``, then steps that take the episode's oracle head. GPT2 IDs need GPT-2's
 weights, which the machines generating these pages do not have; their pages show the image of
-the same task set's Toy ID and say so (never a made-up picture). Superseded IDs build a newer
-version's environment and show that version's image.
+the same task set's Toy ID and say so (never a made-up picture). Superseded IDs are refused by
+``gymnasium.make`` and show the image of their newest version, saying so.
 """
 
 from __future__ import annotations
@@ -79,6 +79,14 @@ def _play_circuit(env: gym.Env) -> None:
 def _play_edges(env: gym.Env) -> None:
     for candidate in range(3):  # the three edges of largest |EAP-IG|
         env.step(candidate)
+
+
+def _play_knockout(env: gym.Env) -> None:
+    inner = env.unwrapped.current.unwrapped
+    for _ in range(2):  # ablate the head of largest attribution on the ablated model, twice
+        scores = inner.attribution()
+        scores[inner.order] = -float("inf")
+        env.step(int(scores.argmax()))
 
 
 def families() -> list[FamilyPage]:
@@ -147,7 +155,23 @@ def families() -> list[FamilyPage]:
                               "its circuit at seeded heads (docs/planted.md)",
                    ablation="resample", step_unit=edges.step_unit),
     ]  # fmt: skip
-    return out + zoo + planted + [edges] + drawn
+    from circuit_gym.envs.knockout import N_COLUMNS, KnockOutEnv
+
+    # The docstring shown is the knock-out environment's (PlantedEnv draws the model and wraps it).
+    knockout = [
+        FamilyPage(FAMILIES["planted-knockout"], KnockOutEnv,
+                   lambda n, heads: f"`Discrete({n + 1})`: head id = layer * {heads} + head ablates that head "
+                                    f"(cumulatively); {n} is STOP",
+                   lambda n: f"`Box(-{bound}, {bound}, ({n}, {N_COLUMNS}), float32)`: recomputed on the ablated model",
+                   "the drop of the task metric the step caused, in the unit of the task's metric",
+                   "then two steps that ablate the head of largest attribution on the ablated model (crossed); "
+                   "colour is each head's attribution after them (on the planted model of the seed the reset drew)",
+                   _play_knockout,
+                   model_kind="a planted model generated from a seed drawn at each reset, "
+                              "its circuit at seeded heads (docs/planted.md)",
+                   ablation="resample"),
+    ]  # fmt: skip
+    return out + zoo + planted + [edges] + drawn + knockout
 
 
 def model_grid(model: str) -> tuple[int, int]:
@@ -173,7 +197,7 @@ def image_source(row: dict) -> tuple[str, str | None]:
     env_id = row["use"] if row["superseded"] else row["id"]
     note = None
     if env_id != row["id"]:
-        note = f"This ID builds `{env_id}` (see status), so the image is that environment's."
+        note = f"`gymnasium.make` refuses this ID (see status), so the image is that of `{env_id}`, its newest version."
     if "-GPT2-" in env_id:
         toy = env_id.replace("-GPT2-", "-Toy-")
         layers, heads = model_grid("gpt2")
@@ -193,9 +217,7 @@ def _history(row: dict, rows: list[dict]) -> list[str]:
     lines = []
     for r in sorted((r for r in rows if _id_key(r["id"]) == _id_key(row["id"])), key=lambda r: -r["version"]):
         this = " (this page)" if r["id"] == row["id"] else ""
-        status = (
-            "current" if r["current"] else f"superseded: builds `{r['use']}`" if r["superseded"] else "older"
-        )
+        status = "current" if r["current"] else "refused" if r["superseded"] else "older"
         lines.append(f"- [`{r['id']}`]({r['id']}.md){this}, {status}: {r['notes']}")
     return lines
 
@@ -204,8 +226,8 @@ def _status(row: dict) -> str:
     if row["current"]:
         return "current"
     if row["superseded"]:
-        return (f"superseded: its original behaviour cannot be reproduced, so `gymnasium.make` builds "
-                f"`{row['use']}` and warns (`SupersededEnvWarning`)")  # fmt: skip
+        return (f"superseded: its original behaviour cannot be reproduced, so `gymnasium.make` refuses it "
+                f"(`RefusedEnvError`, Gymnasium's `DeprecatedEnv`); use `{row['use']}`, the newest version")  # fmt: skip
     return f"an older version, kept working unchanged; the current one is `{row['use']}`"
 
 

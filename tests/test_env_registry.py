@@ -30,12 +30,10 @@ def test_list_envs_covers_every_family_and_every_registered_id():
     planted = [r for r in current if r["family"] in ("planted", "planted-circuit")]
     edges = [r for r in current if r["family"] in ("edges", "zoo-edges", "planted-edges")]
     # planted: v1's six kinds (planted generator version 3) in both kinds; v0's four are older now
-    # zoo: two generations (Zoo: zoo v1, ZooV2: zoo v2, the board in force), 10 task parts x 2 kinds each
-    assert len(circuit) == len(single) == len(zoo) // 2 == 20 and len(planted) == 12
+    assert len(circuit) == len(single) == len(zoo) == 20 and len(planted) == 12
     assert all(r["id"].endswith("-v1") for r in planted)
-    # edges: the toy model's 10 task parts (no GPT-2: its MLP edges are not patched), each zoo generation's 10,
-    # 6 planted kinds
-    assert len(edges) == 36 and len(current) == 128
+    # edges: the toy model's 10 task parts (no GPT-2: its MLP edges are not patched), the zoo's 10, 6 planted kinds
+    assert len(edges) == 26 and len(current) == 98
     assert all(r["id"].endswith("-Edges-v1" if "-Planted-" in r["id"] else "-Edges-v0") for r in edges)
     assert all(r["id"].endswith("-Circuit-v0") for r in circuit)
     assert env_ids() == [r["id"] for r in current] and circuit_gym.list_envs() == current
@@ -125,10 +123,10 @@ def test_circuit_gym_list_prints_one_line_per_current_id(capsys):
     for line, row in zip(rows, current, strict=True):
         assert line.split(None, 2)[1:] == [row["model"], ", ".join(row["tasks"])]
     assert footer.startswith(
-        "128 current IDs (20 single-head ablation, 20 circuit building, 20 single-head ablation over the model zoo, "
-        "20 circuit building over the model zoo, 6 single-head ablation on generated planted models, "
+        "98 current IDs (20 single-head ablation, 20 circuit building, 10 single-head ablation over the model zoo, "
+        "10 circuit building over the model zoo, 6 single-head ablation on generated planted models, "
         "6 circuit building on generated planted models, 10 edge-circuit building, "
-        "20 edge-circuit building over the model zoo, 6 edge-circuit building on generated planted models)"
+        "10 edge-circuit building over the model zoo, 6 edge-circuit building on generated planted models)"
     )
 
 
@@ -138,7 +136,7 @@ def test_circuit_gym_list_all_shows_older_and_superseded_ids(capsys):
     ids = [line.split()[0] for line in out.splitlines()[1:] if line.startswith("CircuitDiscovery-")]
     assert ids == env_ids(all_versions=True, family="single-head")
     v0 = next(line for line in out.splitlines() if line.startswith("CircuitDiscovery-Toy-IOI-v0 "))
-    assert v0.endswith("superseded: builds CircuitDiscovery-Toy-IOI-v1")
+    assert v0.endswith("refused (cannot be reproduced): use CircuitDiscovery-Toy-IOI-v4")
     v2 = next(line for line in out.splitlines() if line.startswith("CircuitDiscovery-Toy-IOI-v2 "))
     assert v2.endswith("older: use CircuitDiscovery-Toy-IOI-v4")
     assert f"single-head v4: {version_notes('single-head', 4)}" in out
@@ -148,12 +146,12 @@ def test_doctor_counts_every_registered_id(capsys):
     assert main(["doctor", "--json"]) == 0
     ids = json.loads(capsys.readouterr().out)["environment_ids"]
     assert ids["all"] == len(REGISTERED)  # counted independently, from gymnasium's registry
-    assert ids["current"] == 128 == sum(f["current"] for f in ids["by_family"].values())
+    assert ids["current"] == 98 == sum(f["current"] for f in ids["by_family"].values())
     assert ids["by_family"]["circuit"] == {
         "current": 20,
-        "all": sum(i.endswith("-Circuit-v0") and not ("-Zoo-" in i or "-ZooV2-" in i or "-Planted-" in i) for i in REGISTERED),
+        "all": sum(i.endswith("-Circuit-v0") and not ("-Zoo-" in i or "-Planted-" in i) for i in REGISTERED),
     }
     assert main(["doctor"]) == 0
-    assert "registered environment IDs: 128 current (20 single-head ablation, 20 circuit building, 20 " in (
+    assert "registered environment IDs: 98 current (20 single-head ablation, 20 circuit building, 10 " in (
         capsys.readouterr().out
     )

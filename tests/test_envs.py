@@ -2,7 +2,6 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -16,7 +15,7 @@ from circuit_gym.envs import (
     ORACLE_INFO_KEYS,
     VERSIONS,
     HideOracleInfo,
-    SupersededEnvWarning,
+    RefusedEnvError,
     best_of_k,
     env_ids,
     top_k_heads,
@@ -113,36 +112,16 @@ def test_v0_ids_stay_registered_listed_as_superseded():
     assert sorted(r["id"] for r in old) == sorted(
         f"CircuitDiscovery-{m}-{t}-v0" for m in ("Toy", "GPT2") for t in SETS
     )
-    for row in old:  # a superseded ID names the ID whose environment it builds
+    for row in old:  # a superseded ID names the newest version (make refuses it: tests/test_old_ids.py)
         assert (
-            row["id"] in gym.registry and not row["current"] and row["use"] == row["id"].replace("-v0", "-v1")
+            row["id"] in gym.registry and not row["current"] and row["use"] == row["id"].replace("-v0", "-v4")
         )
     assert VERSIONS[0].superseded_by == 1 and VERSIONS[1].superseded_by is None
 
 
-def test_v0_id_warns_at_make_and_behaves_as_v1():
-    kwargs = dict(pool_size=2, batch_size=4)
-    with pytest.warns(
-        SupersededEnvWarning, match=r"IOI-v0 .*now builds exactly .*IOI-v1.*Use CircuitDiscovery"
-    ):
-        old = gym.make("CircuitDiscovery-Toy-IOI-v0", **kwargs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", SupersededEnvWarning)
-        new = gym.make("CircuitDiscovery-Toy-IOI-v1", **kwargs)  # the current ID does not warn
-    assert isinstance(old.unwrapped, circuit_gym.envs.CircuitDiscoveryEnv)
-    assert old.unwrapped.ablation == new.unwrapped.ablation == "resample" and old.unwrapped.tasks == ("ioi",)
-    o1, _ = old.reset(seed=5)
-    o2, _ = new.reset(seed=5)
-    np.testing.assert_array_equal(o1, o2)
-    assert old.step(3)[1] == new.step(3)[1]
-
-
-def test_v0_warning_is_attributed_to_the_caller_of_make():
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        gym.make("CircuitDiscovery-Toy-Docstring-v0", pool_size=2, batch_size=2)
-    ours = [w for w in caught if issubclass(w.category, SupersededEnvWarning)]
-    assert len(ours) == 1 and ours[0].filename == __file__
+def test_v0_id_is_refused_at_make():
+    with pytest.raises(RefusedEnvError, match=r"IOI-v0 is refused.*Use CircuitDiscovery-Toy-IOI-v4"):
+        gym.make("CircuitDiscovery-Toy-IOI-v0", pool_size=2, batch_size=4)
 
 
 @pytest.mark.parametrize("env_id", TOY_IDS + ["CircuitDiscovery-Toy-IOI-v1"])

@@ -88,14 +88,6 @@ def test_check_env_with_each_render_mode(mode):
     assert not problems, problems
 
 
-def test_superseded_id_renders_too():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        env = gym.make("CircuitDiscovery-Toy-IOI-v0", render_mode="rgb_array", **KWARGS)
-    env.reset(seed=0)
-    assert env.render().dtype == np.uint8
-
-
 def test_record_video(tmp_path):
     pytest.importorskip("moviepy")
     env = gym.wrappers.RecordVideo(

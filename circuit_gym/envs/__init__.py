@@ -9,7 +9,7 @@ from circuit_gym.envs.registration import (
     VERSIONS,
     Family,
     Line,
-    SupersededEnvWarning,
+    RefusedEnvError,
     env_ids,
     list_envs,
     register_envs,
@@ -20,6 +20,6 @@ from circuit_gym.planning import PlanResult, best_of_k, top_k_heads
 
 __all__ = [
     "FAMILIES", "FEATURE_NAMES", "ORACLE_INFO_KEYS", "REGISTRY", "VERSIONS", "CircuitDiscoveryEnv", "Family",
-    "HideOracleInfo", "Line", "PlanResult", "ResetNeededError", "SupersededEnvWarning", "best_of_k", "env_ids",
+    "HideOracleInfo", "Line", "PlanResult", "RefusedEnvError", "ResetNeededError", "best_of_k", "env_ids",
     "list_envs", "register_envs", "top_k_heads", "version_notes",
 ]  # fmt: skip

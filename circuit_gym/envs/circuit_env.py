@@ -168,8 +168,8 @@ class CircuitDiscoveryEnv(HeadEnv):
       layer-0 heads' constant contribution, so they looked like bottlenecks); each IOI batch
       uses one name order (IO first or second); the duplicate-token and induction features are averaged over the query
       positions that have such a key.
-    * v0: first release. Its behaviour cannot be reproduced; the v0 IDs now build the v1
-      environment and warn (``SupersededEnvWarning``).
+    * v0: first release. Its behaviour cannot be reproduced; ``gymnasium.make`` refuses the v0
+      IDs (``RefusedEnvError``, naming the newest version).
     """
 
     def __init__(self, model: str = "toy", tasks: str | Sequence[str] = ("ioi",), split: str = "train",

@@ -7,7 +7,7 @@ An ID is ``CircuitDiscovery-{model part}-{task part}{family suffix}-v{N}``:
 - :data:`REGISTRY`: one :class:`Line` per version of a family's IDs: its model parts (ID part
   -> ``load_model`` name), task parts (ID part -> tasks sampled at reset), notes, the ``make``
   defaults that pin its behaviour, and ``superseded_by`` when its behaviour cannot be
-  reproduced any more.
+  reproduced any more (its IDs are then refused).
 
 **A new model, task set, version or family is a line**, never a code path: e.g. a model
 zoo's ``CircuitDiscovery-Zoo-{Task}-v0`` is ``Line(SINGLE_HEAD, 0, {"Zoo": "<model>"},
@@ -17,21 +17,21 @@ longest episode its environment allows on the line's model (one step per head: t
 number of heads, :func:`model_grid`); a line whose model the table cannot size without
 loading it gives ``max_episode_steps`` itself.
 
-Gymnasium's rule: a change of behaviour bumps ``N`` and the old ID keeps working. IDs a
-version does not define keep their latest earlier version as current. When an old behaviour
-cannot be reproduced (single-head v0: the code that defined it is gone), its IDs are
-registered as *superseded*: ``gym.make`` builds the newer version's environment and emits a
-:class:`SupersededEnvWarning` (a ``DeprecationWarning``) naming the ID to use.
+Gymnasium's rule: a change of behaviour bumps ``N``, and an old ID keeps its behaviour or is
+refused. IDs a version does not define keep their latest earlier version as current; an older
+ID's spec pins what made its behaviour (its model, tasks, generator version), so it never
+silently builds a newer environment (``tests/test_old_ids.py``). When an old behaviour cannot
+be reproduced (single-head v0: the code that defined it is gone), its IDs stay registered and
+listed as *superseded*, and ``gym.make`` refuses them: :class:`RefusedEnvError` (Gymnasium's
+``DeprecatedEnv``) names the newest version of the ID. (Gymnasium's own "out of date" warning
+for an older ID names the newest version too.)
 """
 
 from __future__ import annotations
 
 import json
-import sys
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
 import gymnasium as gym
@@ -39,7 +39,7 @@ import gymnasium as gym
 from circuit_gym.env_ids import CIRCUIT_SUFFIX
 from circuit_gym.env_ids import env_id as spell_id
 
-SUPERSEDED_ENTRY_POINT = "circuit_gym.envs.registration:make_superseded"
+REFUSED_ENTRY_POINT = "circuit_gym.envs.registration:make_refused"
 # Head grids of models that are not shipped in the package (the embedded ones are read from
 # their config.json): what max_episode_steps needs, without loading the model.
 KNOWN_GRIDS: dict[str, tuple[int, int]] = {"gpt2": (12, 12), "planted": (12, 12)}
@@ -105,8 +105,9 @@ class Line:
     """One version of a family's IDs: every (model part, task part) pair of ``models`` x ``task_sets``.
 
     ``kwargs``: extra ``make`` defaults that pin this version's behaviour; ``superseded_by``:
-    the version whose environment these IDs build (with a warning) because theirs cannot be
-    reproduced; ``max_episode_steps``: only for a model :func:`model_grid` cannot size.
+    the version that replaced this one when its behaviour could no longer be reproduced (its IDs
+    are refused by ``gym.make``, naming the newest version); ``max_episode_steps``: only for a
+    model :func:`model_grid` cannot size.
     """
 
     family: Family
@@ -162,14 +163,12 @@ ZOO_TASK_SETS_V0 = {
     # Multi samples the training tasks of leaderboard benchmark v6 (written out, as above).
     "Multi": ("agreement", "docstring", "greater_than", "ioi", "pronoun"),
 }  # fmt: skip
-# ZooV2 v0: zoo v2 (MODEL_SETS["zoo-v2"]: zoo5-zoo8), the models benchmark v7 ranks on, behind a model part
-# of its own so that the Zoo IDs keep drawing zoo v1 (gymnasium's rule: an ID keeps its behaviour). The
-# same task parts: every one is performed by some zoo v2 member (their cards); Multi is v7's training tasks.
-MODELS_ZOO_V2 = {"ZooV2": "zoo-v2"}
-ZOO_V2_NOTES = "over zoo v2 (zoo5-zoo8, benchmark v7's public models), a member drawn at each reset"
 # Planted v0: a fresh planted model per reset ("planted" is the generated family, not one model);
 # one ID per circuit kind (circuit_gym.tasks.planted.KINDS).
 MODELS_PLANTED_V0 = {"Planted": "planted"}
+# Pinned, not left to PlantedEnv's default: were the default to move to a later generator, the v0
+# IDs would silently build v1's models (tests/test_old_ids.py).
+PLANTED_GENERATOR_V0 = 2
 PLANTED_TASK_SETS_V0 = {"Induction": ("planted_induction",), "MultiHop": ("planted_multihop",),
                         "Redundant": ("planted_redundant",), "Suppression": ("planted_suppression",)}  # fmt: skip
 # Planted v1 (issue 41): the planted generator's version 3 (the v0 IDs keep version 2, the v6 board's
@@ -219,10 +218,11 @@ REGISTRY: tuple[Line, ...] = (
     Line(PLANTED_SINGLE_HEAD, 0, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V0,
          "first release: the single-head environment on a planted model generated from a seed drawn at each "
          "reset (options['model_seed'] picks one); the ground truth in info only at the episode's end",
-         kwargs={"inner": "single-head"}),
+         kwargs={"inner": "single-head", "version": PLANTED_GENERATOR_V0}),
     Line(PLANTED_CIRCUIT, 0, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V0,
          "first release: the circuit-building environment on a planted model generated from a seed drawn at "
-         "each reset; the ground truth in info only at the episode's end", kwargs={"inner": "circuit"}),
+         "each reset; the ground truth in info only at the episode's end",
+         kwargs={"inner": "circuit", "version": PLANTED_GENERATOR_V0}),
     Line(EDGES, 0, MODELS_EDGES_V0, CIRCUIT_TASK_SETS_V0,
          "first release: add (or cut) edges among the top-K EAP-IG edges until STOP or the pass budget",
          max_episode_steps=EDGE_EPISODE_STEPS),
@@ -232,13 +232,7 @@ REGISTRY: tuple[Line, ...] = (
     Line(PLANTED_EDGES, 0, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V0,
          "first release: the edge-building environment on a planted model generated from a seed drawn at each "
          "reset; the ground truth in info only at the episode's end",
-         kwargs={"inner": "edges"}, max_episode_steps=EDGE_EPISODE_STEPS),
-    Line(ZOO_SINGLE_HEAD, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the single-head environment {ZOO_V2_NOTES}",
-         kwargs={"inner": "single-head"}),
-    Line(ZOO_CIRCUIT, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the circuit-building environment {ZOO_V2_NOTES}",
-         kwargs={"inner": "circuit"}),
-    Line(ZOO_EDGES, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the edge-building environment {ZOO_V2_NOTES}",
-         kwargs={"inner": "edges"}, max_episode_steps=EDGE_EPISODE_STEPS),
+         kwargs={"inner": "edges", "version": PLANTED_GENERATOR_V0}, max_episode_steps=EDGE_EPISODE_STEPS),
     Line(PLANTED_SINGLE_HEAD, 1, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V1, PLANTED_NOTES_V1,
          kwargs={"inner": "single-head", "version": PLANTED_GENERATOR_V1}),
     Line(PLANTED_CIRCUIT, 1, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V1, PLANTED_NOTES_V1,
@@ -248,8 +242,9 @@ REGISTRY: tuple[Line, ...] = (
 )  # fmt: skip
 
 
-class SupersededEnvWarning(DeprecationWarning):
-    """An ID whose version was superseded: it now builds a newer version's environment."""
+class RefusedEnvError(gym.error.DeprecatedEnv):
+    """``gym.make`` of an ID whose behaviour cannot be reproduced (a superseded version): refused,
+    never substituted (Gymnasium's rule); the message names the newest version of the ID."""
 
 
 # ---------------------------------------------------------------- reading the table
@@ -262,7 +257,7 @@ class EnvEntry:
     model_key: str
     task_key: str
     current: bool
-    use: str | None  # not current: the ID to use (superseded: the one it builds)
+    use: str | None  # not current: the ID to use, the newest version of this one
 
     @property
     def family(self) -> Family:
@@ -278,6 +273,7 @@ class EnvEntry:
 
     @property
     def superseded(self) -> bool:
+        """Its behaviour cannot be reproduced: ``gym.make`` refuses it (:class:`RefusedEnvError`)."""
         return self.line.superseded_by is not None
 
     def row(self) -> dict:
@@ -287,24 +283,6 @@ class EnvEntry:
         if self.use is not None:
             row["use"] = self.use
         return row
-
-
-def _line(family: Family, version: int, key: tuple[str, str]) -> Line:
-    for line in REGISTRY:
-        if line.family == family and line.version == version and key in line.id_parts():
-            return line
-    raise KeyError(f"no {family.name} line v{version} defines {key}")
-
-
-def _resolve(line: Line, key: tuple[str, str]) -> Line:
-    """Follow ``superseded_by`` to the line whose behaviour an ID of ``line`` now has."""
-    seen: set[int] = set()
-    while line.superseded_by is not None:
-        if line.version in seen:
-            raise RuntimeError(f"superseded_by cycle in REGISTRY at {line.family.name} v{line.version}")
-        seen.add(line.version)
-        line = _line(line.family, line.superseded_by, key)
-    return line
 
 
 def entries() -> list[EnvEntry]:
@@ -318,11 +296,7 @@ def entries() -> list[EnvEntry]:
     for line in REGISTRY:
         for key in line.id_parts():
             newest = current[(line.family.name, *key)]
-            use = None
-            if line.superseded_by is not None:
-                use = line.family.env_id(*key, _resolve(line, key).version)
-            elif newest is not line:
-                use = line.family.env_id(*key, newest.version)
+            use = None if newest is line else line.family.env_id(*key, newest.version)
             out.append(EnvEntry(line.family.env_id(*key, line.version), line, *key, use is None, use))
     return out
 
@@ -337,7 +311,7 @@ def _selected(all_versions: bool, family: str | None) -> list[EnvEntry]:
 def list_envs(all_versions: bool = False, family: str | None = None) -> list[dict]:
     """The registered IDs of every family (or of ``family``: ``"single-head"``, ``"circuit"``):
     ``id``, ``family``, ``model``, ``tasks``, ``version``, ``current``; current versions only
-    unless ``all_versions`` (then older and superseded IDs too, with ``use`` = the ID to use).
+    unless ``all_versions`` (then older and superseded IDs too, with ``use`` = the newest version's ID).
     What changed in a version: :func:`version_notes`."""
     return [e.row() for e in _selected(all_versions, family)]
 
@@ -391,62 +365,32 @@ def max_episode_steps(line: Line, model: str) -> int:
 
 
 def register_envs() -> None:
-    """Register every ID of :data:`REGISTRY` not registered yet."""
+    """Register every ID of :data:`REGISTRY` not registered yet: each with its own line's model,
+    tasks and ``kwargs`` (a superseded one's spec still says what it was, and refuses to build)."""
     for e in entries():
         if e.id in gym.registry:
             continue
-        target = _resolve(e.line, (e.model_key, e.task_key))
-        model = target.models[e.model_key]
-        kwargs = {"model": model, "tasks": tuple(target.task_sets[e.task_key]), **target.kwargs}
+        kwargs = {"model": e.model, "tasks": e.tasks, **e.line.kwargs}
         entry_point = e.family.entry_point
         if e.superseded:
-            kwargs["registered_id"], entry_point = e.id, SUPERSEDED_ENTRY_POINT
+            kwargs["registered_id"], entry_point = e.id, REFUSED_ENTRY_POINT
         gym.register(id=e.id, entry_point=entry_point, kwargs=kwargs,
-                     max_episode_steps=max_episode_steps(target, model))  # fmt: skip
+                     max_episode_steps=max_episode_steps(e.line, e.model))  # fmt: skip
 
 
-def make_superseded(registered_id: str, **kwargs) -> gym.Env:
-    """Entry point of a superseded ID: warn, then build the environment of the version it
-    now behaves as (``kwargs`` are that version's)."""
+def make_refused(registered_id: str, **kwargs: Any) -> gym.Env:
+    """Entry point of a superseded ID: raise :class:`RefusedEnvError` naming the newest version
+    (building another version's environment under the old ID would be a silent substitution)."""
     e = entry(registered_id)
     if not e.superseded:
         raise ValueError(f"{registered_id} is not superseded; make it with gymnasium.make")
-    now = _resolve(e.line, (e.model_key, e.task_key))
-    new_id = e.use
-    warnings.warn(
-        f"{registered_id} is deprecated: its original behaviour cannot be reproduced, so it now "
-        f"builds exactly the {new_id} environment (v{now.version}: {now.notes}). "
-        f"Use {new_id}; results made with it are v{now.version} results.",
-        SupersededEnvWarning,
-        stacklevel=_caller_stacklevel(),
+    newest = entry(e.use) if e.use is not None else e
+    raise RefusedEnvError(
+        f"{registered_id} is refused: its behaviour (v{e.line.version}: {e.line.notes}) cannot be reproduced "
+        f"any more, and an old ID keeps its behaviour or is refused (Gymnasium's rule). "
+        f"Use {e.use}, the newest version (v{newest.line.version}); circuit_gym.envs.version_notes("
+        f"{e.family.name!r}, N) says what each version changed."
     )
-    env = gym.envs.registration.load_env_creator(e.family.entry_point)(**kwargs)
-    assert isinstance(env, gym.Env), f"{e.family.entry_point} did not build a gymnasium.Env"
-    return env
-
-
-def _class_metadata() -> dict:
-    # gym.make reads the entry point's metadata to validate render_mode (and to apply its
-    # human/_list rendering wrappers); every family's class declares the same render modes.
-    from circuit_gym.envs.circuit_env import CircuitDiscoveryEnv
-
-    return CircuitDiscoveryEnv.metadata
-
-
-make_superseded.metadata = _class_metadata()  # type: ignore[attr-defined]
-
-
-def _caller_stacklevel() -> int:
-    """The stacklevel of the first frame outside this module and gymnasium, so the warning is
-    attributed to (and, for DeprecationWarning in ``__main__``, shown to) the code calling make."""
-    frame: FrameType | None = sys._getframe(1)
-    level = 1
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if not (module == __name__ or module.startswith("gymnasium")):
-            return level
-        frame, level = frame.f_back, level + 1
-    return 2
 
 
 # ---------------------------------------------------------------- compatibility views
