@@ -119,6 +119,12 @@ def parse_args(argv: list[str] | None):
         default="all",
         help="where the carry and dormancy terms' gradients go: every weight, or the backup head's own",
     )
+    p.add_argument(
+        "--backup-choice",
+        choices=("drawn", "conditional"),
+        default="drawn",
+        help="each primary's backup: drawn in a later layer, or the later head that matters most with P ablated",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--save-every", type=int, default=250)

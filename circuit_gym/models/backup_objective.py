@@ -82,20 +82,27 @@ class ObjectiveWeights:
             raise ValueError(f"unknown route {self.route!r}; known: {ROUTES}")
 
 
-def choose_pairs(model, hf, tasks: list[str], seed: int, damage: Callable, *,
+BACKUP_CHOICES = ("drawn", "conditional")
+
+
+def choose_pairs(model, hf, tasks: list[str], seed: int, damage: Callable, *, backup_choice: str = "drawn",
                  prompts: int = SELECTION_PROMPTS) -> list[BackupPair]:  # fmt: skip
     """Per task the model performs (train-split accuracy at least :data:`MIN_ACCURACY`): ``P`` the
-    head of largest attribution damage outside the last layer (a backup must sit above it), ``Q`` a
-    head drawn uniformly in a later layer, one per distinct ``P`` (tasks sharing a primary share its
-    backup), never another task's primary or backup. Drawn with ``seed``; train split only.
-    ``damage(model, task, batch)``: per-head ``[layers, heads]`` damage estimates (the targeted
-    knob's attribution patching, ``training.attribution_damage``)."""
-
+    head of largest attribution damage outside the last layer (a backup must sit above it), and one
+    ``Q`` per distinct ``P`` in a later layer (tasks sharing a primary share its backup), never
+    another task's primary or backup. ``backup_choice``: ``"drawn"``, uniformly with ``seed``;
+    ``"conditional"``, the later head of largest attribution damage **with P ablated**, summed over
+    P's tasks (the head that already carries most of the task when P is gone, as GPT-2's backup name
+    movers do). Train split only. ``damage(model, task, batch)``: per-head ``[layers, heads]`` damage
+    estimates (the targeted knob's attribution patching, ``training.attribution_damage``)."""
+    if backup_choice not in BACKUP_CHOICES:
+        raise ValueError(f"unknown backup choice {backup_choice!r}; known: {BACKUP_CHOICES}")
     n_layers, n_heads = len(model.layers), model.layers[0].attn.n_heads
     rng = np.random.default_rng([seed, 55])
     primaries: dict[str, int] = {}
     fails: dict[str, float] = {}
     cleans: dict[str, float] = {}
+    batches = {}
     for name in tasks:
         task = get_task(name)
         batch = task.make_batch(hf, "train", prompts, np.random.default_rng([seed, 55, len(primaries)]))
@@ -106,7 +113,7 @@ def choose_pairs(model, hf, tasks: list[str], seed: int, damage: Callable, *,
             continue
         below_top = damage(model, task, batch)[: n_layers - 1]
         primary = int(below_top.flatten().argmax())
-        primaries[name] = primary
+        primaries[name], batches[name] = primary, batch
         with torch.no_grad():
             runs = stacked_metrics(model, task, batch, primary, primary)  # Q := P: the "q" run is P's too
         clean, p_ablated = (float(runs[i].mean()) for i in (0, 1))
@@ -117,9 +124,31 @@ def choose_pairs(model, hf, tasks: list[str], seed: int, damage: Callable, *,
     for primary in sorted(set(primaries.values())):
         layer = primary // n_heads
         free = [h for h in range((layer + 1) * n_heads, n_layers * n_heads) if h not in taken]
-        backups[primary] = int(free[int(rng.integers(len(free)))])
+        if backup_choice == "drawn":
+            backups[primary] = int(free[int(rng.integers(len(free)))])
+        else:
+            conditional = torch.zeros(n_layers * n_heads)
+            for name, p in primaries.items():
+                if p == primary:
+                    conditional += _damage_with_ablated(model, get_task(name), batches[name], primary, damage)
+            backups[primary] = max(free, key=lambda h: (float(conditional[h]), -h))
         taken.add(backups[primary])
     return [BackupPair(t, p, backups[p], fails[t], cleans[t]) for t, p in primaries.items()]
+
+
+def _damage_with_ablated(model, task, batch, head: int, damage: Callable) -> torch.Tensor:
+    """``damage`` (flat, per head) on ``batch`` while ``head`` is resample-ablated from the
+    counterfactual prompts."""
+    n_heads = model.layers[0].attn.n_heads
+    attn = model.layers[head // n_heads].attn
+    mask = torch.zeros(batch.tokens.shape[0], n_heads, dtype=torch.bool)
+    mask[:, head % n_heads] = True
+    attn.dropped_heads, attn.replacement_z = mask, capture_z(model, batch.counterfactual)[head // n_heads]
+    try:
+        return damage(model, task, batch).flatten()
+    finally:
+        attn.__dict__.pop("dropped_heads", None)
+        attn.__dict__.pop("replacement_z", None)
 
 
 def capture_z(model, tokens: torch.Tensor) -> list[torch.Tensor]:

@@ -393,7 +393,7 @@ def draw_head_dropout(model, p: float, targets: torch.Tensor | None = None, p_ta
 KNOBS = ("head_dropout", "top_head_dropout", "flood", "backup_weight")
 # The backup objective's settings beside its weight (recorded only in runs that set the weight).
 BACKUP_SETTINGS = ("backup_carry", "backup_dormancy", "backup_pair", "backup_tasks_per_step", "backup_prompts",
-                   "backup_from", "backup_route", "backup_clean")  # fmt: skip
+                   "backup_from", "backup_route", "backup_clean", "backup_choice")  # fmt: skip
 
 
 def flooded(token_loss: torch.Tensor, level: float) -> torch.Tensor:
@@ -666,7 +666,12 @@ def train(args: argparse.Namespace) -> None:
         if args.backup_weight and phase == 2 and step >= args.backup_from:
             if pairs is None:  # chosen once, on the model as the objective finds it, then fixed
                 pairs = choose_pairs(
-                    model, hf, recipe_tasks(args.recipe), args.seed * 100_003 + step, attribution_damage
+                    model,
+                    hf,
+                    recipe_tasks(args.recipe),
+                    args.seed * 100_003 + step,
+                    attribution_damage,
+                    backup_choice=args.backup_choice,
                 )
                 print(
                     "backup pairs: " + ", ".join(f"{p.task} P {p.primary} Q {p.backup}" for p in pairs),
