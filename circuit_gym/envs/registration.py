@@ -84,6 +84,11 @@ ZOO_EDGES = Family("zoo-edges", "edge-circuit building over the model zoo", "cir
                    "-Edges")  # fmt: skip
 PLANTED_EDGES = Family("planted-edges", "edge-circuit building on generated planted models",
                        "circuit_gym.envs.planted:PlantedEnv", "-Edges")  # fmt: skip
+# Knock-out (issue 60): ablate heads one at a time, cumulatively, the observation recomputed on the
+# ablated model after each; on one model, and on planted models (PlantedEnv's ``inner``).
+KNOCKOUT = Family("knockout", "knock-out", "circuit_gym.envs.knockout:KnockOutEnv", "-KnockOut")
+PLANTED_KNOCKOUT = Family("planted-knockout", "knock-out on generated planted models",
+                          "circuit_gym.envs.planted:PlantedEnv", "-KnockOut")  # fmt: skip
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
@@ -96,6 +101,8 @@ FAMILIES: dict[str, Family] = {
         EDGES,
         ZOO_EDGES,
         PLANTED_EDGES,
+        KNOCKOUT,
+        PLANTED_KNOCKOUT,
     )
 }
 
@@ -239,6 +246,10 @@ REGISTRY: tuple[Line, ...] = (
          kwargs={"inner": "circuit", "version": PLANTED_GENERATOR_V1}),
     Line(PLANTED_EDGES, 1, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V1, PLANTED_NOTES_V1,
          kwargs={"inner": "edges", "version": PLANTED_GENERATOR_V1}, max_episode_steps=EDGE_EPISODE_STEPS),
+    Line(PLANTED_KNOCKOUT, 0, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V1,
+         "first release (issue 60): ablate heads one at a time on a planted model of generator version 3, the "
+         "observation recomputed on the ablated model after each; the ground truth in info only at the episode's end",
+         kwargs={"inner": "knockout", "version": PLANTED_GENERATOR_V1}),
 )  # fmt: skip
 
 
