@@ -111,7 +111,7 @@ def parse_args(argv: list[str] | None):
         "--backup-from",
         type=int,
         default=None,
-        help="first step of the objective (default: the identity layers' release, else phase 2)",
+        help="first step of the objective (default: --release-step; 0 with --init-from)",
     )
     p.add_argument(
         "--backup-route",

@@ -132,7 +132,9 @@ def main(argv: list[str] | None = None) -> None:
                 "draw kept private"
                 if args.private_seed_file
                 else f"seed {m.seed}, identity layers {m.identity_layers}, head dropout {m.head_dropout}"
-                f", top-head dropout {m.top_head_dropout}" + (f", MLP width {m.d_mlp}" if m.d_mlp else "")
+                f", top-head dropout {m.top_head_dropout}"
+                + (f", MLP width {m.d_mlp}" if m.d_mlp else "")
+                + (f", backup objective {m.backup}" if m.backup else "")
             )
             print(f"{m.name}: training ({draw}); log {work / 'train.log'}", flush=True)
         time.sleep(5)

@@ -213,3 +213,26 @@ def test_pilot_rounds_train_zoo2s_draw_with_each_knob_only_where_set():
             if value:
                 assert float(args[args.index(flag) + 1]) == value
     assert {m.d_mlp for m in pilot_members()} == {0, 576}
+
+
+def test_zoo_v3_trains_every_member_with_the_backup_objective_and_earlier_generations_without():
+    """The backup objective reaches the training script through the generation's setting only: every
+    zoo v3 member and its private draw carry the setting's flags; no v1 / v2 member or pilot member
+    gets a backup flag, so their setups (and resume checks) are unchanged."""
+    from circuit_gym.models.zoo_recipe import BACKUP_SETTINGS, GENERATIONS, pilot_members, private_member
+
+    v3 = GENERATIONS["v3"]
+    flags = list(BACKUP_SETTINGS[v3.backup])
+    assert "--backup-weight" in flags and float(flags[flags.index("--backup-weight") + 1]) > 0
+    members = [*public_members(generation=v3), private_member(12345, v3)]
+    assert len(members) == 5 and all(m.backup == v3.backup for m in members)
+    for m in members:
+        args = m.train_args("out", "work", "tok")
+        assert args[-len(flags) :] == flags
+    earlier = [*public_members(), *public_members(generation=GENERATIONS["v2"]), *pilot_members()]
+    assert not any("--backup-weight" in m.train_args("o", "w", "t") for m in earlier)
+    # v3's private placement avoids every public v3 member's, as v2's did
+    taken = {m.identity_layers for m in public_members(generation=v3)}
+    assert all(private_member(s, v3).identity_layers not in taken for s in range(20))
+    with pytest.raises(ValueError, match="unknown backup setting"):
+        type(v3)("vX", 1, first=99, backup="nope")

@@ -543,8 +543,8 @@ def train(args: argparse.Namespace) -> None:
         args.release_step = int(0.75 * args.steps)
     if args.backup_weight < 0 or args.backup_tasks_per_step < 1 or args.backup_prompts < 2:
         raise SystemExit("--backup-weight must be >= 0, --backup-tasks-per-step >= 1, --backup-prompts >= 2")
-    if args.backup_from is None:  # the whole stack must train: after the identity layers' release
-        args.backup_from = args.release_step if args.identity_layers else 0
+    if args.backup_from is None:  # a fine-tune from its start; from scratch, once the circuits exist
+        args.backup_from = 0 if args.init_from else args.release_step  # (and identity layers train)
     torch.set_num_threads(args.threads)
     t0 = time.time()
     args.work.mkdir(parents=True, exist_ok=True)

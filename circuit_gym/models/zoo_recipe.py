@@ -46,6 +46,7 @@ class ZooMember:
     head_dropout: float = 0.0  # the self-repair knob (zoo v2); 0: none, as every zoo v1 member
     top_head_dropout: float = 0.0  # the targeted knob (pilot round 2): each task's top head dropped
     d_mlp: int = 0  # MLP width (pilot round 4); 0: attention-only, as every shipped member
+    backup: str = ""  # the backup objective's setting (zoo v3): a key of BACKUP_SETTINGS; "": none
 
     def train_args(self, out: str, work: str, tokenizer: str) -> list[str]:
         """The arguments of ``scripts/train_toy_model.py`` that train this member."""
@@ -55,7 +56,7 @@ class ZooMember:
             "--seed-layers", str(SEED_LAYERS), "--vocab", str(VOCAB), "--steps", str(STEPS),
             "--max-phase1-steps", str(MAX_PHASE1_STEPS), "--eval-every", "250",
         ] + [arg for field in _SET_ONLY for arg in (_flag(field), str(getattr(self, field)))
-               if getattr(self, field)]  # fmt: skip
+               if getattr(self, field)] + (list(BACKUP_SETTINGS[self.backup]) if self.backup else [])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,14 @@ class ZooGeneration:
     # circuits sit in a public member's layers lets a lookup of that member's heads transfer (the first
     # private v2 draw shared zoo8's layer 0, and the test-set memoriser reached best-of-1 0.49 on it).
     private_apart: bool = False
-    knob: str = "head_dropout"  # the ZooMember field the knob strata draw (from v3: "top_head_dropout")
+    knob: str = "head_dropout"  # the ZooMember field the knob strata draw
+    backup: str = ""  # the backup objective's setting every member (and the private draw) trains with
 
     def __post_init__(self) -> None:
         if self.knob not in DRAWN_KNOBS:
             raise ValueError(f"unknown self-repair knob {self.knob!r}; known: {DRAWN_KNOBS}")
+        if self.backup and self.backup not in BACKUP_SETTINGS:
+            raise ValueError(f"unknown backup setting {self.backup!r}; known: {sorted(BACKUP_SETTINGS)}")
 
 
 def _draw(rng: np.random.Generator, strata: tuple[tuple[float, float], ...], integer: bool) -> list:
@@ -108,7 +112,9 @@ def public_members(
         placements.append(int(rng.integers(lo, hi + 1)))
     knobs = _draw(rng, gen.knob_strata, integer=False) if gen.knob_strata else [0.0] * len(placements)
     return tuple(
-        ZooMember(f"zoo{gen.first + i}", seed=gen.first + i, identity_layers=n, **{gen.knob: p})
+        ZooMember(
+            f"zoo{gen.first + i}", seed=gen.first + i, identity_layers=n, backup=gen.backup, **{gen.knob: p}
+        )
         for i, (n, p) in enumerate(zip(placements, knobs, strict=True))
     )
 
@@ -131,7 +137,7 @@ def private_member(secret_seed: int, generation: ZooGeneration | None = None) ->
     if gen.knob_strata:
         k_lo, k_hi = gen.knob_strata[int(rng.integers(len(gen.knob_strata)))]
         knob = round(float(rng.uniform(k_lo, k_hi)), 2)
-    return ZooMember("private", seed=seed, identity_layers=layers, **{gen.knob: knob})
+    return ZooMember("private", seed=seed, identity_layers=layers, backup=gen.backup, **{gen.knob: knob})
 
 
 # The self-repair knob's strata for zoo v2 (issue 41): "none" and three ranges of the head-dropout
@@ -142,9 +148,20 @@ def private_member(secret_seed: int, generation: ZooGeneration | None = None) ->
 # values (the stratum permutation is drawn before them) and was trained before they were fixed.
 KNOB_STRATA_V2: tuple[tuple[float, float], ...] = ((0.0, 0.0), (0.03, 0.08), (0.08, 0.14), (0.14, 0.2))
 
+# The backup objective's settings (issue 55; circuit_gym.models.backup_objective), by name: the
+# training script's flags. "v3" is the one the pilot chose on training tasks (docs/zoo.md, "Backup
+# objective"): the objective from the identity layers' release on, each primary's backup the later
+# head that matters most with the primary ablated, the carry and dormancy terms routed to the backup's
+# own weights.
+BACKUP_SETTINGS: dict[str, tuple[str, ...]] = {
+    "v3": ("--backup-weight", "1", "--backup-route", "backup", "--backup-choice", "conditional"),
+}
+
 GENERATIONS: dict[str, ZooGeneration] = {
     "v1": ZooGeneration("v1", ZOO_SEED, first=1),
     "v2": ZooGeneration("v2", ZOO_SEED + 1, first=5, knob_strata=KNOB_STRATA_V2, private_apart=True),
+    # zoo v3: placements drawn as before, no dropout knob, every member with the backup objective
+    "v3": ZooGeneration("v3", ZOO_SEED + 2, first=9, private_apart=True, backup="v3"),
 }
 ZOO = public_members()
 ZOO_V2 = public_members(generation=GENERATIONS["v2"])
