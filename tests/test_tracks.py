@@ -152,11 +152,11 @@ def test_the_board_shows_the_benchmark_in_force_before_the_retired_ones():
     assert headings[0].startswith(f"### Benchmark {tracks.IN_FORCE},")
 
 
-def test_an_edge_entry_ranked_on_the_private_model_is_rescored_with_it(recorded, tmp_path):
+def test_an_edge_entry_ranked_on_the_private_model_is_rescored_with_it(recorded, tmp_path, monkeypatch):
     """render --rescore on an edge entry whose private part scored the private model: the model
     reaches the edge scorer with the seeds (before, it went to the transfer tracks only, and the
     fresh private record, lacking the model's part, never matched the file's); without the model
-    the entry is rescored on its public part only, never compared with a partial private record."""
+    the entry is refused (issue 58: a private part is never skipped silently)."""
     import contextlib
     import hashlib
 
@@ -171,11 +171,14 @@ def test_an_edge_entry_ranked_on_the_private_model_is_rescored_with_it(recorded,
     result = json.loads(reference.result_path().read_text())
     result["private"]["seed_file_sha256"] = hashlib.sha256(seeds.read_bytes()).hexdigest()
     model = tmp_path / "private"
+    from circuit_gym.leaderboard import verification
+
+    # the model given has the recorded weights (its hash is checked before any scoring)
+    monkeypatch.setattr(verification, "private_weights_hash", lambda m: result["private"]["weights_hash"])
     with contextlib.suppress(RefusedResultError):  # the recorder returns the committed file's record
         rescore_matches(reference.result_path(), result, seeds, require_isolation=False, reference=reference,
                         private_model=model)  # fmt: skip
-    assert rescore_matches(reference.result_path(), result, seeds, require_isolation=False,
-                           reference=reference) == "rescored"  # fmt: skip
-    with_model, without = (request for _, _, request in recorded)
+    with pytest.raises(RefusedResultError, match="--private-model"):
+        rescore_matches(reference.result_path(), result, seeds, require_isolation=False, reference=reference)
+    (with_model,) = (request for _, _, request in recorded)
     assert with_model.private_model == model and with_model.private_seeds == seeds
-    assert without.private_model is None and without.private_seeds is None

@@ -1,5 +1,5 @@
 """The leaderboard's subcommands of ``circuit-gym leaderboard``: score, render, canary,
-rescore-references.
+rescore-references, seal-private.
 
 Registered by :func:`register`, which ``circuit_gym/cli.py`` finds in its registry of apps. Every
 track is a row of ``circuit_gym/leaderboard/tracks.py``: the choices, the default track (the
@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from circuit_gym.commands import add_model_args
@@ -28,9 +30,10 @@ from circuit_gym.leaderboard.tracks import (
 
 
 def _shown(path: Path) -> str:
-    """``path`` relative to the repository when it lies inside it (what users type)."""
-    path = Path(path).resolve()
-    return path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
+    """``path`` as the user can use it where they run: relative to the working directory when it
+    lies below it, else absolute (never relative to the repository from elsewhere: issue 59)."""
+    path, here = Path(path).resolve(), Path.cwd().resolve()
+    return path.relative_to(here).as_posix() if path.is_relative_to(here) else str(path)
 
 
 def default_out(track_name: str, name: str) -> Path:
@@ -49,8 +52,38 @@ def _reserved(track_name: str, out: Path) -> str | None:
     return None
 
 
+@contextmanager
+def _private_material(args: argparse.Namespace) -> Iterator[tuple[str | None, str | None]]:
+    """``(private model directory, private seed file)`` of a command: as given, or, where
+    ``--private-model`` is a sealed file (``circuit_gym/leaderboard/custody.py``), decrypted with
+    ``--key`` into a private temporary directory for the command's duration (its seed file is
+    used unless ``--private-seeds`` names another)."""
+    from circuit_gym.leaderboard import custody
+
+    if not custody.is_sealed(args.private_model):
+        yield args.private_model, args.private_seeds
+        return
+    key = Path(args.key) if args.key else REPO_ROOT / custody.DEFAULT_KEY
+    with custody.open_private(args.private_model, key) as opened:
+        yield str(opened.model_dir), args.private_seeds or str(opened.seeds)
+
+
 def _cmd_score(args: argparse.Namespace) -> int:
+    from circuit_gym.leaderboard.custody import CustodyError
+
+    try:
+        with _private_material(args) as (args.private_model, args.private_seeds):
+            return _score(args)
+    except CustodyError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _score(args: argparse.Namespace) -> int:
+    import datetime as dt
+
     from circuit_gym.leaderboard.estimate import estimate
+    from circuit_gym.leaderboard.private_ledger import LEDGER, append_scoring, load_ledger, week_refusal
     from circuit_gym.leaderboard.scoring import read_private_seeds, write_result
 
     name = args.name or args.builtin
@@ -67,8 +100,18 @@ def _cmd_score(args: argparse.Namespace) -> int:
     # script's own folder, not the working directory, heads sys.path).
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    n_private = len(read_private_seeds(args.private_seeds)[0]) if args.private_seeds else 0
-    print(estimate(args.track, args.builtin, n_private), file=sys.stderr)
+    seeds = read_private_seeds(args.private_seeds) if args.private_seeds else None
+    # The weekly rule (circuit_gym/leaderboard/private_ledger.py): on a seed file the committed ledger
+    # governs, a non-reference entry's third private scoring within 7 days is refused before it runs.
+    ledger_path = Path(args.ledger) if args.ledger else LEDGER
+    ledger = load_ledger(ledger_path)
+    counted = seeds is not None and ledger.governs(seeds[1]) and not _reserved(args.track, out)
+    if counted:
+        why = week_refusal(ledger, name, dt.datetime.now(dt.UTC).date())
+        if why is not None:
+            print(f"error: refused: {why}", file=sys.stderr)
+            return 2
+    print(estimate(args.track, args.builtin, len(seeds[0]) if seeds else 0), file=sys.stderr)
     if retired(args.track):
         print(f"note: the {args.track} track is {retired(args.track)}; the board ranks on {DEFAULT_TRACK} "
               f"(the default of --track)", file=sys.stderr)  # fmt: skip
@@ -87,6 +130,12 @@ def _cmd_score(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     path = write_result(result, out)
+    if counted:
+        assert seeds is not None
+        append_scoring(result, seeds[1], ledger_path)
+        print(
+            f"private scoring recorded in {_shown(ledger_path)}: commit it with the result", file=sys.stderr
+        )
     if result["status"] == "failed":
         print(f"policy failed: {result['failure']['type']}: {result['failure']['reason']}", file=sys.stderr)
         print(f"failure record written to {_shown(path)}", file=sys.stderr)
@@ -102,12 +151,18 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 def _cmd_render(args: argparse.Namespace) -> int:
     from circuit_gym.leaderboard.board import render
+    from circuit_gym.leaderboard.custody import CustodyError
 
     paths = [Path(p) for p in args.results] if args.results else None
-    summary = render(paths, Path(args.out) if args.out else None, model=args.model, model_path=args.model_path,
-                     rescore=args.rescore, private_seeds=Path(args.private_seeds) if args.private_seeds else None,
-                     require_isolation=args.require_isolation, jobs=args.jobs,
-                     private_model=Path(args.private_model) if args.private_model else None)  # fmt: skip
+    try:
+        with _private_material(args) as (private_model, private_seeds):
+            summary = render(paths, Path(args.out) if args.out else None, model=args.model, model_path=args.model_path,
+                             rescore=args.rescore, private_seeds=Path(private_seeds) if private_seeds else None,
+                             require_isolation=args.require_isolation, jobs=args.jobs,
+                             private_model=Path(private_model) if private_model else None)  # fmt: skip
+    except CustodyError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     for folder, n in summary["read"].items():
         print(f"read {n} result file{'s' * (n != 1)} from {_shown(Path(folder))}")
     for message in summary["refused"]:
@@ -116,9 +171,13 @@ def _cmd_render(args: argparse.Namespace) -> int:
         listed = ", ".join(f"{r['name']}: {r['check']}" for r in rows)
         note = f" ({retired(t)})" if retired(t) else ""
         print(f"{t}: {len(rows)} entries{note}: {listed}")
+    for f in summary["failures"]:
+        print(f"failed: {f['name']} ({f['track']}): listed as a failure, not an entry", file=sys.stderr)
     print(
-        f"board: {sum(len(r) for r in summary['boards'].values())} entries, {len(summary['refused'])} refused"
+        f"board: {sum(len(r) for r in summary['boards'].values())} entries, {len(summary['failures'])} failed, "
+        f"{len(summary['refused'])} refused"
     )
+    print("wrote " + ", ".join(_shown(p) for p in summary["written"]))
     return 0
 
 
@@ -141,12 +200,29 @@ def _cmd_canary(args: argparse.Namespace) -> int:
 def _cmd_rescore_references(args: argparse.Namespace) -> int:
     from circuit_gym.leaderboard.rescore import rescore_references
 
-    lines = rescore_references(tuple([args.track] if args.track else TRACKS),
-                               Path(args.private_seeds) if args.private_seeds else None, args.jobs,
-                               args.require_isolation, private_model=Path(args.private_model) if args.private_model else None,
-                               names=tuple(args.names) if args.names else None)  # fmt: skip
+    with _private_material(args) as (private_model, private_seeds):
+        lines = rescore_references(tuple([args.track] if args.track else TRACKS),
+                                   Path(private_seeds) if private_seeds else None, args.jobs,
+                                   args.require_isolation, private_model=Path(private_model) if private_model else None,
+                                   names=tuple(args.names) if args.names else None)  # fmt: skip
     print("\n".join(lines))
-    print("wrote leaderboard/references.json; review its diff, then run `circuit-gym leaderboard render`")
+    from circuit_gym.leaderboard.references import MANIFEST
+
+    print(f"wrote {_shown(MANIFEST)}; review its diff, then run `circuit-gym leaderboard render`")
+    return 0
+
+
+def _cmd_seal_private(args: argparse.Namespace) -> int:
+    from circuit_gym.leaderboard.custody import CustodyError, seal_private
+
+    try:
+        header = seal_private(args.model, args.seeds, args.key, args.out)
+    except (CustodyError, OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"sealed {len(header['model_files'])} model files and the seed file into {_shown(Path(args.out))}: "
+          f"weights hash {header['weights_hash']}, seed file sha256 {header['seed_file_sha256'][:12]}, "
+          f"key id {header['key_id']}; commit it (never the key, never the plain model)")  # fmt: skip
     return 0
 
 
@@ -165,9 +241,15 @@ def _add_private_args(p: argparse.ArgumentParser, when: str, isolation: bool | N
     sandbox's ``--require-isolation``, shared by every subcommand that scores: ``when`` heads each
     help, ``why[dest]`` ends it, ``isolation`` is the default (None: on with --private-seeds)."""
     p.add_argument(
-        "--private-model", metavar="DIR",
+        "--private-model", metavar="DIR|FILE.enc",
         help=f"{when}the transfer tracks' private evaluation model's directory (never committed; needs "
-        f"--private-seeds){why.get('private_model', '')}",
+        f"--private-seeds), or the committed file `seal-private` wrote (decrypted with --key; its seed file "
+        f"serves unless --private-seeds is given){why.get('private_model', '')}",
+    )  # fmt: skip
+    p.add_argument(
+        "--key", metavar="FILE",
+        help=f"{when}the maintainers' key, to open a sealed --private-model (default: ../shared/private/board.key "
+        "from the repository root; never printed, never given to a policy)",
     )  # fmt: skip
     p.add_argument(
         "--private-seeds", metavar="FILE",
@@ -223,6 +305,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the result file (default: the track's folder of the board, leaderboard/results/.../NAME.json, "
         "where `render` reads)",
     )
+    p.add_argument(
+        "--ledger", metavar="FILE",
+        help="maintainers only: the committed ledger of private scorings (default: leaderboard/private_ledger.json); "
+        "on a seed file it governs, a third private scoring of one name within 7 days is refused",
+    )  # fmt: skip
     _add_private_args(
         p, "maintainers only: ", None, private_model="; the result keeps its weights hash",
         private_seeds="; the policy is also scored on those test-pool batch seeds, and the result keeps those "
@@ -261,3 +348,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_jobs_arg(p, "references scored")
     _add_private_args(p, "", None, private_seeds=": the references' private scores are computed on it")
     p.set_defaults(func=_cmd_rescore_references)
+    p = lb_sub.add_parser(
+        "seal-private",
+        help="maintainers only: encrypt the private model's directory and seed file into one file to commit",
+    )
+    p.add_argument(
+        "--model", required=True, metavar="DIR", help="the private model's directory (weights, card)"
+    )
+    p.add_argument("--seeds", required=True, metavar="FILE", help="the private seed file")
+    p.add_argument(
+        "--key", required=True, metavar="FILE", help="the maintainers' key (../shared/private/board.key)"
+    )
+    p.add_argument("--out", required=True, metavar="FILE.enc", help="the sealed file to write (and commit)")
+    p.set_defaults(func=_cmd_seal_private)

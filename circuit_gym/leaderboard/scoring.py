@@ -443,10 +443,10 @@ def score_track(run: TrackRun, name: str, policy_spec: str | None = None, checkp
                 public_s = time.time() - start
             hidden = [row for part in run.private_parts(private[0]) for row in play_part(part, who)]
     except POLICY_FAILURES as err:
-        sealed = sandbox is not None and sandbox.sealed is not None
-        result.update(
-            status="failed", failure=sealed_failure(sandbox) if sealed else failure_record(err, sandbox)
-        )
+        if sandbox is not None and sandbox.sealed is not None:  # which check failed is the policy's choice
+            result.update(status="failed", failure=sealed_failure(sandbox))
+        else:
+            result.update(status="failed", failure=failure_record(err, sandbox))
     else:
         main = [row for part, rows in played if part.detailed for row in rows]
         if sample is not None:

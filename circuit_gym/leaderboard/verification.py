@@ -3,9 +3,15 @@
 :func:`verify`: the entry name, the content hash, the status, and whether the entry is current
 (``circuit_gym/leaderboard/protocol.py``: scorer protocol, the track's benchmark definition, the model's
 weights). :func:`collect`: every file verified, reference entries recognised by the reviewed
-manifest (``circuit_gym/leaderboard/references.py``), names unique per track, and with ``rescore`` every
-entry re-scored (:func:`rescore_matches`), ``jobs`` at once. :func:`missing_references`: the
-board refuses to show a track without its references.
+manifest (``circuit_gym/leaderboard/references.py``), names unique per track, every other entry's
+private scoring checked against the committed ledger (``circuit_gym/leaderboard/private_ledger.py``),
+and with ``rescore`` every entry re-scored (:func:`rescore_matches`), ``jobs`` at once.
+:func:`missing_references`: the board refuses to show a track without its references.
+
+Rescoring is strict (issue 58): given the maintainers' seed file (and private model), a private
+part scored on another seed file or another model is refused, naming both hashes, never skipped;
+and what the board shows of an entry (status, scores, failure, the white-box tag, isolation, the
+policy's CPU record, the private scores) is compared, not only the public scores.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import tracks
 from circuit_gym.leaderboard.compare import differences
 from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS, edge_benchmark
+from circuit_gym.leaderboard.private_ledger import LEDGER, entry_refusal, load_ledger
 from circuit_gym.leaderboard.protocol import stale_reason
 from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.leaderboard.references import (
@@ -27,7 +34,7 @@ from circuit_gym.leaderboard.references import (
     load_manifest,
     recognise,
 )
-from circuit_gym.leaderboard.scoring import check_name, read_private_seeds
+from circuit_gym.leaderboard.scoring import check_name, read_private_seeds, sealed_private
 
 CIRCUIT = B.CIRCUIT
 SINGLE_HEAD = B.SINGLE_HEAD
@@ -66,6 +73,13 @@ def check_private_weights(path: Path, result: dict, private_weights_hash: str) -
 
 class RefusedResultError(ValueError):
     pass
+
+
+def private_weights_hash(private_model: Path) -> str:
+    """The weights hash of the private model in ``private_model``, as the scorer loads it."""
+    from circuit_gym.leaderboard.custody import model_weights_hash
+
+    return model_weights_hash(private_model)
 
 
 def verify(path: Path, weights_hash: str | None) -> dict:
@@ -152,27 +166,29 @@ def rescore_matches(
     private = result.get("private") or None
     transfer = track(result) in TRANSFER_TRACKS
     # Every track ranked on the private model gets it, the edge tracks too (their private part
-    # scores the private model beside the secret planted models); without it such an entry's
-    # private scores cannot be recomputed, so it is rescored on its public part only.
+    # scores the private model beside the secret planted models). Without the maintainers' seed
+    # file an entry is rescored on its public part only ("rescored"); with it, its private part
+    # must be on that seed file and (ranked on the model) on the model given, or it is refused.
     row = tracks.track(track(result))
     ranked_on_model = row.private_model and "weights_hash" in (private or {})
     one_model = row.single_model
-    with_private = (
-        private is not None
-        and private_seeds is not None
-        and read_private_seeds(private_seeds)[1] == private.get("seed_file_sha256")
-        and (private_model is not None or not ranked_on_model)
-    )
-    if with_private and transfer:
-        from circuit_gym.benchmark import transfer_benchmark
-        from circuit_gym.envs.pool import shared_model
-        from circuit_gym.leaderboard.transfer_scorer import PRIVATE, check_private_model
+    with_private = private is not None and private_seeds is not None
+    if with_private:
+        check_private_seeds(path, result, read_private_seeds(private_seeds)[1])
+        if ranked_on_model and private_model is None:
+            raise RefusedResultError(
+                f"{path}: its private scores were scored on a private model (weights "
+                f"{str(private.get('weights_hash'))[:12]}); give the maintainers' --private-model to verify them"
+            )
+    if with_private and ranked_on_model:
+        assert private_model is not None  # refused above otherwise
+        if transfer:
+            from circuit_gym.benchmark import transfer_benchmark
+            from circuit_gym.leaderboard.transfer_scorer import check_private_model
 
-        bench = transfer_benchmark(tracks.track(track(result)).benchmark)
-        check_private_model(private_model, bench)  # its shape and gate, before loading it
-        check_private_weights(
-            path, result, shared_model(PRIVATE, str(private_model)).circuit_gym_info.weights_hash
-        )
+            bench = transfer_benchmark(tracks.track(track(result)).benchmark)
+            check_private_model(private_model, bench)  # its shape and gate, before loading it
+        check_private_weights(path, result, private_weights_hash(private_model))
     request = tracks.reference_request(track(result), policy, checkpoint, prov.get("features", DEFAULT_FEATURES),
                                        model=prov.get("model"), model_path=model_path if one_model else None,
                                        private_seeds=private_seeds if with_private else None,
@@ -182,16 +198,14 @@ def rescore_matches(
         fresh = tracks.score_reference(track(result), result["name"], request)
     except (ImportError, ValueError) as err:  # e.g. the policy's module is gone
         raise RefusedResultError(f"{path}: cannot re-score {policy}: {err}") from None
-    found = differences(
-        {"status": fresh.get("status"), "scores": fresh.get("scores")},
-        {"status": result.get("status"), "scores": result.get("scores")},
-    )
+    found = differences(shown(fresh), shown(result)) + cpu_differences(fresh, result)
     if found:
         raise RefusedResultError(
             f"{path}: re-scoring {policy} gives different scores than the file claims ({'; '.join(found[:3])})"
         )
     if with_private:
-        found = differences(fresh.get("private"), private, "private")
+        # a record written before issue 58 kept more than the sealed part: compare what it publishes now
+        found = differences(fresh.get("private"), sealed_private(private), "private")
         if found:
             raise RefusedResultError(
                 f"{path}: re-scoring {policy} on the private seeds gives different scores than the file claims "
@@ -201,10 +215,62 @@ def rescore_matches(
     return "rescored"
 
 
+def check_private_seeds(path: Path, result: dict, seed_sha: str) -> None:
+    """RefusedResultError unless ``result``'s private part was scored on the seed file whose
+    SHA-256 is ``seed_sha`` (the maintainers'): a private part on any other seed file (the
+    submitter's own, or a forged one) is refused, never shown as rescored."""
+    recorded = (result.get("private") or {}).get("seed_file_sha256")
+    if recorded != seed_sha:
+        raise RefusedResultError(
+            f"{path}: its private scores were scored on another seed file (sha256 {str(recorded)[:12]}, the "
+            f"maintainers' seed file given: {seed_sha[:12]}); only private scores the maintainers can re-compute "
+            "go on the board"
+        )
+
+
+# CPU seconds are not reproducible to the bit: a rescore's must lie within this factor of the
+# file's, give or take CPU_SLACK_S (a policy claiming 0.1 s that takes 60 s is far outside).
+CPU_FACTOR = 3.0
+CPU_SLACK_S = 2.0
+
+
+def shown(result: dict) -> dict:
+    """What the board shows of ``result`` that a rescore reproduces exactly: status, scores,
+    failure, the white-box tag and the policy's call count (its isolation and CPU seconds:
+    :func:`cpu_differences`)."""
+    cpu = (result.get("diagnostics") or {}).get("policy_cpu") or {}
+    return {
+        "status": result.get("status"), "scores": result.get("scores"), "failure": result.get("failure"),
+        "white_box": (result.get("provenance") or {}).get("white_box"),
+        "policy_calls": {k: cpu.get(k) for k in ("calls", "measured", "limit_per_call_s")},
+    }  # fmt: skip
+
+
+def cpu_differences(fresh: dict, recorded: dict) -> list[str]:
+    """Where the file claims more isolation than the rescore had, or CPU seconds
+    (``diagnostics.policy_cpu``) other than the rescore measured, within :data:`CPU_FACTOR` and
+    :data:`CPU_SLACK_S`."""
+    a = (fresh.get("diagnostics") or {}).get("policy_cpu") or {}
+    b = (recorded.get("diagnostics") or {}).get("policy_cpu") or {}
+    out = []
+    if (recorded.get("isolation") or {}).get("complete") and not (fresh.get("isolation") or {}).get(
+        "complete"
+    ):
+        out.append("isolation: the file claims complete isolation, the rescore had none")
+    for key in ("loading_s", "calls_s"):
+        x, y = a.get(key), b.get(key)
+        if x is None or y is None:
+            if x != y:
+                out.append(f"diagnostics.policy_cpu.{key}: {x!r} != {y!r}")
+        elif not (x / CPU_FACTOR - CPU_SLACK_S <= y <= x * CPU_FACTOR + CPU_SLACK_S):
+            out.append(f"diagnostics.policy_cpu.{key}: {x!r} measured, {y!r} claimed")
+    return out
+
+
 def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, private_seeds: Path | None = None,
             model_path: str | None = None, require_isolation: bool = True, jobs: int = 1,
-            references: References | None = None,
-            private_model: Path | None = None) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
+            references: References | None = None, private_model: Path | None = None,
+            ledger: Path = LEDGER) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
     """(scored entries, refusal messages, failure records), in ``paths`` order.
 
     Each returned result gets ``result["board"] = {"check": ..., "reference": name or None}``
@@ -214,6 +280,7 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
     that many entries at once, each in its own process.
     """
     references = load_manifest() if references is None else references
+    scorings = load_ledger(ledger)
     pending, refused, seen = [], [], set()
     for path in paths:
         try:
@@ -225,6 +292,9 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
                 raise RefusedResultError(f"{path}: {err}") from None
             if (track(result), name) in seen:
                 raise RefusedResultError(f"{path}: another result file already uses the name {name!r}")
+            why = None if reference else entry_refusal(scorings, result)
+            if why is not None:
+                raise RefusedResultError(f"{path}: {why}")
         except RefusedResultError as err:
             refused.append(str(err))
             continue

@@ -1,0 +1,224 @@
+"""Issue 58, item 2: rescoring is strict, and the weekly rule of private scorings is code.
+
+The red team's forgery: a result file whose private score was edited to 0.999 and whose seed-file
+hash was changed (content hash recomputed) passed `render --rescore --private-seeds
+--private-model` as "rescored" and ranked first, because a private part on another seed file was
+silently skipped and only the status and public scores were compared.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from sealed_records import public_episodes_checkpoint
+
+from circuit_gym import benchmark as B
+from circuit_gym.leaderboard import sandbox
+from circuit_gym.leaderboard.circuit_scorer import score_circuit
+from circuit_gym.leaderboard.isolation import probe
+from circuit_gym.leaderboard.private_ledger import append_scoring, load_ledger, week_refusal
+from circuit_gym.leaderboard.provenance import REPO_ROOT, content_hash
+from circuit_gym.leaderboard.references import load_manifest
+from circuit_gym.leaderboard.scoring import read_private_seeds, write_result
+from circuit_gym.leaderboard.verification import RefusedResultError, collect, rescore_matches
+
+SEEDS = "# maintainers only\n912345677\n887766551\n"
+
+
+def _forged(result: dict, **private) -> dict:
+    """``result`` edited as a forger would (``private`` fields replaced), its content hash recomputed."""
+    out = copy.deepcopy(result)
+    out["private"].update(private)
+    out["content_hash"] = content_hash(out)
+    return out
+
+
+def _no_references(tmp_path: Path):
+    """A manifest with no references (these tests check entries, not the references' presence)."""
+    path = tmp_path / "references.json"
+    path.write_text(json.dumps({t: {} for t in load_manifest()}))
+    return load_manifest(path)
+
+
+# ---------------------------------------------------------------- refused before anything runs
+@pytest.fixture
+def maintainers_seeds(tmp_path) -> Path:
+    seeds = tmp_path / "secure" / "private_seeds.txt"
+    seeds.parent.mkdir()
+    seeds.write_text(SEEDS)
+    return seeds
+
+
+def test_a_private_part_on_another_seed_file_is_refused_naming_both_hashes(maintainers_seeds):
+    """A committed v7 result, rescored with a seed file that is not the one it was scored on:
+    refused (the old code skipped its private part and called the entry rescored)."""
+    path = REPO_ROOT / "leaderboard" / "results" / "v7" / "circuit" / "gim.json"
+    result = json.loads(path.read_text())
+    ours = read_private_seeds(maintainers_seeds)[1]
+    with pytest.raises(RefusedResultError, match="another seed file") as err:
+        rescore_matches(path, result, private_seeds=maintainers_seeds)
+    assert result["private"]["seed_file_sha256"][:12] in str(err.value) and ours[:12] in str(err.value)
+
+
+def test_a_private_part_on_a_private_model_is_refused_without_the_model(maintainers_seeds):
+    path = REPO_ROOT / "leaderboard" / "results" / "v7" / "circuit" / "gim.json"
+    result = json.loads(path.read_text())
+    result["private"]["seed_file_sha256"] = read_private_seeds(maintainers_seeds)[1]
+    with pytest.raises(RefusedResultError, match="--private-model"):
+        rescore_matches(path, result, private_seeds=maintainers_seeds)
+
+
+def test_a_private_part_on_another_model_is_refused_naming_both_hashes(maintainers_seeds):
+    """The maintainers' private model given (here the packaged 4 x 4 model's directory): a result
+    recording other private weights is refused before any scoring."""
+    from circuit_gym.models.loading import embedded_dir, load_model, weights_hash
+
+    path = REPO_ROOT / "leaderboard" / "results" / "v7" / "circuit" / "gim.json"
+    result = json.loads(path.read_text())
+    result["private"]["seed_file_sha256"] = read_private_seeds(maintainers_seeds)[1]
+    with pytest.raises(RefusedResultError, match="another private model") as err:
+        rescore_matches(path, result, private_seeds=maintainers_seeds, private_model=embedded_dir("tiny"))
+    assert weights_hash(load_model("tiny"))[:12] in str(err.value)
+    assert result["private"]["weights_hash"][:12] in str(err.value)
+
+
+# ---------------------------------------------------------------- a real entry, forged
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    """The circuit track on the 4 x 4 model (as tests/test_sealed_private_record.py) and one entry
+    scored there with the maintainers' seed file, written to a results folder."""
+    if not probe().complete:
+        pytest.skip(f"isolation not available here: {probe().missing}")
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(B, "MODEL", "tiny")
+        mp.setattr(B, "HELD_OUT_TASKS", ("docstring",))
+        mp.setattr(B, "CALL_TIMEOUT_S", 10.0)
+        mp.setattr(B, "CIRCUIT_EVAL_SEEDS", (0, 1))
+        mp.setattr(B, "CIRCUIT_BUDGET", 3)
+        mp.setattr(B, "CIRCUIT_N_RANDOM", 2)
+        mp.setattr(B, "CIRCUIT_PRIVATE_SEEDS", 2)
+        mp.setattr(sandbox, "PRELOAD", ())
+        mp.setenv("CIRCUIT_GYM_CACHE", str(cache))
+        seeds = tmp_path_factory.mktemp("secure") / "private_seeds.txt"
+        seeds.write_text(SEEDS)
+        folder = tmp_path_factory.mktemp("results")
+        result = score_circuit("team", policy_spec="sealed_leakers:honest", private_seeds=seeds,
+                               checkpoint=public_episodes_checkpoint(folder, 2))  # fmt: skip
+        assert result["status"] == "scored", result.get("failure")
+        yield {
+            "seeds": seeds,
+            "folder": folder,
+            "result": result,
+            "path": write_result(result, folder / "team.json"),
+        }
+
+
+def test_a_forged_private_score_on_another_seed_file_is_refused_not_rescored(bench, tmp_path):
+    """The red team's forgery, through the board's own check (`render --rescore --private-seeds`)."""
+    result = bench["result"]
+    private = copy.deepcopy(result["private"])
+    private["scores"]["summary"]["all"]["cpr"] = 0.999
+    theirs = hashlib.sha256(b"[1, 2, 3]").hexdigest()
+    forged = _forged(result, scores=private["scores"], seed_file_sha256=theirs)
+    path = write_result(forged, tmp_path / "forged.json")
+    entries, refused, _ = collect([path], None, rescore=True, private_seeds=bench["seeds"],
+                                  references=_no_references(tmp_path), ledger=tmp_path / "none.json")  # fmt: skip
+    assert entries == [] and len(refused) == 1
+    assert "forged.json" in refused[0] and "another seed file" in refused[0] and theirs[:12] in refused[0]
+    # the honest file, the same way: verified
+    entries, refused, _ = collect([bench["path"]], None, rescore=True, private_seeds=bench["seeds"],
+                                  references=_no_references(tmp_path), ledger=tmp_path / "none.json")  # fmt: skip
+    assert refused == [] and [e["board"]["check"] for e in entries] == ["verified"]
+
+
+@pytest.mark.parametrize(
+    "edit, what",
+    [
+        (lambda r: r["private"]["scores"]["summary"]["all"].__setitem__("cpr", 0.999), "private"),
+        (lambda r: r["diagnostics"]["policy_cpu"].__setitem__("calls", 1), "policy_calls"),
+        (lambda r: r["diagnostics"]["policy_cpu"].__setitem__("calls_s", 500.0), "calls_s"),
+        (lambda r: r["provenance"].__setitem__("white_box", True), "white_box"),
+    ],
+)
+def test_every_field_the_board_shows_is_compared(bench, tmp_path, edit, what):
+    forged = copy.deepcopy(bench["result"])
+    edit(forged)
+    forged["content_hash"] = content_hash(forged)
+    with pytest.raises(RefusedResultError, match=what):
+        rescore_matches(bench["path"], forged, private_seeds=bench["seeds"])
+
+
+# ---------------------------------------------------------------- the weekly rule
+def _ledger(tmp_path: Path, seed_sha: str, rows: list[tuple[str, str, str]]) -> Path:
+    """A ledger governing ``seed_sha`` with ``rows`` of (date, track, name)."""
+    path = tmp_path / "private_ledger.json"
+    scorings = [{"date": d, "track": t, "name": n, "seed_file_sha256": seed_sha, "content_hash": f"h{i}"}
+                for i, (d, t, n) in enumerate(rows)]  # fmt: skip
+    path.write_text(json.dumps({"rule_per_week": 2, "seed_files": [seed_sha], "scorings": scorings}))
+    return path
+
+
+def test_the_weekly_rule_counts_seven_days_per_name():
+    ledger = load_ledger(Path("/nonexistent"))
+    assert week_refusal(ledger, "team", dt.date(2026, 12, 2)) is None  # an empty ledger
+    rows = ({"date": "2026-11-26", "track": "v7-circuit", "name": "team", "seed_file_sha256": "s", "content_hash": "a"},
+            {"date": "2026-12-01", "track": "v7-edges", "name": "team", "seed_file_sha256": "s", "content_hash": "b"},
+            {"date": "2026-12-01", "track": "v7-edges", "name": "other", "seed_file_sha256": "s", "content_hash": "c"})  # fmt: skip
+    ledger = type(ledger)(rows, frozenset({"s"}))
+    assert "3 private scorings within 7 days" in week_refusal(ledger, "team", dt.date(2026, 12, 2))
+    assert week_refusal(ledger, "team", dt.date(2026, 12, 3)) is None  # 11-26 is 7 days back: out
+    assert week_refusal(ledger, "other", dt.date(2026, 12, 2)) is None
+
+
+def test_render_refuses_a_third_private_scoring_within_a_week_and_an_unrecorded_one(bench, tmp_path):
+    sha = read_private_seeds(bench["seeds"])[1]
+    refs = _no_references(tmp_path)
+    # not in the ledger, on a seed file it governs: refused
+    ledger = _ledger(tmp_path, sha, [])
+    _, refused, _ = collect([bench["path"]], None, references=refs, ledger=ledger)
+    assert len(refused) == 1 and "has no row for this result" in refused[0]
+    # its row after two scorings of the name within 7 days: refused
+    ledger = _ledger(
+        tmp_path, sha, [("2026-11-28", "v7-edges", "team"), ("2026-11-30", "v7-planted", "team")]
+    )
+    append_scoring(bench["result"], sha, ledger, day=dt.date(2026, 12, 2))
+    _, refused, _ = collect([bench["path"]], None, references=refs, ledger=ledger)
+    assert len(refused) == 1 and "3 private scorings within 7 days" in refused[0]
+    # the earlier ones 8 days back: shown
+    ledger = _ledger(
+        tmp_path, sha, [("2026-11-20", "v7-edges", "team"), ("2026-11-24", "v7-planted", "team")]
+    )
+    append_scoring(bench["result"], sha, ledger, day=dt.date(2026, 12, 2))
+    entries, refused, _ = collect([bench["path"]], None, references=refs, ledger=ledger)
+    assert refused == [] and [e["name"] for e in entries] == ["team"]
+
+
+def test_score_refuses_a_third_private_scoring_before_it_runs(maintainers_seeds, tmp_path, capsys):
+    from circuit_gym.cli import main
+
+    sha = read_private_seeds(maintainers_seeds)[1]
+    today = dt.datetime.now(dt.UTC).date()
+    days = [(today - dt.timedelta(days=d)).isoformat() for d in (1, 3)]
+    ledger = _ledger(tmp_path, sha, [(days[0], "v7-circuit", "team"), (days[1], "v7-edges", "team")])
+    out = tmp_path / "team.json"
+    argv = ["leaderboard", "score", "--track", "circuit", "--name", "team", "--policy", "sealed_leakers:honest",
+            "--private-seeds", str(maintainers_seeds), "--ledger", str(ledger), "--out", str(out)]  # fmt: skip
+    assert main(argv) == 2
+    assert "3 private scorings within 7 days" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_committed_ledger_governs_the_benchmark_in_force():
+    """The committed ledger names the seed file v7's results were scored on, so an entry on it
+    needs a row; its rows are well formed."""
+    ledger = load_ledger()
+    v7 = json.loads((REPO_ROOT / "leaderboard" / "results" / "v7" / "gim.json").read_text())
+    assert ledger.governs(v7["private"]["seed_file_sha256"])
+    for row in ledger.scorings:
+        assert set(row) == {"date", "track", "name", "seed_file_sha256", "content_hash"}
+        dt.date.fromisoformat(row["date"])
