@@ -23,7 +23,7 @@ from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.private_ledger import append_scoring, load_ledger, week_refusal
 from circuit_gym.leaderboard.provenance import REPO_ROOT, content_hash
-from circuit_gym.leaderboard.references import load_manifest
+from circuit_gym.leaderboard.references import TRACKS
 from circuit_gym.leaderboard.scoring import read_private_seeds, write_result
 from circuit_gym.leaderboard.verification import RefusedResultError, collect, rescore_matches
 
@@ -38,11 +38,9 @@ def _forged(result: dict, **private) -> dict:
     return out
 
 
-def _no_references(tmp_path: Path):
+def _no_references(tmp_path: Path) -> dict:
     """A manifest with no references (these tests check entries, not the references' presence)."""
-    path = tmp_path / "references.json"
-    path.write_text(json.dumps({t: {} for t in load_manifest()}))
-    return load_manifest(path)
+    return {t: {} for t in TRACKS}
 
 
 # ---------------------------------------------------------------- refused before anything runs
@@ -74,16 +72,16 @@ def test_a_private_part_on_a_private_model_is_refused_without_the_model(maintain
 
 
 def test_a_private_part_on_another_model_is_refused_naming_both_hashes(maintainers_seeds):
-    """The maintainers' private model given (here the packaged 4 x 4 model's directory): a result
-    recording other private weights is refused before any scoring."""
+    """The maintainers' private model given (here a copy of the public zoo4, of the zoo's shape
+    and with its card): a result recording other private weights is refused before any scoring."""
     from circuit_gym.models.loading import embedded_dir, load_model, weights_hash
 
     path = REPO_ROOT / "leaderboard" / "results" / "v7" / "circuit" / "gim.json"
     result = json.loads(path.read_text())
     result["private"]["seed_file_sha256"] = read_private_seeds(maintainers_seeds)[1]
     with pytest.raises(RefusedResultError, match="another private model") as err:
-        rescore_matches(path, result, private_seeds=maintainers_seeds, private_model=embedded_dir("tiny"))
-    assert weights_hash(load_model("tiny"))[:12] in str(err.value)
+        rescore_matches(path, result, private_seeds=maintainers_seeds, private_model=embedded_dir("zoo4"))
+    assert weights_hash(load_model("zoo4"))[:12] in str(err.value)
     assert result["private"]["weights_hash"][:12] in str(err.value)
 
 
@@ -119,8 +117,13 @@ def bench(tmp_path_factory):
         }
 
 
-def test_a_forged_private_score_on_another_seed_file_is_refused_not_rescored(bench, tmp_path):
-    """The red team's forgery, through the board's own check (`render --rescore --private-seeds`)."""
+def test_a_forged_private_score_on_another_seed_file_is_refused_not_rescored(bench, tmp_path, monkeypatch):
+    """The red team's forgery, through the board's own check (`render --rescore --private-seeds`),
+    on a track in force (the small benchmark's circuit track, taken as in force here: a retired
+    track's private part on another benchmark's seed file is rescored on its public part)."""
+    from circuit_gym.leaderboard import tracks
+
+    monkeypatch.setattr(tracks, "retired", lambda name: None)
     result = bench["result"]
     private = copy.deepcopy(result["private"])
     private["scores"]["summary"]["all"]["cpr"] = 0.999
@@ -137,6 +140,14 @@ def test_a_forged_private_score_on_another_seed_file_is_refused_not_rescored(ben
     assert refused == [] and [e["board"]["check"] for e in entries] == ["verified"]
 
 
+def test_a_retired_tracks_private_part_on_its_own_seed_file_is_rescored_on_its_public_part(bench, tmp_path):
+    """The small benchmark's circuit track is retired (v5): a private part on another seed file
+    (its own benchmark's) is neither recomputed nor refused; the check says "rescored", never
+    "verified", so the board does not vouch for its private column."""
+    other = _forged(bench["result"], seed_file_sha256=hashlib.sha256(b"[4, 5]").hexdigest())
+    assert rescore_matches(bench["path"], other, private_seeds=bench["seeds"]) == "rescored"
+
+
 @pytest.mark.parametrize(
     "edit, what",
     [
@@ -147,6 +158,7 @@ def test_a_forged_private_score_on_another_seed_file_is_refused_not_rescored(ben
     ],
 )
 def test_every_field_the_board_shows_is_compared(bench, tmp_path, edit, what):
+    """Each edit (the content hash recomputed) is refused by a rescore with the seed file."""
     forged = copy.deepcopy(bench["result"])
     edit(forged)
     forged["content_hash"] = content_hash(forged)

@@ -207,8 +207,7 @@ def open_private(path: str | Path, key_file: str | Path) -> Iterator[OpenedPriva
 
 def is_sealed(path: str | Path | None) -> bool:
     """Whether ``path`` is a sealed private model file (not a model directory)."""
-    return (
-        path is not None
-        and Path(path).is_file()
-        and Path(path).read_bytes()[: len(FORMAT)] == FORMAT.encode()
-    )
+    if path is None or not Path(path).is_file():
+        return False
+    with open(path, "rb") as f:
+        return f.read(len(FORMAT)) == FORMAT.encode()

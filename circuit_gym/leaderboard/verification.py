@@ -9,7 +9,9 @@ and with ``rescore`` every entry re-scored (:func:`rescore_matches`), ``jobs`` a
 :func:`missing_references`: the board refuses to show a track without its references.
 
 Rescoring is strict (issue 58): given the maintainers' seed file (and private model), a private
-part scored on another seed file or another model is refused, naming both hashes, never skipped;
+part of a track in force scored on another seed file or another model is refused, naming both
+hashes, never skipped (a retired track's private part, on its own benchmark's seed file, is
+recomputed only with that file and model, else its public part is rescored as before);
 and what the board shows of an entry (status, scores, failure, the white-box tag, isolation, the
 policy's CPU record, the private scores) is compared, not only the public scores.
 """
@@ -173,6 +175,13 @@ def rescore_matches(
     ranked_on_model = row.private_model and "weights_hash" in (private or {})
     one_model = row.single_model
     with_private = private is not None and private_seeds is not None
+    if with_private and tracks.retired(track(result)):
+        # A retired benchmark's private scores are its record (its seed file and model are not the
+        # ones in force, v6's model is lost): recomputed only with its own, else the public part.
+        assert private is not None and private_seeds is not None
+        with_private = read_private_seeds(private_seeds)[1] == private.get("seed_file_sha256") and (
+            private_model is not None or not ranked_on_model
+        )
     if with_private:
         check_private_seeds(path, result, read_private_seeds(private_seeds)[1])
         if ranked_on_model and private_model is None:
