@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> dict:
             for i in range(args.episodes):
                 (r,) = evaluate(env, lambda obs, env: policy.rank_heads(obs), "random", [task], [i], ks=(1,))
                 results.append({"model": model, "task": task, "episode": i, "head": r.head, "reward": r.reward,
-                                "oracle_head": r.oracle_head, "oracle_reward": r.oracle_reward})  # fmt: skip
+                                "oracle_head": r.oracle_head, "oracle_reward": r.oracle_reward, "top1": r.top1})  # fmt: skip
                 print(f"[random {time.time() - start:6.1f}s] {model} {task} episode {i}: head {r.head}, "
                       f"reward {r.reward:.3f} of the oracle's {r.oracle_reward:.3f}", flush=True)  # fmt: skip
     summary = results_summary(results)
