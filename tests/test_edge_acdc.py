@@ -95,3 +95,45 @@ def test_prior_and_candidates_go_together(patcher):
     with pytest.raises(ValueError):
         edge_acdc(patcher, None, 10)
     assert np.isfinite(edge_acdc(patcher, eap_ig_ranking(patcher), 5, (0.5,)).ranking.scores).all()
+
+
+class _AdditivePatcher:
+    """A patcher stub: a circuit's metric is the sum of its kept edges' values (one prompt)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        from circuit_gym.edges.graph import EdgeGraph
+
+        self.graph = EdgeGraph(2, 4)
+        self.values = values
+        self.full_metric = float(values.sum())
+
+    def metric(self, circuits):
+        return np.array([float(self.values[list(c.edges)].sum()) for c in circuits])
+
+    def masks_metric_rows(self, keep):
+        return (np.asarray(keep, dtype=np.float64) @ self.values)[:, None]
+
+
+def test_acdc_over_an_explicit_candidate_set_orders_every_candidate():
+    """Protocol 2's ACDC (issue 57): the sweep starts from exactly the given candidates (an
+    environment's K rows), every other edge is patched from the start and ranks below them all,
+    and the candidates rank by how long they survive: edge 40 (value 5) above 7 (value 1) above
+    the ones worth nothing."""
+    values = np.zeros(81)
+    values[[40, 7]] = [5.0, 1.0]
+    values[60] = 2.0  # an important edge the candidates leave out: never tried, never ranked above them
+    candidates = [3, 7, 12, 40, 55]
+    result = edge_acdc(_AdditivePatcher(values), candidates=candidates)  # type: ignore[arg-type]
+    assert result.start == frozenset(candidates)
+    order = result.ranking.order().tolist()
+    assert set(order[:5]) == set(candidates) and order[:2] == [40, 7]
+    assert result.kept[0] >= {40, 7} and not result.kept[0] & {3, 12, 55}
+    with pytest.raises(ValueError):
+        edge_acdc(_AdditivePatcher(values), eap_ig_ranking_stub(), 3, candidates=candidates)  # type: ignore[arg-type]
+
+
+def eap_ig_ranking_stub():
+    from circuit_gym.edges.graph import EdgeGraph
+    from circuit_gym.edges.ranking import EdgeRanking
+
+    return EdgeRanking.from_array(np.arange(81.0), "prior", EdgeGraph(2, 4))

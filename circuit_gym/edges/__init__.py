@@ -11,7 +11,11 @@ One idea per module:
 - :mod:`~circuit_gym.edges.attribution` — EAP, EAP-IG and GIM edge scores;
 - :mod:`~circuit_gym.edges.gim` — GIM's backward rules in an op-by-op pass (per-port gradients);
 - :mod:`~circuit_gym.edges.acdc` — ACDC on edges (cumulative threshold sweep, candidates);
-- :mod:`~circuit_gym.edges.mib_files` — MIB's circuit files, out and in; ``score_circuit_file``.
+- :mod:`~circuit_gym.edges.mib_files` — MIB's circuit files, out and in; ``score_circuit_file``;
+- :mod:`~circuit_gym.edges.ties` — choices between near-equal values that float noise cannot flip;
+- :mod:`~circuit_gym.edges.small_circuits` — CPR / CMD on a log size axis (the edge track's protocol 2);
+- :mod:`~circuit_gym.edges.entry_ranking` — an entry's ranking of every edge under protocol 2;
+- :mod:`~circuit_gym.edges.paired` — paired differences between entries that played the same episodes.
 
 See docs/circuits.md ("Edges").
 """

@@ -83,11 +83,15 @@ def acdc_order(graph: EdgeGraph, edges: Sequence[int] | None = None) -> list[int
 
 
 def edge_acdc(patcher: EdgePatcher, prior: EdgeRanking | None = None, n_candidates: int | None = None,
-              relative_taus: Sequence[float] = DEFAULT_RELATIVE_TAUS, max_chunk: int = MAX_CHUNK) -> EdgeAcdcResult:  # fmt: skip
+              relative_taus: Sequence[float] = DEFAULT_RELATIVE_TAUS, max_chunk: int = MAX_CHUNK,
+              candidates: Sequence[int] | np.ndarray | None = None) -> EdgeAcdcResult:  # fmt: skip
     """Run the threshold sweep on the patcher's batch (module docstring); restricted to the
-    prior's top ``n_candidates`` edges when both are given."""
+    prior's top ``n_candidates`` edges when both are given, or to the edges ``candidates`` (an
+    environment's candidate set; the prior, if any, then only breaks ties within a level)."""
     graph = patcher.graph
-    if (prior is None) != (n_candidates is None):
+    if candidates is not None and n_candidates is not None:
+        raise ValueError("give n_candidates (the prior's top edges) or candidates, not both")
+    if candidates is None and (prior is None) != (n_candidates is None):
         raise ValueError("give both prior and n_candidates, or neither")
     if prior is not None and prior.graph != graph:
         raise ValueError("the prior ranking is of another graph")
@@ -95,6 +99,9 @@ def edge_acdc(patcher: EdgePatcher, prior: EdgeRanking | None = None, n_candidat
     if prior is not None and n_candidates is not None:
         start[:] = False
         start[prior.candidates(int(n_candidates))] = True
+    if candidates is not None:
+        start[:] = False
+        start[np.asarray(candidates, dtype=np.int64)] = True
     m_full = patcher.full_metric
     m_empty = float(patcher.metric([EdgeCircuit.empty(graph)])[0])
     m_current = m_full if start.all() else float(patcher.masks_metric_rows(start[None]).mean())

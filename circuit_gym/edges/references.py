@@ -22,6 +22,8 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from circuit_gym.edges.acdc import edge_acdc
 from circuit_gym.edges.attribution import eap_ig_ranking, eap_ranking, gradient_ranking
 from circuit_gym.edges.curve import edge_batch_scores
@@ -42,6 +44,34 @@ EDGE_REFERENCES: dict[str, EdgeReference] = {
     "random": lambda patcher: random_edge_ranking(patcher.graph, 0),
     "greedy_eap_ig": lambda patcher: greedy_edge_ranking(patcher, eap_ig_ranking(patcher), GREEDY_CANDIDATES),
     "acdc_eap_ig": lambda patcher: edge_acdc(patcher, eap_ig_ranking(patcher), ACDC_CANDIDATES).ranking,
+}
+
+# Protocol 2 of the edge track (issue 57; circuit_gym/edges/entry_ranking.py): a reference is an
+# entry like any other. It is given the episode's candidate edges (the environment's K rows) and
+# its scores of those rows are all that count; its circuit is its top ``budget`` candidates.
+CandidateReference = Callable[[EdgePatcher, np.ndarray], EdgeRanking]
+
+
+def reversed_ranking(ranking: EdgeRanking) -> EdgeRanking:
+    """``ranking`` with every sign flipped (same passes): a control that must rank below EAP."""
+    return EdgeRanking.from_array(
+        -ranking.scores, f"{ranking.method}_reversed", ranking.graph, ranking.passes
+    )
+
+
+CANDIDATE_REFERENCES: dict[str, CandidateReference] = {
+    "eap": lambda patcher, candidates: eap_ranking(patcher),
+    "eap_ig": lambda patcher, candidates: eap_ig_ranking(patcher),
+    "gim": lambda patcher, candidates: gradient_ranking(patcher, "gim"),
+    "random": lambda patcher, candidates: random_edge_ranking(patcher.graph, 0),
+    "eap_ig_reversed": lambda patcher, candidates: reversed_ranking(eap_ig_ranking(patcher)),
+    # ACDC's whole threshold sweep over every candidate (K = 512 on the zoo: every size the ranking
+    # metric reads, up to 290 edges), EAP-IG's order only among edges one threshold level holds.
+    # Greedy is not a protocol-2 reference: reaching 290 of 512 candidates is 106,575 circuit runs
+    # an episode (sum of 512 - i for i < 290); over 10 it ordered none of the sizes the metric reads.
+    "acdc_eap_ig": lambda patcher, candidates: (
+        edge_acdc(patcher, eap_ig_ranking(patcher), candidates=candidates).ranking
+    ),  # fmt: skip
 }
 
 

@@ -13,6 +13,14 @@ Episode counts are chosen for cost only (the references are scored on a shared 2
 an edge episode's setup, EAP and EAP-IG over 29,089 edges, costs 6-12 s, one edge CPR / CMD pair
 ~9 s), never on held-out results: one test batch per (held-out model, held-out task), two
 public planted seeds per kind.
+
+**Protocol 2** (issue 57; ``protocol=2``, the row :data:`EDGE_V8_DRAFT` for benchmark v8): the
+entry's own scores decide every edge the ranking metric reads (``circuit_gym/edges/
+entry_ranking.py``), the metric weighs small circuits (``circuit_gym/edges/small_circuits.py``:
+CPR / CMD on a log size axis), and every cell of the board holds at least
+:data:`MIN_PUBLIC_EPISODES` public and :data:`MIN_PRIVATE_EPISODES` private episodes (a cell: the
+transfer part or the planted part, public or private), so adjacent entries' paired differences
+have intervals (``circuit_gym/edges/paired.py``). v6's and v7's rows keep protocol 1 and their results.
 """
 
 from __future__ import annotations
@@ -23,6 +31,11 @@ from circuit_gym import benchmark as B
 from circuit_gym.envs.edge_building import DEFAULT_CANDIDATES, EAP_IG_STEPS
 from circuit_gym.models.planted.versions import kinds_of
 from circuit_gym.track_envs import PLANTED_BATCH_INDEX, PLANTED_BATCH_SIZE, PLANTED_SPLIT
+
+# Protocol 2's episodes per cell (issue 57): v7's transfer CPR rests on 3 private and 6 public
+# episodes, and the audit's intervals overlapped for every pair but random and the untrained PPO.
+MIN_PUBLIC_EPISODES = 16
+MIN_PRIVATE_EPISODES = 8
 
 
 @dataclass(frozen=True)
@@ -45,6 +58,13 @@ class EdgeBenchmark:
     batch_size: int = B.PROMPTS_PER_EPISODE
     planted_kinds: tuple[str, ...] | None = None  # None: every kind of the generator's version
     results_folder: str = "edges"  # its board results, under leaderboard/results/
+    protocol: int = 1  # 1: v6 and v7 (EAP-IG fills what the entry does not rank); 2: issue 57
+    # the transfer benchmark its models, tasks and private model come from (None: ``version``)
+    source: str | None = None
+
+    @property
+    def transfer_version(self) -> str:
+        return self.source or self.version
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -52,7 +72,7 @@ class EdgeBenchmark:
 
     def definition(self) -> dict:
         """What the track's results are comparable under (checked against every result's provenance)."""
-        return {
+        out = {
             "benchmark_version": f"circuit-gym-edges-{self.version}", "track": self.track,
             "held_out_models": list(self.held_out_models), "tasks": list(self.tasks), "split": B.SPLIT,
             "seeds": list(self.seeds), "private_seeds_used": self.private_seeds_used,
@@ -64,6 +84,14 @@ class EdgeBenchmark:
             "prompts_per_episode": self.batch_size, "eap_ig_steps": EAP_IG_STEPS,
             "reference_proposed": f"the top {self.budget} edges of the ranking (the budget)",
         }  # fmt: skip
+        if self.protocol == 1:
+            return out
+        return {**out, "edge_protocol": self.protocol, "transfer_source": self.transfer_version,
+                "reference_proposed": f"the top {self.budget} candidates by the reference's signed score",
+                "ranking": "the entry's candidates by its scores, then one fixed random order (no method's)",
+                "ranking_metric": "cpr_log / cmd_log: CPR / CMD on log10(fraction), MIB's fractions of at most "
+                                  "5% and at most K edges", "min_public_episodes": MIN_PUBLIC_EPISODES,
+                "min_private_episodes": MIN_PRIVATE_EPISODES}  # fmt: skip
 
     @classmethod
     def of(cls, transfer: B.TransferBenchmark, track: str, **fields) -> EdgeBenchmark:
@@ -75,11 +103,20 @@ class EdgeBenchmark:
     def tasks_on(self, model: str) -> tuple[str, ...]:
         """The held-out tasks public ``model`` serves (its card's gate: a zoo v2 member may not
         perform them all; on zoo v1 every member performs every one)."""
-        return B.transfer_benchmark(self.version).tasks_of(model, self.tasks)
+        return B.transfer_benchmark(self.transfer_version).tasks_of(model, self.tasks)
+
+    def public_cells(self) -> dict[str, int]:
+        """Public episodes per cell: the transfer part and the planted part."""
+        transfer = sum(len(self.tasks_on(m)) for m in self.held_out_models) * len(self.seeds)
+        return {"transfer": transfer, "planted": len(self.kinds) * len(self.planted_public_seeds)}
+
+    def private_cells(self, served_tasks: int) -> dict[str, int]:
+        """Private episodes per cell, with ``served_tasks`` held-out tasks on the private model."""
+        return {"transfer": served_tasks * self.private_seeds_used,
+                "planted": len(self.kinds) * self.planted_private_models}  # fmt: skip
 
     def public_episodes(self) -> int:
-        transfer = sum(len(self.tasks_on(m)) for m in self.held_out_models) * len(self.seeds)
-        return transfer + len(self.kinds) * len(self.planted_public_seeds)
+        return sum(self.public_cells().values())
 
     def episodes(self, private: bool) -> int:
         """Episodes a run plays: the public ones, and with the private part the secret planted models
@@ -99,10 +136,21 @@ EDGE_BENCHMARKS: dict[str, EdgeBenchmark] = {
 }
 EDGE_TRACKS = tuple(b.track for b in EDGE_BENCHMARKS.values())
 
+# Protocol 2 for benchmark v8 (issue 57), not on the board yet: the lead adds it to
+# EDGE_BENCHMARKS when v8 is assembled. Until then it scores v7's held-out models and tasks and
+# v7's private model (``source``), on 3 test batches per (model, task) (6 pairs: 18 episodes),
+# 3 public planted seeds per kind (18), 4 private batches per served task (>= 8 with 2 tasks).
+_V7 = B.transfer_benchmark("v7")
+EDGE_V8_DRAFT = EdgeBenchmark(
+    "v8", "v8-edges", _V7.held_out_models, _V7.held_out_tasks, _V7.planted_generator, seeds=(0, 1, 2),
+    private_seeds_used=4, planted_public_seeds=(0, 1, 2), protocol=2, source="v7", results_folder="v8/edges",
+)  # fmt: skip
+EDGE_BENCHMARKS_DRAFT: dict[str, EdgeBenchmark] = {"v8": EDGE_V8_DRAFT}
+
 
 def edge_benchmark(track: str) -> EdgeBenchmark:
     """The row whose track is ``track``; ValueError naming the edge tracks otherwise."""
-    for bench in EDGE_BENCHMARKS.values():
+    for bench in (*EDGE_BENCHMARKS.values(), *EDGE_BENCHMARKS_DRAFT.values()):
         if bench.track == track:
             return bench
     raise ValueError(f"edge track must be one of {list(EDGE_TRACKS)}, got {track!r}")

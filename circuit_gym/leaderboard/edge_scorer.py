@@ -33,6 +33,21 @@ ranking, its passes what the ranking records (``lm_passes``).
 
 ``sample``: the canary's run (first public episodes, their rows, ``status`` "sample").
 
+**Protocol 2** (a row with ``protocol=2``: :data:`~circuit_gym.leaderboard.edge_benchmark.
+EDGE_V8_DRAFT`, issue 57). The entry's ranking is :func:`circuit_gym.edges.entry_ranking.
+entry_rankings`: its added edges, its other candidates by its own signed scores (CPR) or their
+absolute values (CMD), ties and every other edge in one fixed random order per episode
+(:func:`episode_key`), the same for every entry; no EAP-IG fill-in. A reference
+(``circuit_gym.edges.references.CANDIDATE_REFERENCES``) is scored the same way: its scores of the
+candidate rows, its top ``budget`` candidates as its circuit. Transfer rows rank on ``cpr_log`` /
+``cmd_log`` (``circuit_gym/edges/small_circuits.py``: MIB's sizes up to 5% and up to K edges, on a
+log axis), with ``f`` of each budgeted circuit; MIB's linear ``cpr`` / ``cmd`` stay as secondary
+columns. :func:`paired_table` gives adjacent entries' paired differences.
+
+    python -m circuit_gym.leaderboard.edge_scorer score --track v8-edges --builtin eap_ig \
+        --out leaderboard/results/v8/edges/eap_ig.json
+    python -m circuit_gym.leaderboard.edge_scorer paired leaderboard/results/v8/edges/*.json
+
     circuit-gym leaderboard score --track edges --builtin eap_ig --out leaderboard/results/edges/eap_ig.json
 """
 
@@ -49,10 +64,15 @@ import numpy as np
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym import benchmark as B
-from circuit_gym.edges.curve import edge_batch_scores
+from circuit_gym.circuits.area import cmd, cpr
+from circuit_gym.circuits.curve import MIB_FRACTIONS
+from circuit_gym.edges.curve import edge_batch_scores, edge_faithfulness_curves
+from circuit_gym.edges.entry_ranking import entry_order, entry_rankings, fixed_order
+from circuit_gym.edges.paired import adjacent_differences
 from circuit_gym.edges.ranking import EdgeRanking
+from circuit_gym.edges.small_circuits import budgeted, cmd_log, cpr_log, log_axis_fractions
 from circuit_gym.envs.edge_building import EdgeBuildingEnv, EdgeEpisode
-from circuit_gym.leaderboard.edge_benchmark import EdgeBenchmark, edge_benchmark
+from circuit_gym.leaderboard.edge_benchmark import MIN_PRIVATE_EPISODES, EdgeBenchmark, edge_benchmark
 from circuit_gym.leaderboard.planted_scorer import PrivateCache, private_model_seeds, weights_hash
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
 from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, score_track
@@ -67,15 +87,17 @@ EDGE_ENV_ID = "CircuitDiscovery-Toy-Multi-Edges-v0"  # any model and tasks given
 PLANTED_EDGE_ENV_ID = "CircuitDiscovery-Planted-Induction-Edges-v1"  # the kind given as its task
 PRIVATE = "private"  # the private model's name in results (its weights are named by their hash)
 TRANSFER_METRICS = ("cpr", "cmd", "faithfulness", "circuit_size", "lm_passes")
+# protocol 2: the log-axis pair ranks, MIB's linear pair stays as secondary columns
+TRANSFER_METRICS_2 = ("cpr_log", "cmd_log", "cpr", "cmd", "faithfulness", "circuit_size", "lm_passes")
 PLANTED_METRICS = ("precision", "recall", "auc", "faithfulness", "circuit_size", "lm_passes")
 METHODS = ("rank_heads", "act")  # what a submitted policy must have (the sandbox's two calls)
 
 
-def reference_names() -> tuple[str, ...]:
-    """The track's builtins: the edge references' registry as it is now."""
-    from circuit_gym.edges.references import EDGE_REFERENCES
+def reference_names(protocol: int = 1) -> tuple[str, ...]:
+    """The track's builtins: the edge references' registry (protocol 2's) as it is now."""
+    from circuit_gym.edges.references import CANDIDATE_REFERENCES, EDGE_REFERENCES
 
-    return tuple(EDGE_REFERENCES)
+    return tuple(EDGE_REFERENCES if protocol == 1 else CANDIDATE_REFERENCES)
 
 
 @dataclass(frozen=True)
@@ -87,6 +109,7 @@ class Played:
     circuit: tuple[int, ...]
     passes: int
     state: EdgeEpisode
+    absolute: EdgeRanking | None = None  # protocol 2: the entry's absolute ranking (for CMD)
 
 
 Play = Callable[[EdgeBuildingEnv, str, int], Played]  # (environment, task, batch index) -> episode
@@ -113,9 +136,38 @@ def policy_ranking(env: EdgeBuildingEnv, scores: np.ndarray) -> EdgeRanking:
     return EdgeRanking.from_array(ranked, "edge_policy", env.graph)
 
 
+def episode_key(env: EdgeBuildingEnv, task: str, index: int) -> str:
+    """What seeds protocol 2's fixed order: the model's weights, the task and the batch (the same
+    for every entry of the episode)."""
+    return f"{env.model.circuit_gym_info.weights_hash}/{task}/{int(index)}"
+
+
+def entry_played(env: EdgeBuildingEnv, task: str, index: int, added: list[int], scores: np.ndarray,
+                 passes: int, method: str = "entry") -> Played:  # fmt: skip
+    """A protocol-2 episode: the entry's rankings from its candidate ``scores`` and ``added`` edges."""
+    tie = fixed_order(env.graph, episode_key(env, task, index))
+    signed, absolute = entry_rankings(env.graph, env.state.candidates, added, scores, tie, method)
+    return Played(signed, tuple(int(e) for e in added), int(passes), env.state, absolute)
+
+
 def builtin_play(name: str, bench: EdgeBenchmark) -> Play:
-    """A reference of the registry on the episode's patcher; its circuit the top ``budget`` edges."""
-    from circuit_gym.edges.references import EDGE_REFERENCES, lm_passes
+    """A reference of the registry on the episode's patcher; its circuit the top ``budget`` edges
+    (protocol 2: of the candidates, by its scores of them)."""
+    from circuit_gym.edges.references import CANDIDATE_REFERENCES, EDGE_REFERENCES, lm_passes
+
+    if bench.protocol == 2:
+        candidate_reference = CANDIDATE_REFERENCES[name]
+
+        def play2(env: EdgeBuildingEnv, task: str, index: int) -> Played:
+            env.reset(options={"task": task, "batch_index": index})
+            candidates = env.state.candidates
+            ranking = candidate_reference(env.state.patcher, candidates.copy())
+            scores = np.asarray(ranking.scores, dtype=np.float64)[candidates]
+            tie = fixed_order(env.graph, episode_key(env, task, index))
+            top = entry_order(env.graph.n_edges, candidates, [], scores, tie)[: bench.budget].tolist()
+            return entry_played(env, task, index, top, scores, lm_passes(ranking), ranking.method)
+
+        return play2
 
     reference = EDGE_REFERENCES[name]
 
@@ -128,7 +180,7 @@ def builtin_play(name: str, bench: EdgeBenchmark) -> Play:
     return play
 
 
-def sandbox_play(sandbox: SandboxedPolicy) -> Play:
+def sandbox_play(sandbox: SandboxedPolicy, protocol: int = 1) -> Play:
     """The sandboxed policy plays the episode; every action and its final scores are validated."""
 
     def play(env: EdgeBuildingEnv, task: str, index: int) -> Played:
@@ -139,6 +191,10 @@ def sandbox_play(sandbox: SandboxedPolicy) -> Play:
             obs, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
         scores = check_scores(sandbox.rank_heads(obs), env.k)
+        if protocol == 2:
+            return entry_played(
+                env, task, index, list(env.order), np.asarray(scores), int(info["forward_passes"])
+            )
         return Played(policy_ranking(env, scores), tuple(env.order), int(info["forward_passes"]), env.state)
 
     return play
@@ -151,10 +207,27 @@ def _common(played: Played) -> dict:
 
 
 def transfer_row(model: str, task: str, seed: int, played: Played) -> dict:
-    """One transfer episode: edge CPR and CMD of the ranking, the proposed circuit's f and size."""
+    """One transfer episode: edge CPR and CMD of the ranking, the proposed circuit's f and size
+    (protocol 2: :func:`transfer_row_2`)."""
+    if played.absolute is not None:
+        return transfer_row_2(model, task, seed, played)
     scores = edge_batch_scores(played.state.patcher, played.ranking)
     return {"part": "transfer", "model": model, "task": task, "seed": int(seed), "cpr": scores["cpr"],
             "cmd": scores["cmd"], **_common(played)}  # fmt: skip
+
+
+def transfer_row_2(model: str, task: str, seed: int, played: Played) -> dict:
+    """A protocol-2 transfer episode: ``cpr_log`` / ``cmd_log`` on the log axis up to the candidates
+    (the ranking metric), ``f`` of each budgeted circuit, MIB's linear ``cpr`` / ``cmd``; one stacked
+    call runs every circuit of the signed and the absolute curve."""
+    assert played.absolute is not None
+    state = played.state
+    signed, absolute = edge_faithfulness_curves(state.patcher, [(played.ranking, False), (played.absolute, True)],
+                                                MIB_FRACTIONS)  # fmt: skip
+    axis = log_axis_fractions(state.graph.n_edges, len(state.candidates))
+    return {"part": "transfer", "model": model, "task": task, "seed": int(seed),
+            "cpr_log": cpr_log(signed, axis), "cmd_log": cmd_log(absolute, axis), "cpr": cpr(signed),
+            "cmd": cmd(absolute), "budgeted": budgeted(signed, axis), **_common(played)}  # fmt: skip
 
 
 def planted_row(kind: str, seed: int, truth: frozenset[str], played: Played) -> dict:
@@ -179,10 +252,11 @@ def transfer_summary(rows: list[dict]) -> dict:
     """Over all transfer episodes, per model and per task."""
     if not rows:
         return {}
-    return {"all": summary(rows, TRANSFER_METRICS),
-            "per_model": {m: summary([r for r in rows if r["model"] == m], TRANSFER_METRICS)
+    metrics = TRANSFER_METRICS_2 if "cpr_log" in rows[0] else TRANSFER_METRICS
+    return {"all": summary(rows, metrics),
+            "per_model": {m: summary([r for r in rows if r["model"] == m], metrics)
                           for m in dict.fromkeys(r["model"] for r in rows)},
-            "per_task": {t: summary([r for r in rows if r["task"] == t], TRANSFER_METRICS)
+            "per_task": {t: summary([r for r in rows if r["task"] == t], metrics)
                          for t in dict.fromkeys(r["task"] for r in rows)}}  # fmt: skip
 
 
@@ -247,9 +321,11 @@ class EdgeRun(TrackRun):
         self.planted_weights: dict[int, str] = {}
         self.private_weights: dict[str, str] = {}
         self.cache: PrivateCache | None = None
+        if self.bench.protocol == 2:
+            self.builtin_spec = "circuit_gym.edges.references:CANDIDATE_REFERENCES"
 
     def builtins(self) -> tuple[str, ...]:
-        return reference_names()
+        return reference_names(self.bench.protocol)
 
     def check(self, private: tuple[int, ...] | None) -> None:
         if self.private_model is None or private is None:  # (a private model without seeds: refused above)
@@ -259,7 +335,7 @@ class EdgeRun(TrackRun):
 
         # the private model of the edge row's board version (its zoo's shape, its held-out tasks)
         self.private_dir, self.served = check_private_model(
-            self.private_model, B.transfer_benchmark(self.bench.version)
+            self.private_model, B.transfer_benchmark(self.bench.transfer_version)
         )
         # its card (the inclusion gate that chose the served tasks) must be these weights'
         check_card_weights(
@@ -269,6 +345,11 @@ class EdgeRun(TrackRun):
             raise ValueError(
                 f"private seed file {self.seed_file} holds fewer than {self.bench.private_seeds_used} seeds"
             )
+        if self.bench.protocol == 2:
+            cells = self.bench.private_cells(len(self.served))
+            if min(cells.values()) < MIN_PRIVATE_EPISODES:
+                raise ValueError(f"the private model serves {len(self.served)} held-out tasks: {cells} private "
+                                 f"episodes per cell, fewer than {MIN_PRIVATE_EPISODES}")  # fmt: skip
 
     def parts(self, sample: bool) -> list[Part]:
         """Transfer model by model, then planted kind by kind (a model its gate admits no task on: none)."""
@@ -318,7 +399,7 @@ class EdgeRun(TrackRun):
         return builtin_play(name, self.bench)
 
     def sandbox_player(self, sandbox: SandboxedPolicy) -> Play:
-        return sandbox_play(sandbox)
+        return sandbox_play(sandbox, self.bench.protocol)
 
     def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
         """The secret planted models (a temporary cache) and, when given, the private model's held-out
@@ -385,7 +466,8 @@ def headline(result: dict) -> list[str]:
     if result["status"] != "scored":
         return [f"failed: {result['failure']['type']}: {result['failure']['reason']}"]
     t, p = result["scores"]["transfer"]["all"], result["scores"]["planted"]["all"]
-    lines = [f"held-out tasks, held-out models: edge CPR {t['cpr']:.3f}, CMD {t['cmd']:.3f}, {t['lm_passes']:.0f} passes",
+    log = f"edge CPR(log) {t['cpr_log']:.3f}, CMD(log) {t['cmd_log']:.3f}, MIB's " if "cpr_log" in t else ""
+    lines = [f"held-out tasks, held-out models: {log}edge CPR {t['cpr']:.3f}, CMD {t['cmd']:.3f}, {t['lm_passes']:.0f} passes",
              f"planted, public seeds: precision {p['precision']:.2f}, recall {p['recall']:.2f}, AUC {p['auc']:.3f}"]  # fmt: skip
     private = (result.get("private") or {}).get("scores") or {}
     if "planted" in private:
@@ -396,3 +478,62 @@ def headline(result: dict) -> list[str]:
     if "transfer" in private:
         lines.append(f"private model: edge CPR {private['transfer']['all']['cpr']:.3f}")
     return lines
+
+
+# ------------------------------------------------------------------ protocol 2's board columns
+def episode_scores(result: dict, metric: str = "cpr_log", part: str = "transfer") -> dict[tuple, float]:
+    """A scored result's per-episode ``metric`` of ``part``, keyed by (model or kind, task, seed)."""
+    rows = [r for r in result["scores"]["episodes"] if r["part"] == part]
+    return {
+        (r.get("model", r.get("kind")), r.get("task", ""), int(r["seed"])): float(r[metric]) for r in rows
+    }
+
+
+def paired_table(results: dict[str, dict], metric: str = "cpr_log", part: str = "transfer") -> list[dict]:
+    """The board's order of ``results`` (name -> scored result) by mean ``metric`` (higher first;
+    CMD lower first) and each adjacent pair's paired difference with its 95% interval."""
+    per_entry = {name: episode_scores(r, metric, part) for name, r in results.items()}
+    lower_better = metric.startswith("cmd")
+    means = {n: float(np.mean(list(s.values()))) for n, s in per_entry.items()}
+    order = sorted(means, key=lambda n: (means[n] if lower_better else -means[n], n))
+    return adjacent_differences(per_entry, order)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``score``: one entry on an edge track (protocol 2's draft row included); ``paired``: the
+    adjacent paired differences of scored result files."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="the edge track's scorer (protocol 2: issue 57)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    score = sub.add_parser("score")
+    score.add_argument("--track", default="v8-edges")
+    score.add_argument("--name")
+    who = score.add_mutually_exclusive_group(required=True)
+    who.add_argument("--builtin")
+    who.add_argument("--policy")
+    score.add_argument("--checkpoint")
+    score.add_argument("--sample", type=int, help="the first N public episodes only (status 'sample')")
+    score.add_argument("--out", required=True)
+    paired = sub.add_parser("paired")
+    paired.add_argument("results", nargs="+")
+    paired.add_argument("--metric", default="cpr_log")
+    paired.add_argument("--part", default="transfer")
+    args = parser.parse_args(argv)
+    if args.command == "score":
+        name = args.name or args.builtin or "entry"
+        result = score_edges(name, args.track, args.policy, args.checkpoint, args.builtin, sample=args.sample)
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+        print("\n".join(headline(result)) if result["status"] == "scored" else result["status"])
+        return
+    results = {Path(p).stem: json.loads(Path(p).read_text()) for p in args.results}
+    for d in paired_table(results, args.metric, args.part):
+        low, high = d["ci95"]
+        print(f"{d['above']} - {d['below']}: {d['mean']:+.3f} [{low:+.3f}, {high:+.3f}] over {d['n']} episodes"
+              + (" (separated)" if d["separated"] else ""))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""The edge track's protocol 2 (issue 57; circuit_gym/edges/entry_ranking.py, the v8 draft row of
+circuit_gym/leaderboard/edge_benchmark.py, transfer_row_2 in edge_scorer.py): the entry decides
+every edge the ranking metric reads, a constant entry is a random one, the rows count enough
+episodes, and v7's rows are untouched."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from circuit_gym.edges.entry_ranking import entry_order, entry_rankings, fixed_order
+from circuit_gym.edges.graph import EdgeGraph
+from circuit_gym.edges.ranking import EdgeRanking
+from circuit_gym.leaderboard import edge_benchmark as EB
+from circuit_gym.leaderboard.edge_scorer import policy_ranking
+
+
+def test_the_entry_order_by_hand():
+    # 8 edges, candidates 5, 2, 7, 0 with scores 3, -4, 9, 1; edge 7 added; a tie order given
+    tie = np.array([3, 7, 1, 0, 6, 2, 4, 5])  # rank of edge e: edge 3 first, then 2, 5, 0, 6, 7, 4, 1
+    signed = entry_order(8, [5, 2, 7, 0], [7], [3.0, -4.0, 9.0, 1.0], tie)
+    absolute = entry_order(8, [5, 2, 7, 0], [7], [3.0, -4.0, 9.0, 1.0], tie, absolute=True)
+    # added first; then 5 (3), 0 (1), 2 (-4); then the non-candidates 3, 6, 4, 1 by the tie order
+    assert signed.tolist() == [7, 5, 0, 2, 3, 6, 4, 1]
+    assert absolute.tolist() == [7, 2, 5, 0, 3, 6, 4, 1]  # |-4| before 3: the entry's own sign decides
+    # equal scores: the tie order among the candidates (2, 5, 0, 7: ranks 1, 2, 3, 5)
+    flat = entry_order(8, [5, 2, 7, 0], [], [1.0, 1.0, 1.0, 1.0], tie)
+    assert flat.tolist() == [2, 5, 0, 7, 3, 6, 4, 1]
+
+
+def test_a_constant_entry_follows_the_fixed_random_order_not_eap_igs():
+    """The attack of issue 57: constant scores (an entry that ranks nothing). Under protocol 1 the
+    candidates keep EAP-IG's order; under protocol 2 they follow the episode's fixed order."""
+    graph = EdgeGraph(2, 4)
+    rng = np.random.default_rng(0)
+    eap_ig = rng.normal(size=graph.n_edges)
+    candidates = np.argsort(-np.abs(eap_ig))[:20]
+    constant = np.zeros(len(candidates))
+    state = SimpleNamespace(eap_ig=SimpleNamespace(scores=eap_ig), candidates=candidates)
+    old = policy_ranking(SimpleNamespace(state=state, order=[], graph=graph), constant).order()  # type: ignore[arg-type]
+    old_candidates = [e for e in old.tolist() if e in set(candidates.tolist())]
+    # on the old code: the environment's row order (|EAP-IG| descending) in EAP-IG's signed places
+    assert old_candidates == candidates.tolist()
+    tie = fixed_order(graph, "weights/task/0")
+    signed, absolute = entry_rankings(graph, candidates, [], constant, tie)
+    assert signed.order()[:20].tolist() == sorted(candidates.tolist(), key=lambda e: tie[e])
+    assert absolute.order().tolist() == signed.order().tolist()
+    # the order is the same for every entry of the episode and another for another episode
+    assert np.array_equal(fixed_order(graph, "weights/task/0"), tie)
+    assert not np.array_equal(fixed_order(graph, "weights/task/1"), tie)
+
+
+def test_entries_that_agree_on_the_candidates_score_alike_on_the_ranking_metric(tiny_model):
+    """Issue 57's "two policies that agree on every edge but differ outside the candidates": an
+    entry cannot rank an edge outside them, and the ranking metric cannot read one. Two rankings
+    with the same candidates in the same order and every other edge in another order: cpr_log and
+    cmd_log equal (the log axis ends at K edges), MIB's linear CPR not (it reads past K)."""
+    from circuit_gym.circuits.area import cpr
+    from circuit_gym.edges.curve import edge_faithfulness_curves
+    from circuit_gym.edges.patching import EdgePatcher
+    from circuit_gym.edges.small_circuits import cmd_log, cpr_log, log_axis_fractions
+    from circuit_gym.tasks import get_task
+
+    task = get_task("ioi")
+    patcher = EdgePatcher.for_task(tiny_model, task, task.batch(tiny_model, "eval", 8, seed=0))
+    graph, k = patcher.graph, 64
+    from circuit_gym.edges.attribution import eap_ig_ranking
+
+    eap_ig = eap_ig_ranking(patcher)
+    candidates = eap_ig.order(absolute=True)[:k]
+    scores = np.asarray(eap_ig.scores)[candidates]
+    tie = fixed_order(graph, "a")
+    other = tie.copy()
+    outside = np.setdiff1d(np.arange(graph.n_edges), candidates)
+    other[outside] = tie[outside][::-1]  # the same ranks, reversed among the non-candidates only
+    one, one_abs = entry_rankings(graph, candidates, [], scores, tie)
+    two, two_abs = entry_rankings(graph, candidates, [], scores, other)
+    assert one.order()[:k].tolist() == two.order()[:k].tolist()
+    assert one.order()[k:].tolist() != two.order()[k:].tolist()
+    curves = edge_faithfulness_curves(patcher, [(one, False), (one_abs, True), (two, False), (two_abs, True)])
+    axis = log_axis_fractions(graph.n_edges, k)
+    assert max(int(f * graph.n_edges) for f in axis) <= k
+    assert cpr_log(curves[0], axis) == cpr_log(curves[2], axis)
+    assert cmd_log(curves[1], axis) == cmd_log(curves[3], axis)
+    assert cpr(curves[0]) != cpr(curves[2])
+
+
+def test_the_v8_draft_counts_enough_episodes_per_cell_and_v7_did_not():
+    draft = EB.EDGE_V8_DRAFT
+    assert draft.protocol == 2 and min(draft.public_cells().values()) >= EB.MIN_PUBLIC_EPISODES == 16
+    assert min(draft.private_cells(2).values()) >= EB.MIN_PRIVATE_EPISODES == 8
+    assert min(draft.private_cells(1).values()) < EB.MIN_PRIVATE_EPISODES  # the scorer refuses that model
+    v7 = EB.EDGE_BENCHMARKS["v7"]
+    assert v7.public_cells()["transfer"] == 6 and v7.private_cells(3)["transfer"] == 3  # issue 57's counts
+    assert EB.edge_benchmark("v8-edges") is draft
+
+
+def test_v7s_rows_keep_protocol_1_and_their_definition():
+    """The committed v7 edge results were scored under these definitions: protocol 2 adds keys to
+    the v8 row only."""
+    import json
+
+    from circuit_gym.leaderboard.references import load_manifest
+
+    for version in ("v6", "v7"):
+        bench = EB.EDGE_BENCHMARKS[version]
+        assert bench.protocol == 1 and "edge_protocol" not in bench.definition()
+    committed = json.loads(load_manifest()["v7-edges"]["eap_ig"].result_path().read_text())["provenance"]
+    definition = EB.EDGE_BENCHMARKS["v7"].definition()
+    assert {k: committed[k] for k in definition} == json.loads(json.dumps(definition))
+    assert EB.EDGE_V8_DRAFT.definition()["edge_protocol"] == 2
+
+
+def test_a_reference_is_scored_on_its_scores_of_the_candidates_only():
+    """A reference's ranking outside the candidates changes nothing of its protocol-2 order."""
+    graph = EdgeGraph(2, 4)
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=graph.n_edges)
+    candidates = np.argsort(-np.abs(a))[:12]
+    b = a.copy()
+    outside = np.setdiff1d(np.arange(graph.n_edges), candidates)
+    b[outside] = 100.0 + rng.normal(size=outside.size)  # another method outside: far above every candidate
+    tie = fixed_order(graph, "k")
+    orders = [entry_rankings(graph, candidates, [], EdgeRanking.from_array(s, "r", graph).scores[candidates], tie)[0]
+              .order().tolist() for s in (a, b)]  # fmt: skip
+    assert orders[0] == orders[1]
+
+
+@pytest.mark.parametrize("bad", [[1.0, float("nan")], [1.0]])
+def test_scores_must_be_one_finite_number_per_candidate(bad):
+    graph = EdgeGraph(2, 4)
+    with pytest.raises(ValueError):
+        entry_order(graph.n_edges, [0, 1], [], bad, fixed_order(graph, "x"))
