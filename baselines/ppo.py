@@ -50,7 +50,7 @@ from circuit_gym.track_envs import board_env  # noqa: E402
 
 # --tiny: enough to run every stage once (minutes on a busy 2-core machine), not to learn
 TINY = dict(epochs=1, steps_per_epoch=16, steps_per_collect=8, n_envs=1, pool_size=1, selection_episodes=1,
-            minibatch=8, repeat=1, model="zoo5", tasks="ioi", episodes=1, eval_models=["zoo6"], eval_tasks=["brackets"])  # fmt: skip
+            minibatch=8, repeat=1, model="zoo7", tasks="ioi", episodes=1, eval_models=["zoo6"], eval_tasks=["brackets"])  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
