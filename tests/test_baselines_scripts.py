@@ -49,7 +49,7 @@ def _check_against_the_board_env(result: dict) -> None:
         reward = np.asarray(env.unwrapped.episode.table.reward, dtype=float)
         assert ep["reward"] == pytest.approx(reward[ep["head"]], rel=1e-6, abs=1e-9)
         assert ep["oracle_reward"] == pytest.approx(reward.max(), rel=1e-6, abs=1e-9)
-        assert ep["oracle_head"] == int(np.argmax(reward))
+        assert reward[ep["oracle_head"]] == reward.max()  # an oracle head (ties: any of them)
     by_hand = sum(e["reward"] for e in result["episodes"]) / sum(
         e["oracle_reward"] for e in result["episodes"]
     )
