@@ -25,12 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", type=Path, required=True, help="exported model directories")
     p.add_argument("--prompts", type=int, default=32, help="eval-split prompts per pair (one batch)")
+    p.add_argument("--tasks", nargs="*", default=None, help="measure only these tasks' pairs (default: all)")
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     missing = [str(d) for d in args.models if not (d / "model.safetensors").is_file()]
     if missing:
         p.error(f"no exported model in {missing}")
-    new = backup_pairs.report({d.name: d for d in args.models}, prompts=args.prompts)
+    new = backup_pairs.report({d.name: d for d in args.models}, prompts=args.prompts, tasks=args.tasks)
     old = json.loads(args.out.read_text()) if args.out.is_file() else None
     if old is not None and old["setup"] != new["setup"]:
         p.error(f"{args.out} was measured with other settings {old['setup']}; use another --out")

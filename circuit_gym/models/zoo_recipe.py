@@ -151,10 +151,20 @@ KNOB_STRATA_V2: tuple[tuple[float, float], ...] = ((0.0, 0.0), (0.03, 0.08), (0.
 # The backup objective's settings (issue 55; circuit_gym.models.backup_objective), by name: the
 # training script's flags. "v3" is the one the pilot chose on training tasks (docs/zoo.md, "Backup
 # objective"): the objective from the identity layers' release on, each primary's backup the later
-# head that matters most with the primary ablated, the carry and dormancy terms routed to the backup's
-# own weights.
+# head that matters most with the primary ablated, every term's gradient to every weight, the pair
+# term at three times the others' weight (at 1 the optimiser met the carry term by making the whole
+# circuit robust and the pair term rose; routed to the backup alone, the backup never learned to carry).
 BACKUP_SETTINGS: dict[str, tuple[str, ...]] = {
-    "v3": ("--backup-weight", "1", "--backup-route", "backup", "--backup-choice", "conditional"),
+    "v3": (
+        "--backup-weight",
+        "1",
+        "--backup-route",
+        "all",
+        "--backup-choice",
+        "conditional",
+        "--backup-pair",
+        "3",
+    ),
 }
 
 GENERATIONS: dict[str, ZooGeneration] = {

@@ -90,12 +90,13 @@ def summary(tasks: Mapping[str, dict], training_only: bool) -> dict:
 
 
 def report(models: Mapping[str, Path], *, prompts: int = 32, seed: int = 0, accuracy_batches: int = 4,
-           threads: int | None = 1) -> dict:  # fmt: skip
-    """Every model of ``models`` (name -> exported directory) that recorded pairs."""
+           threads: int | None = 1, tasks: list[str] | None = None) -> dict:  # fmt: skip
+    """Every model of ``models`` (name -> exported directory) that recorded pairs (only the pairs of
+    ``tasks``, where given: a pilot chooses its setting on the training tasks alone)."""
     out = {}
     for name, directory in models.items():
-        pairs = recorded_pairs(directory)
-        if not pairs:
+        pairs = [p for p in recorded_pairs(directory) if tasks is None or p["task"] in tasks]
+        if not recorded_pairs(directory):
             raise ValueError(f"{directory} records no backup pairs (trained without --backup-weight?)")
         model = load_model(name, path=directory, threads=threads)
         setup = json.loads((Path(directory) / "training_log.json").read_text())["setup"]
