@@ -177,7 +177,12 @@ def env_ids() -> str:
 
 
 # An ID's kind from its family suffix (circuit_gym.envs.registration.Family.suffix), in table order.
-ID_KINDS = (("", "single head"), ("Circuit", "circuit building"), ("Edges", "edge building"))
+ID_KINDS = (
+    ("", "single head"),
+    ("Circuit", "circuit building"),
+    ("Edges", "edge building"),
+    ("KnockOut", "knock-out"),
+)
 
 
 def _id_kind(suffix: str) -> int:
