@@ -211,3 +211,42 @@ def is_sealed(path: str | Path | None) -> bool:
         return False
     with open(path, "rb") as f:
         return f.read(len(FORMAT)) == FORMAT.encode()
+
+
+SECRET_FORMAT = "circuit-gym-sealed-secret/1"
+
+
+def seal_secret(secret: dict, what: str, key_file: str | Path, out: str | Path) -> dict:
+    """Encrypt a small JSON secret (a private model's draw, before the model exists) into ``out``;
+    the header names the key and says ``what`` it is, nothing of the secret. Returns the header."""
+    from cryptography.fernet import Fernet
+
+    key = read_key(key_file)
+    header = {"format": SECRET_FORMAT, "key_id": key_id(key), "what": what}
+    token = Fernet(key).encrypt(json.dumps({"header": header, "secret": secret}, sort_keys=True).encode())
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(
+        SECRET_FORMAT.encode() + b"\n" + json.dumps(header, sort_keys=True).encode() + b"\n" + token + b"\n"
+    )
+    return header
+
+
+def open_secret(path: str | Path, key_file: str | Path) -> dict:
+    """The secret :func:`seal_secret` wrote to ``path``; a wrong key or a changed file is refused."""
+    from cryptography.fernet import Fernet, InvalidToken
+
+    lines = Path(path).read_bytes().split(b"\n")
+    if len(lines) < 3 or lines[0] != SECRET_FORMAT.encode():
+        raise CustodyError(f"{path} is not a sealed secret ({SECRET_FORMAT})")
+    header = json.loads(lines[1])
+    key = read_key(key_file)
+    if header.get("key_id") != key_id(key):
+        raise CustodyError(f"{path} was sealed with another key")
+    try:
+        body = json.loads(Fernet(key).decrypt(lines[2]))
+    except InvalidToken:
+        raise CustodyError(f"{path} was changed after sealing (its token does not verify)") from None
+    if body["header"] != header:
+        raise CustodyError(f"{path}'s header was changed after sealing")
+    return body["secret"]
