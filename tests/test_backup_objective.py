@@ -75,7 +75,7 @@ def test_terms_are_hinges_and_a_distance_on_the_stacked_metrics():
     runs = torch.tensor([[2.0, 1.0], [1.0, 2.0], [2.5, 0.0], [0.5, -1.0]])  # rows: ROLES
     terms = objective_terms(runs, fail=0.0, clean_floor=2.5)
     assert ROLES == ("clean", "p", "q", "pq")
-    assert float(terms["clean"]) == pytest.approx((0.5 + 1.5) / 2)
+    assert float(terms["clean"]) == pytest.approx(abs(1.5 - 2.5))  # the batch mean, both ways
     assert float(terms["carry"]) == pytest.approx((1.5 + 0.5) / 2)  # towards the fixed floor
     assert float(terms["dormancy"]) == pytest.approx((0.5 + 1.0) / 2)
     assert float(terms["pair"]) == pytest.approx((0.5 + 0.0) / 2)
