@@ -10,6 +10,13 @@ Switches, from strongest to weakest:
   --no-progress``): no bar, no line and no announcement anywhere;
 - otherwise (``CIRCUIT_GYM_PROGRESS=1`` included): bars in a terminal, lines in a log.
 
+No silent stage: in a log, while any counter of this module is open or was updated in the last
+interval, or a :func:`stage` block runs, a watcher thread writes a line whenever no progress line
+was written for ``LOG_INTERVAL_S`` seconds (``CIRCUIT_GYM_PROGRESS_INTERVAL`` sets another
+interval; tests use a small one). So many short computations (an environment's first oracle
+tables: one sweep each) and one long step without a counter (a PPO update) are never silent
+for longer than that in a log; in a terminal a :func:`stage` is a bar with its elapsed time.
+
 A bar appears only after ``CIRCUIT_GYM_PROGRESS_DELAY`` seconds (default 2), so the many
 sub-second sweeps of a training run stay silent and only the slow ones say so; in a log the
 first line comes after ``LOG_INTERVAL_S`` (or that delay, when it is set), so work shorter than
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -30,6 +38,7 @@ from tqdm.auto import tqdm
 
 PROGRESS_ENV_VAR = "CIRCUIT_GYM_PROGRESS"
 DELAY_ENV_VAR = "CIRCUIT_GYM_PROGRESS_DELAY"
+INTERVAL_ENV_VAR = "CIRCUIT_GYM_PROGRESS_INTERVAL"
 DEFAULT_DELAY_S = 2.0
 LOG_INTERVAL_S = 30.0  # in a log: a line at least this often while work goes on
 CLOCK: Callable[[], float] = time.monotonic  # what log lines time themselves with (a test's clock)
@@ -67,9 +76,91 @@ def progress_delay() -> float:
         raise ValueError(f"{DELAY_ENV_VAR} must be a number of seconds, got {raw!r}") from None
 
 
+def log_interval() -> float:
+    """Seconds a log may go without a progress line while work goes on (``$CIRCUIT_GYM_PROGRESS_INTERVAL``,
+    default ``LOG_INTERVAL_S``)."""
+    raw = os.environ.get(INTERVAL_ENV_VAR)
+    if raw is None:
+        return LOG_INTERVAL_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{INTERVAL_ENV_VAR} must be a number of seconds, got {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"{INTERVAL_ENV_VAR} must be positive, got {raw!r}")
+    return value
+
+
 def _log_delay() -> float:
-    """Seconds before a log's first line: ``$CIRCUIT_GYM_PROGRESS_DELAY`` when set, else ``LOG_INTERVAL_S``."""
-    return progress_delay() if os.environ.get(DELAY_ENV_VAR) is not None else LOG_INTERVAL_S
+    """Seconds before a log's first line: ``$CIRCUIT_GYM_PROGRESS_DELAY`` when set, else the log interval."""
+    return progress_delay() if os.environ.get(DELAY_ENV_VAR) is not None else log_interval()
+
+
+class _Watcher:
+    """The process's one watcher thread (lines mode only): it writes a line when work is going on
+    (an open counter or stage, or a counter updated within the interval) and no progress line was
+    written for the interval. It keeps real time (``time.monotonic``), not :data:`CLOCK`, so a
+    test's clock never makes it write."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.open: list[str] = []  # descriptions of the open counters and stages, innermost last
+        self.last_line = time.monotonic()
+        self.last_activity = float("-inf")
+        self.since = time.monotonic()  # when the current stretch of work began
+        self.finished = 0  # counters finished in the current stretch
+        self.thread: threading.Thread | None = None
+
+    def busy(self, now: float, interval: float) -> bool:
+        return bool(self.open) or now - self.last_activity < interval
+
+    def activity(self, desc: str | None = None, opened: bool = False, closed: bool = False,
+                 ended: bool = False) -> None:  # fmt: skip
+        """Work was done (a counter updated or opened), ``desc`` opened or closed; ``ended``: a stage
+        ended, which is no sign of more work to come."""
+        now = time.monotonic()
+        with self.lock:
+            if not self.busy(now, log_interval()):
+                self.since, self.finished, self.last_line = now, 0, now
+            if not ended:
+                self.last_activity = now
+            if opened and desc is not None:
+                self.open.append(desc)
+            if closed and desc is not None:
+                if desc in self.open:
+                    self.open.reverse()
+                    self.open.remove(desc)  # the innermost of that name
+                    self.open.reverse()
+                self.finished += 1
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self.run, name="circuit_gym progress", daemon=True)
+                self.thread.start()
+
+    def wrote(self) -> None:
+        with self.lock:
+            self.last_line = time.monotonic()
+
+    def run(self) -> None:
+        while True:
+            interval = log_interval()
+            time.sleep(min(1.0, interval / 5))
+            now = time.monotonic()
+            with self.lock:
+                if not self.busy(now, interval) or now - self.last_line < interval:
+                    continue
+                what = self.open[-1] if self.open else "the last counter"
+                done = (
+                    f", {self.finished} counted step{'s' * (self.finished != 1)} finished"
+                    if self.finished
+                    else ""
+                )
+                text = f"circuit_gym: still working ({what}{done}), {now - self.since:.0f} s"
+                self.last_line = now
+            if progress_mode() == "lines":
+                print(text, file=sys.stderr, flush=True)
+
+
+_WATCHER = _Watcher()
 
 
 class LineProgress(Generic[T]):
@@ -86,6 +177,7 @@ class LineProgress(Generic[T]):
         self.n, self.start = 0, self.clock()
         self.last: float | None = None  # when the last line was written
         self.closed = False
+        _WATCHER.activity(desc, opened=True)
 
     def _line(self, now: float, done: bool = False) -> str:
         elapsed = now - self.start
@@ -101,11 +193,13 @@ class LineProgress(Generic[T]):
     def _write(self, text: str, now: float) -> None:
         print(text, file=sys.stderr, flush=True)
         self.last = now
+        _WATCHER.wrote()
 
     def update(self, n: int = 1) -> None:
         self.n += n
         now = self.clock()
-        due = now - self.start >= self.delay if self.last is None else now - self.last >= LOG_INTERVAL_S
+        due = now - self.start >= self.delay if self.last is None else now - self.last >= log_interval()
+        _WATCHER.activity()
         if due:
             self._write(self._line(now), now)
 
@@ -113,6 +207,8 @@ class LineProgress(Generic[T]):
         if not self.closed and self.last is not None:
             now = self.clock()
             self._write(self._line(now, done=True), now)
+        if not self.closed:
+            _WATCHER.activity(self.desc, closed=True)
         self.closed = True
 
     def __iter__(self) -> Iterator[T]:
@@ -155,6 +251,44 @@ def progress_iter(
                 disable=mode == "off", file=sys.stderr)  # fmt: skip
 
 
+class _StageBar:
+    """A terminal's bar for a :func:`stage`: tqdm's elapsed time, refreshed each second by a thread."""
+
+    def __init__(self, desc: str) -> None:
+        self.bar = tqdm(total=None, desc=desc, bar_format="{desc}: {elapsed}", leave=False,
+                        delay=progress_delay(), file=sys.stderr)  # fmt: skip
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._tick, daemon=True)
+        self.thread.start()
+
+    def _tick(self) -> None:
+        while not self.done.wait(1.0):
+            self.bar.refresh()
+
+    def close(self) -> None:
+        self.done.set()
+        self.thread.join()
+        self.bar.close()
+
+
+@contextmanager
+def stage(desc: str, *, requested: bool | None = None) -> Iterator[None]:
+    """A stage a person waits for (``with stage("PPO warm-up and training"): ...``): in a log, a
+    line at least every interval while it runs (the watcher, naming the innermost stage or
+    counter), in a terminal a bar with its elapsed time, nothing when switched off."""
+    mode = progress_mode(requested)
+    bar = _StageBar(desc) if mode == "bars" else None
+    if mode == "lines":
+        _WATCHER.activity(desc, opened=True)
+    try:
+        yield
+    finally:
+        if mode == "lines":
+            _WATCHER.activity(desc, closed=True, ended=True)
+        if bar is not None:
+            bar.close()
+
+
 def announce_once(key: str, message: str, *, requested: bool | None = None) -> bool:
     """Print ``message`` on stderr the first time ``key`` is announced in this process, unless
     progress is switched off; returns whether it was printed."""
@@ -166,6 +300,8 @@ def announce_once(key: str, message: str, *, requested: bool | None = None) -> b
         tqdm.write(f"circuit_gym: {message}", file=sys.stderr)  # above any bar being drawn
     else:
         print(f"circuit_gym: {message}", file=sys.stderr, flush=True)
+        _WATCHER.wrote()
+        _WATCHER.activity()  # the work it announces starts now: the watcher covers it
     return True
 
 

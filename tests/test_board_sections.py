@@ -15,7 +15,7 @@ def test_a_markdown_section_becomes_escaped_html_tables():
     assert html.startswith("<h2>Planted &lt;b&gt;track&lt;/b&gt;</h2>")
 
 
-def test_transfer_rows_rank_on_the_private_model_then_the_public_held_out_models():
+def test_transfer_rows_rank_on_the_private_model_and_place_public_only_entries_on_the_public_column():
     rows = [
         {
             "name": "public_only",
@@ -36,7 +36,11 @@ def test_transfer_rows_rank_on_the_private_model_then_the_public_held_out_models
             "unseen_task_unseen_model_k1": 0.1,
         },
     ]
-    assert [r["name"] for r in rank_transfer_rows(rows)] == ["high", "low", "public_only"]
+    # an entry without a private score is placed on its public column (issue 59): above every entry
+    # it beats there, and marked as awaiting the maintainers' private score
+    ranked = rank_transfer_rows(rows)
+    assert [r["name"] for r in ranked] == ["public_only", "high", "low"]
+    assert [r["awaiting"] for r in ranked] == [True, False, False]
 
 
 def test_a_section_of_a_track_the_board_does_not_rank_on_says_why_under_its_heading():

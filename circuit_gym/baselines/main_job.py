@@ -13,10 +13,15 @@ its transfer single-head track) on its public zoo, trained and scored in one com
    comment). Checkpoints are chosen on held-back train-split batches, as in every run.
 3. **Fixed memoriser**: the oracle frequency of each head over the training pools just swept.
 4. **PPO and the memoriser** play the same episodes (their tables now read from the cache).
-5. **Tables**: ``results.json`` (every summary, the budget, wall and CPU seconds per stage) and
+5. **Tables**: ``results.json`` (every summary, the budget, wall and CPU seconds per stage),
    ``results.md``: the board's transfer table (:mod:`circuit_gym.reporting.transfer_tables`, the
-   renderer the board uses) with its four public quadrants; the private model's column stays
-   empty (only the maintainers hold that model).
+   renderer the board uses) with its four public quadrants (the private model's column stays
+   empty: only the maintainers hold that model) and a paragraph on reading it (what each quadrant
+   means, why the test-set memoriser scores on public models only, why this PPO is not the
+   board's), and ``results.png``: each quadrant's entries with their 95% intervals.
+
+Each stage is a :func:`circuit_gym.progress.stage`: in a log, a line at least every 30 s while it
+runs (the PPO stage trains without its own bars).
 
 Each episode is played as the board's scorer plays it (``circuit_gym/leaderboard/scorer.py``):
 the environment of ``circuit_gym.track_envs.board_env`` with the oracle hidden, the solver's
@@ -56,7 +61,14 @@ from circuit_gym.envs.features import DEFAULT_FEATURES
 from circuit_gym.evaluation import episode_results, recovery_summary
 from circuit_gym.passes import PassCounter, with_observation_passes
 from circuit_gym.policy import check_scores
-from circuit_gym.reporting.transfer_tables import rank_transfer_rows, transfer_markdown, transfer_row
+from circuit_gym.progress import stage as progress_stage
+from circuit_gym.reporting.transfer_tables import (
+    SHORT,
+    number,
+    rank_transfer_rows,
+    transfer_markdown,
+    transfer_row,
+)
 from circuit_gym.solvers.white_box import builtin
 from circuit_gym.track_envs import board_env
 
@@ -118,7 +130,8 @@ class Stages:
         wall, cpu = time.perf_counter(), time.process_time()
         print(f"[{name}]", flush=True)
         try:
-            yield
+            with progress_stage(name):  # never silent for long in a log (issue 59)
+                yield
         finally:
             self.seconds[name] = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
 
@@ -319,7 +332,8 @@ def run(out: Path, budget: Budget = BUDGET, seed: int = 0, device: str = "cpu") 
         rows = play_all(players, budget, split)
         entries = {**done["entries"], **{p.name: entry(p, rows[p.name]) for p in players}}
     with stages.stage("5 tables"):
-        table = results_markdown(entries, budget)
+        table = results_markdown(entries, budget, config)
+        quadrant_plot(entries, out / "results.png")
         report = {
             "benchmark": BENCH.definition(B.SINGLE_HEAD), "budget": asdict(budget), "seed": seed,
             "ppo": {"config": asdict(config), **ppo_summary}, "entries": entries,
@@ -330,18 +344,127 @@ def run(out: Path, budget: Budget = BUDGET, seed: int = 0, device: str = "cpu") 
     report["stages"]["4 PPO and the fixed memoriser play"].update(split)
     report["wall_seconds"] = time.perf_counter() - start
     (out / "results.json").write_text(json.dumps(report, indent=1))
-    (out / "results.md").write_text(f"{table}\n\nWall time {report['wall_seconds']:.0f} s.\n")
+    (out / "results.md").write_text(
+        f"{table}\n\n![each quadrant's entries](results.png)\n\nWall time {report['wall_seconds']:.0f} s.\n"
+    )
     print(table)
     print(f"done in {report['wall_seconds']:.0f} s -> {out}")
     return report
 
 
-def results_markdown(entries: dict[str, dict], budget: Budget) -> str:
-    """The board's transfer table of the job's entries, with what was played."""
+# The board's committed result files of the benchmark in force (a repository checkout holds them; an
+# installed wheel does not, and the comparison with the board is then left out of results.md).
+BOARD_RESULTS = (
+    Path(circuit_gym.__file__).resolve().parents[1] / "leaderboard" / "results" / BENCH.results_folder
+)
+QUADRANT_MEANING = {
+    "seen_task_seen_model": "a training task on a training model: what the policy was trained on (its test-split "
+    "batches, never trained on)",
+    "unseen_task_seen_model": "a held-out task on a training model: does it read what heads do, or remember which "
+    "heads the training tasks used?",
+    "seen_task_unseen_model": "a training task on a held-out zoo model: the same circuits at other heads",
+    "unseen_task_unseen_model": "a held-out task on a held-out model: the public analogue of the board's ranking "
+    "column (the private model)",
+}
+
+
+def board_recovery(name: str, quadrant: str = "unseen_task_unseen_model") -> float | None:
+    """The committed board's best-of-1 recovery of entry ``name`` in ``quadrant`` (None without the file)."""
+    path = BOARD_RESULTS / f"{name}.json"
+    if not path.is_file():
+        return None
+    value = ((json.loads(path.read_text()).get("scores") or {}).get("quadrants") or {}).get(quadrant) or {}
+    return (value.get("k1") or {}).get("recovery")
+
+
+def explanation(rows: Sequence[dict], config: PPOConfig | None) -> str:
+    """What results.md's table means: the quadrants, the memoriser's column, this PPO against the board's."""
+    lines = ["## Reading the table", ""]
+    lines += [f"- **{SHORT[q]}**: {QUADRANT_MEANING[q]}." for q in B.QUADRANTS]
+    by_name = {r["name"]: r for r in rows}
+    memo = by_name.get("testset_memoriser")
+    if memo is not None:
+        lines += ["", (
+            "The **test-set memoriser** looks each episode's best heads up in a table fitted on the public "
+            "models' test split, the batches played here, so it scores high on every public column "
+            f"({number(memo.get('unseen_task_unseen_model_k1'))} on the unseen-unseen one) without reading the "
+            "observation. The board ranks on a private model nobody outside holds, where no such table exists"
+            + (f": there the memoriser scores {number(board_private('testset_memoriser'))}" if board_private(
+                "testset_memoriser") is not None else "")
+            + ". It is here to show what the public columns alone would reward."
+        )]  # fmt: skip
+    if config is not None:
+        board = config_of("ppo", config.seed, config.device, DESIGN, BENCH.version)
+        ppo, random = by_name.get("ppo"), by_name.get("random")
+        theirs = {n: board_recovery(n) for n in ("ppo", "random")}
+        compare = ""
+        if ppo is not None and theirs["ppo"] is not None:
+            compare = (f" On the unseen-task-unseen-model column this run's PPO scores "
+                       f"{number(ppo.get('unseen_task_unseen_model_k1'))}, the board's {number(theirs['ppo'])}.")  # fmt: skip
+        if random is not None and theirs["random"] is not None:
+            compare += (f" Random is a draw of its own seed: {number(random.get('unseen_task_unseen_model_k1'))} "
+                        f"here, {number(theirs['random'])} on the board; both are chance.")  # fmt: skip
+        lines += ["", (
+            f"**This PPO is not the board's.** The job trains a smaller budget: {config.pool_size} training "
+            f"batches per (model, task), {config.selection_episodes} for checkpoint selection, {config.epochs} "
+            f"epoch(s) of {config.steps_per_epoch:,} steps ({config.epochs * config.steps_per_epoch:,} steps), "
+            f"against the reference recipe's {board.pool_size}, {board.selection_episodes} and {board.epochs} "
+            f"epoch(s) of {board.steps_per_epoch:,} ({board.epochs * board.steps_per_epoch:,} steps), with which "
+            "the board's ppo entry was trained (scripts/train_transfer_ppo.py). Its numbers are a quick "
+            f"reproduction, not the reference.{compare}"
+        )]  # fmt: skip
+    return "\n".join(lines)
+
+
+def board_private(name: str) -> float | None:
+    """The committed board's private best-of-1 recovery of ``name`` (None without the file)."""
+    path = BOARD_RESULTS / f"{name}.json"
+    if not path.is_file():
+        return None
+    private = ((json.loads(path.read_text()).get("private") or {}).get("scores") or {}).get("overall") or {}
+    return (private.get("k1") or {}).get("recovery")
+
+
+def quadrant_plot(entries: dict[str, dict], path: Path) -> Path:
+    """``results.png``: one panel per quadrant, each entry's best-of-1 recovery with its 95% interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = rank_transfer_rows([transfer_row(e) for e in entries.values()])
+    names = [r["name"] for r in rows]
+    fig, axes = plt.subplots(1, len(B.QUADRANTS), figsize=(4 * len(B.QUADRANTS), 0.45 * len(names) + 1.6),
+                             sharey=True, squeeze=False)  # fmt: skip
+    for ax, q in zip(axes[0], B.QUADRANTS, strict=True):
+        for y, r in enumerate(rows):
+            value, ci = r.get(f"{q}_k1"), r.get(f"{q}_k1_ci")
+            if value is None:
+                continue
+            err = None
+            if ci is not None and len(ci) == 2 and all(c is not None and np.isfinite(c) for c in ci):
+                err = [[max(0.0, value - ci[0])], [max(0.0, ci[1] - value)]]
+            ax.errorbar([value], [y], xerr=err, fmt="o", color="tab:red" if r.get("white_box") else "tab:blue",
+                        capsize=3)  # fmt: skip
+        ax.axvline(0.0, color="grey", lw=0.8)
+        ax.set_title(SHORT[q], fontsize=10)
+        ax.set_xlabel("best-of-1 recovery (95% CI)")
+        ax.set_yticks(range(len(names)), names)
+    axes[0][0].invert_yaxis()  # shared: the best-ranked entry on top
+    fig.suptitle(f"{BENCH.benchmark_version(B.SINGLE_HEAD)}: public quadrants (red: white-box references)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def results_markdown(entries: dict[str, dict], budget: Budget, config: PPOConfig | None = None) -> str:
+    """The board's transfer table of the job's entries, with what was played and how to read it
+    (``config``: the job's PPO config, compared with the board's recipe)."""
     rows = rank_transfer_rows([transfer_row(e) for e in entries.values()])
     return (
         f"# circuit_gym main job: {BENCH.benchmark_version(B.SINGLE_HEAD)}, public quadrants\n\n"
         f"Played here: models {', '.join(budget.models)}; tasks {', '.join(budget.tasks)}; test batches "
         f"{', '.join(map(str, budget.seeds))}. The private model's column is the maintainers' (empty here).\n\n"
-        f"{transfer_markdown(rows, TRACK)}"
+        f"{transfer_markdown(rows, TRACK)}\n\n{explanation(rows, config)}"
     )

@@ -29,6 +29,7 @@ the board), and shown in their own "Circuit track" table. Their default place is
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import circuit_gym
 from circuit_gym import benchmark as B
@@ -69,6 +70,7 @@ from circuit_gym.leaderboard.verification import (  # noqa: F401 - RefusedResult
     rescore_matches,
     track,
 )
+from circuit_gym.progress import stage
 
 PLANTED = B.PLANTED
 PLANTED_TRACKS = tuple(PLANTED_BENCHMARKS)  # every version of the Planted track (planted_scorer's rows)
@@ -109,7 +111,15 @@ def with_status(section: str, track_name: str) -> str:
     return f"{lead}{heading}\n\n**Not ranking: {status}.**\n{rest}"
 
 
-def render(result_paths: list[Path] | None = None, out: Path | None = None, model: str | None = None,
+def render(result_paths: list[Path] | None = None, out: Path | None = None, **kwargs: Any) -> dict:
+    """:func:`build` (every argument), as a stage a person waits for: in a log a line at least every
+    30 s while it verifies, rescores and draws (``circuit_gym.progress.stage``), a bar in a terminal."""
+    n = len(result_paths) if result_paths else len(board_files())
+    with stage(f"leaderboard render: {n} result files verified, tables and figures drawn"):
+        return build(result_paths, out, **kwargs)
+
+
+def build(result_paths: list[Path] | None = None, out: Path | None = None, model: str | None = None,
            model_path: str | None = None, rescore: bool = False, private_seeds: Path | None = None,
            require_isolation: bool = True, jobs: int = 1, references: References | None = None,
            private_model: Path | None = None) -> dict:  # fmt: skip
@@ -135,6 +145,9 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
         paths, weights, rescore, private_seeds, model_path, require_isolation, jobs, references, private_model
     )
     probed = probing_markdown([*entries, *failed])  # each private scoring's count (issue 44)
+    # A failure is listed under its own track's table when the board shows one, else in the board's
+    # own failures section (never under another, retired, track's heading).
+    unlisted = list(failed)
     transfer = []  # (track, about, ranked rows) of each transfer track with entries
     for t in in_board_order(TRANSFER_TRACKS):
         t_entries = [e for e in entries if track(e) == t]
@@ -168,7 +181,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     fixed = next((e for e in entries if e["board"]["reference"] == "fixed"), None)
     rows = rank_rows([{**single_head_row(e), **above_memoriser(e, fixed)} for e in entries])
     crows = rank_circuit_rows([circuit_row(e) for e in circuit_entries])
-    table = markdown(rows, refused, failed)
+    table = markdown(rows, [], [])  # failures and refused files: their own section (below)
     out.mkdir(parents=True, exist_ok=True)
     radar_dir = out / "radar"
     figures = []
@@ -186,7 +199,11 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
         text += f"\n{MARK_BEGIN}\n{MARK_END}\n"
     head, rest = text.split(MARK_BEGIN, 1)
     tail = rest.split(MARK_END, 1)[1]
-    body = "".join(f"{with_status(transfer_markdown(rows_t, t), t)}\n\n" for t, _, rows_t in transfer)
+    body = ""
+    for t, _, rows_t in transfer:
+        mine = [f for f in unlisted if track(f) == t]
+        unlisted = [f for f in unlisted if track(f) != t]
+        body += with_status(transfer_markdown(rows_t, t) + "\n".join(failures_markdown(mine, [])), t) + "\n\n"
     planted = "".join(
         with_status(planted_markdown([Path(e["board"]["path"]) for e in t_entries], t), t)
         for t, t_entries in planted_by_track.items()
@@ -199,8 +216,12 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
     body += f"{table}\n\n![board](board.png)\n![per task](per_task.png)\n" if single else ""
     if crows:
         body += f"\n{circuit_markdown(crows)}\n"
-    if not single:  # the single-head table, which lists them, is not there
-        body += "\n".join(failures_markdown(failed, refused)) + "\n"
+    if unlisted or refused:
+        body += (
+            "\n### Failed submissions and refused result files\n"
+            + "\n".join(failures_markdown(unlisted, refused, with_track=True))
+            + "\n"
+        )
     readme.write_text(f"{head}{MARK_BEGIN}\n{body}{probed}{MARK_END}{tail}")
     about = (f"Benchmark {B.BENCHMARK_VERSION}: held-out tasks {', '.join(B.HELD_OUT_TASKS)} ({B.SPLIT} split), "
              f"{len(B.EVAL_SEEDS)} seeds, {B.ABLATION} ablation, lambda {B.LAM}. Recovery: sum of chosen rewards / "
@@ -219,6 +240,8 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, mode
                  for t, t_entries in planted_by_track.items()},
               **{t: rows_t for t, rows_t in edges},
               B.SINGLE_HEAD: rows, B.CIRCUIT: crows}  # fmt: skip
+    written = [readme, out / "index.html", *([out / "board.png", out / "per_task.png"] if single else [])]
     return {"rows": rows, "circuit_rows": crows, "refused": refused, "failed": [f["name"] for f in failed],
+            "failures": [{"name": f["name"], "track": track(f)} for f in failed], "written": written,
             "transfer_rows": {t: rows_t for t, _, rows_t in transfer}, "read": read,
             "boards": {t: r for t, r in boards.items() if r}}  # fmt: skip

@@ -204,7 +204,7 @@ def transfer_table(rows: Sequence[Mapping], track: str) -> str:
     """A transfer track's sortable table (rows as ``transfer_tables.transfer_row`` makes them,
     ranked): the private model's column, then the four public quadrants."""
     from circuit_gym.benchmark import QUADRANTS
-    from circuit_gym.leaderboard.transfer_tables import SHORT
+    from circuit_gym.leaderboard.transfer_tables import AWAITING, SHORT
 
     circuit = B.is_transfer_circuit(track)
     groups = ("private", *QUADRANTS)
@@ -212,17 +212,25 @@ def transfer_table(rows: Sequence[Mapping], track: str) -> str:
     for g in groups:
         label = "private model" if g == "private" else SHORT[g]
         head += [f"{label}: CPR"] if circuit else [f"{label}: best-of-1", f"{label}: best-of-5"]
-    head.append("LM passes / episode")
+    head += ["LM passes / episode", "policy CPU s / episode"]
     ths = "".join(
         f'<th scope="col"{" class=text" if h in ("entry", "check") else ""}>{escape(h)}</th>' for h in head
     )
     body = []
     for rank, r in enumerate(rows, 1):
-        cells = [_cell(str(rank), rank), _entry_cell(r), _check_cell(str(r["check"]))]
+        entry = _entry_cell(r)
+        if r.get("awaiting"):  # no private score yet: placed on its public scores (transfer_tables)
+            entry = entry.replace("</td>", f'<br><span class="tag">{escape(AWAITING)}</span></td>', 1)
+        cells = [_cell(str(rank), rank), entry, _check_cell(str(r["check"]))]
         for g in groups:
             for key in (g,) if circuit else (f"{g}_k1", f"{g}_k5"):
+                if g == "private" and r.get("awaiting"):
+                    cells.append(_cell("awaiting", None, title=AWAITING))
+                    continue
                 cells.append(_cell(_number(r.get(key), ci=r.get(f"{key}_ci")), r.get(key)))
         cells.append(_cell(f"{r['passes']:.4g}" if _finite(r.get("passes")) else "-", r.get("passes")))
+        cpu = r.get("policy_cpu")
+        cells.append(_cell(f"{cpu:.2g}" if _finite(cpu) else "-", cpu))
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<div class="scroll"><table class="sortable" id="{escape(track)}"><thead><tr>{ths}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
@@ -261,12 +269,13 @@ def _failures(failed: Sequence[Mapping], refused: Sequence[str]) -> str:
     out = ""
     if failed:
         items = "".join(
-            f"<li><b>{escape(str(f.get('name')))}</b> ({escape(str((f.get('board') or {}).get('check', '')))}): "
+            f"<li><b>{escape(str(f.get('name')))}</b> ({escape(str(f.get('track') or B.SINGLE_HEAD))}, "
+            f"{escape(str((f.get('board') or {}).get('check', '')))}): "
             f"{escape(str((f.get('failure') or {}).get('type', '')))}"
             f"<pre>{escape(str((f.get('failure') or {}).get('reason', '')))}</pre></li>"
             for f in failed
         )
-        out += f'<h2>Failed submissions (no score)</h2><ul id="failed">{items}</ul>'
+        out += f'<h2>Failed submissions ({len(failed)}, no score)</h2><ul id="failed">{items}</ul>'
     if refused:
         out += '<h2>Refused result files</h2><ul id="refused">' + "".join(
             f"<li>{escape(m)}</li>" for m in refused

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from circuit_gym import benchmark as B
-from circuit_gym.leaderboard.sandbox import passes_note
+from circuit_gym.leaderboard.verification import track
 from circuit_gym.reporting.transfer_tables import interval as _ci
 from circuit_gym.reporting.transfer_tables import number as _num
 from circuit_gym.stats import recovery_difference_ci95
@@ -116,7 +116,8 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
         "rewards / sum of oracle rewards over the episodes with a positive oracle reward (95% paired "
         "bootstrap interval); private: the same on the maintainers' private seeds. LM passes: language-model "
         "passes the solver made per episode inside its rank call (full forward / partial / backward). "
-        f"{passes_note()} "
+        "A submitted policy's own computing in its sandbox is no LM pass: its CPU time is recorded in its "
+        "result (diagnostics.policy_cpu); the time limits of a call: leaderboard/README.md. "
         "Check: hash-checked (content hash and provenance only), rescored (`render --rescore` matched), "
         "verified (rescored, private scores included).",
         "",
@@ -157,14 +158,15 @@ def markdown(rows: list[dict], refused: list[str], failed: list[dict]) -> str:
     return "\n".join(lines + failures_markdown(failed, refused))
 
 
-def failures_markdown(failed: list[dict], refused: list[str]) -> list[str]:
-    """The board's lines on failed submissions and refused files (both tracks)."""
+def failures_markdown(failed: list[dict], refused: list[str], with_track: bool = False) -> list[str]:
+    """The board's lines on failed submissions (each a failure, never an entry; ``with_track``: each
+    names its track, where the list is not under its track's table) and refused files."""
     lines = []
     if failed:
-        lines += ["", "Failed submissions (no score):"]
+        lines += ["", f"Failed submissions ({len(failed)}, no score):"]
         lines += [
-            f"- {f['name']} ({f['board']['check']}): {f['failure']['type']}: "
-            f"{f['failure']['reason'].splitlines()[0]}"
+            f"- {f['name']}{f' ({track(f)})' if with_track else ''}, {f['board']['check']}: "
+            f"{f['failure']['type']}: {(str(f['failure'].get('reason') or '').splitlines() or [''])[0]}"
             for f in failed
         ]
     if refused:
