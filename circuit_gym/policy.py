@@ -26,8 +26,9 @@ class InvalidScoresError(ValueError):
     """A policy returned something that is not one finite score per head."""
 
 
-def check_scores(scores, n_heads_total: int) -> np.ndarray:
-    """Validate a policy's output; a clear error instead of a silently wrong ranking."""
+def check_scores(scores, n_heads_total: int, where: str = "") -> np.ndarray:
+    """Validate a policy's output; a clear error instead of a silently wrong ranking. ``where``: the
+    episode, named in the error (``"task ioi, batch 3"``)."""
     try:
         arr = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -35,7 +36,13 @@ def check_scores(scores, n_heads_total: int) -> np.ndarray:
     if arr.shape != (n_heads_total,):
         raise InvalidScoresError(f"expected {n_heads_total} scores (one per head), got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise InvalidScoresError("scores contain NaN or infinity")
+        bad = np.flatnonzero(~np.isfinite(arr))
+        heads = ", ".join(f"head {int(h)} ({arr[h]})" for h in bad[:5]) + (
+            f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        )
+        raise InvalidScoresError(
+            f"scores contain NaN or infinity: {heads}" + (f", in the episode of {where}" if where else "")
+        )
     return arr
 
 

@@ -156,3 +156,11 @@ def test_render_lists_failures_in_their_track_section_and_counts_them(tmp_path, 
     order = [line.split("|")[2].strip(" *").split(" ")[0] for line in table]
     assert order.index("newcomer") < order.index("random") and "crashed" not in order
     assert not any("crashed" in s for s in sections if "retired" in s.splitlines()[0] or "Not ranking" in s)
+
+
+def test_every_entry_name_of_the_board_in_force_is_defined_in_readmes_glossary():
+    text = (ROOT / "README.md").read_text()
+    glossary = text[text.index("- **ablation**") :]
+    names = {json.loads(p.read_text())["name"] for p in V7.rglob("*.json")}  # every track of v7
+    assert "gim" in names
+    assert not sorted(n for n in names if f"`{n}`" not in glossary)

@@ -142,10 +142,12 @@ def check_action(action, n_actions: int, what: str) -> int:
             if isinstance(action, np.ndarray)
             else f"{type(action).__name__} {action!r}"
         )
-        raise TypeError(
-            f"action must be one integer (int or numpy integer, {what}), got {shown}; a vector environment "
-            "takes one action per sub-environment"
-        )
+        # the vector-environment hint only where the action is several values (a float is one value)
+        several = isinstance(action, np.ndarray | list | tuple) and np.size(action) > 1
+        hint = "; a vector environment takes one action per sub-environment" if several else ""
+        if isinstance(action, float | np.floating):
+            hint = "; a float is never rounded: pass int(action) if you mean that head"
+        raise TypeError(f"action must be one integer (int or numpy integer, {what}), got {shown}{hint}")
     if not 0 <= action < n_actions:
         raise ValueError(f"action must be {what}, got {action!r}")
     return int(action)

@@ -63,7 +63,7 @@ def _player(env: gym.Env, rank, prepare=None) -> PlayOne:
             prepare(env)
         with counter:
             raw = rank(obs)
-        scores = check_scores(raw, base.n_total)
+        scores = check_scores(raw, base.n_total, where=f"task {task}, batch {int(seed)}")
         table = base.episode.table
         row = {"task": task, "seed": int(seed), "oracle_head": table.oracle_head,
                "oracle_reward": table.oracle_reward, "top5": top_k_heads(scores, 5, base.action_mask()),
