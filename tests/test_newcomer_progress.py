@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from circuit_gym import progress
@@ -91,7 +92,7 @@ def test_the_interval_is_read_from_the_environment(monkeypatch):
 
 
 @pytest.mark.slow
-def test_an_environments_first_tables_are_never_silent_after_the_announcement(tmp_path, monkeypatch):
+def test_an_environments_first_tables_are_never_silent_after_the_first_line(tmp_path, monkeypatch):
     import gymnasium as gym
 
     import circuit_gym  # noqa: F401  (registers the IDs)
@@ -99,11 +100,12 @@ def test_an_environments_first_tables_are_never_silent_after_the_announcement(tm
     monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))  # an empty cache: tables computed now
     monkeypatch.setattr(progress, "_announced", set())
     log = timed_log(monkeypatch)
-    env = gym.make("CircuitDiscovery-Toy-IOI-v4", pool_size=2)
-    env.reset(seed=0)
+    env = gym.make("CircuitDiscovery-ZooV2-IOI-v0", pool_size=2)  # no table shipped: computed now
+    env.reset(seed=0, options={"model": "zoo6"})
+    env.step(int(np.flatnonzero(env.unwrapped.action_masks())[0]))  # the first step fills the tables
     end = time.monotonic()
     env.close()
-    announced = [t for t, text in log.lines if "oracle table" in text]
+    announced = [t for t, text in log.lines if "oracle table" in text]  # the announcement, then the sweeps
     assert announced, log.lines
     assert longest_silence([t for t, _ in log.lines], announced[0], end) <= SLACK * INTERVAL, log.lines
 
