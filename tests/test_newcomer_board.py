@@ -164,3 +164,23 @@ def test_every_entry_name_of_the_board_in_force_is_defined_in_readmes_glossary()
     names = {json.loads(p.read_text())["name"] for p in V7.rglob("*.json")}  # every track of v7
     assert "gim" in names
     assert not sorted(n for n in names if f"`{n}`" not in glossary)
+
+
+def test_the_main_jobs_results_explain_themselves(tmp_path):
+    from circuit_gym.baselines import main_job as M
+
+    entries = {}
+    for n in ("ppo", "random", "testset_memoriser", "greedy"):
+        e = _committed(n)
+        e.pop("private", None)
+        entries[n] = {**e, "board": {"check": "this run", "reference": True}}
+    png = M.quadrant_plot(entries, tmp_path / "results.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    config = M.ppo_config(M.BUDGET, 0)
+    text = M.results_markdown(entries, M.BUDGET, config)
+    assert all(M.SHORT[q] in text.split("## Reading the table")[1] for q in B.QUADRANTS)
+    assert "test-set memoriser" in text and "private model" in text
+    # the job's budget against the recipe's, with the numbers
+    assert (
+        f"{config.epochs * config.steps_per_epoch:,} steps" in text and f"{config.pool_size} training" in text
+    )

@@ -360,8 +360,8 @@ BOARD_RESULTS = (
 QUADRANT_MEANING = {
     "seen_task_seen_model": "a training task on a training model: what the policy was trained on (its test-split "
     "batches, never trained on)",
-    "unseen_task_seen_model": "a held-out task on a training model: does it read what heads do, or remember which "
-    "heads the training tasks used?",
+    "unseen_task_seen_model": "a held-out task on a training model: it tells a policy that reads what heads do from one "
+    "that remembers which heads the training tasks used",
     "seen_task_unseen_model": "a training task on a held-out zoo model: the same circuits at other heads",
     "unseen_task_unseen_model": "a held-out task on a held-out model: the public analogue of the board's ranking "
     "column (the private model)",
