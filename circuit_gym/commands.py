@@ -166,8 +166,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     current = [e for e in listed if e.current]
-    counts = ", ".join(f"{sum(e.family.name == name for e in current)} {family.title}"
-                       for name, family in FAMILIES.items() if args.family in (None, name))  # fmt: skip
+    per_family = {name: sum(e.family.name == name for e in current) for name in FAMILIES}
+    # a family with no current ID (an inner family only others build on) is not listed
+    counts = ", ".join(f"{per_family[name]} {family.title}" for name, family in FAMILIES.items()
+                       if args.family in (None, name) and (per_family[name] or args.family == name))  # fmt: skip
     older = f"{len(listed) - len(current)} older" if args.all else "--all adds the older versions"
     print(f"{len(current)} current IDs ({counts}); {older}")
     if args.notes:

@@ -118,7 +118,9 @@ def report() -> dict:
 def _format_ids(ids: dict) -> str:
     from circuit_gym.envs.registration import FAMILIES
 
-    families = ", ".join(f"{n['current']} {FAMILIES[name].title}" for name, n in ids["by_family"].items())
+    families = ", ".join(
+        f"{n['current']} {FAMILIES[name].title}" for name, n in ids["by_family"].items() if n["current"]
+    )
     return (f"registered environment IDs: {ids['current']} current ({families}), {ids['all']} with the older "
             f"versions (circuit-gym list [--all])")  # fmt: skip
 

@@ -170,6 +170,11 @@ ZOO_TASK_SETS_V0 = {
     # Multi samples the training tasks of leaderboard benchmark v6 (written out, as above).
     "Multi": ("agreement", "docstring", "greater_than", "ioi", "pronoun"),
 }  # fmt: skip
+# ZooV2 v0: zoo v2 (MODEL_SETS["zoo-v2"]: zoo5-zoo8), the models benchmark v7 ranks on, behind a model part
+# of its own so that the Zoo IDs keep drawing zoo v1 (gymnasium's rule: an ID keeps its behaviour). The
+# same task parts: every one is performed by some zoo v2 member (their cards); Multi is v7's training tasks.
+MODELS_ZOO_V2 = {"ZooV2": "zoo-v2"}
+ZOO_V2_NOTES = "over zoo v2 (zoo5-zoo8, benchmark v7's public models), a member drawn at each reset"
 # Planted v0: a fresh planted model per reset ("planted" is the generated family, not one model);
 # one ID per circuit kind (circuit_gym.tasks.planted.KINDS).
 MODELS_PLANTED_V0 = {"Planted": "planted"}
@@ -240,6 +245,12 @@ REGISTRY: tuple[Line, ...] = (
          "first release: the edge-building environment on a planted model generated from a seed drawn at each "
          "reset; the ground truth in info only at the episode's end",
          kwargs={"inner": "edges", "version": PLANTED_GENERATOR_V0}, max_episode_steps=EDGE_EPISODE_STEPS),
+    Line(ZOO_SINGLE_HEAD, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the single-head environment {ZOO_V2_NOTES}",
+         kwargs={"inner": "single-head"}),
+    Line(ZOO_CIRCUIT, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the circuit-building environment {ZOO_V2_NOTES}",
+         kwargs={"inner": "circuit"}),
+    Line(ZOO_EDGES, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the edge-building environment {ZOO_V2_NOTES}",
+         kwargs={"inner": "edges"}, max_episode_steps=EDGE_EPISODE_STEPS),
     Line(PLANTED_SINGLE_HEAD, 1, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V1, PLANTED_NOTES_V1,
          kwargs={"inner": "single-head", "version": PLANTED_GENERATOR_V1}),
     Line(PLANTED_CIRCUIT, 1, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V1, PLANTED_NOTES_V1,
