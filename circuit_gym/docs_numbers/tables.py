@@ -417,6 +417,14 @@ def zoo_self_repair(which: str) -> Callable[[], str]:
     return table
 
 
+def zoo_backup_pilot() -> str:
+    """docs/zoo.md's backup objective pilot (issue 55; docs/results/zoo/backup_pilot.json, written by
+    scripts/backup_pilot.py): one row per model and recorded pair."""
+    from circuit_gym.reporting.backup_pairs import pairs_table
+
+    return pairs_table(load(ROOT / "docs/results/zoo/backup_pilot.json"))
+
+
 def planted_track(track: str = "planted") -> Callable[[], str]:
     """A Planted track's public and secret tables (``planted``: leaderboard/results/planted/;
     ``v7-planted``: leaderboard/results/v7/planted/; docs/planted.md). In a child process: importing
@@ -460,4 +468,5 @@ TABLES: dict[str, Callable[[], str]] = {
     "zoo-placement": zoo_placement,
     "zoo-self-repair-summary": zoo_self_repair("summary"),
     "zoo-self-repair": zoo_self_repair("tasks"),
+    "zoo-backup-pilot": zoo_backup_pilot,
 }
