@@ -78,7 +78,9 @@ def test_a_lookup_table_of_the_public_test_set_scores_nothing_on_the_secret_mode
     assert (public["precision"], public["recall"]) == (1.0, len(rows) / len(truth))  # the table worked
     secret = result["private"]["scores"]["planted"]["all"]
     assert (secret["precision"], secret["recall"]) == (0.0, 0.0)
-    assert "circuit_size" not in secret and "lm_passes" not in secret  # the policy's to set: sealed (issue 58)
+    assert (
+        "circuit_size" not in secret and "lm_passes" not in secret
+    )  # the policy's to set: sealed (issue 58)
     # passes are the environment's: its setup, and one per edge added
     assert public["lm_passes"] == setup_passes(inner.ablation) + len(rows)
     env.close()
