@@ -241,12 +241,20 @@ def test_the_planted_ids_pin_their_generator_version_and_its_kinds():
     assert sorted(t for (t,) in PLANTED_TASK_SETS_V1.values()) == sorted(
         map(task_name, kinds_of(PLANTED_GENERATOR_V1))
     )
-    planted = [r for r in list_envs(all_versions=True) if r["family"].startswith("planted")]
+    rows = list_envs(all_versions=True)
+    planted = [r for r in rows if r["family"] in ("planted", "planted-circuit", "planted-edges")]
     assert len(planted) == 3 * (len(KINDS) + len(KINDS_V3))  # single head, circuit building, edges
     for r in planted:
         generator = gym.spec(r["id"]).kwargs.get("version", DEFAULT_VERSION)
         assert generator == {0: DEFAULT_VERSION, 1: PLANTED_GENERATOR_V1}[r["version"]], r["id"]
         assert r["tasks"][0].removeprefix("planted_") in kinds_of(generator)
+    # knock-out (issue 60) starts at v0 on v7's generator, one ID per kind
+    knockout = [r for r in rows if r["family"] == "planted-knockout"]
+    assert sorted(r["tasks"][0].removeprefix("planted_") for r in knockout) == sorted(
+        kinds_of(PLANTED_GENERATOR_V1)
+    )
+    for r in knockout:
+        assert gym.spec(r["id"]).kwargs.get("version", DEFAULT_VERSION) == PLANTED_GENERATOR_V1, r["id"]
 
 
 def test_the_tables_show_each_entry_on_public_and_secret_models(small_track, seed_file, tmp_path):
