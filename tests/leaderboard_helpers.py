@@ -59,3 +59,19 @@ def edited_result(source: Path, name: str, edit: Callable[[dict], None], rehash:
     if rehash:
         r["content_hash"] = content_hash(r)
     return r
+
+
+def small_circuit_track(mp, cache: Path) -> None:
+    """The circuit track on the 4 x 4 model for one test module (``mp``: a MonkeyPatch context):
+    docstring held out, 2 public and 2 private seeds, a budget of 3 heads, fast policy starts."""
+    from circuit_gym.leaderboard import sandbox
+
+    mp.setattr(B, "MODEL", "tiny")
+    mp.setattr(B, "HELD_OUT_TASKS", ("docstring",))
+    mp.setattr(B, "CALL_TIMEOUT_S", 10.0)
+    mp.setattr(B, "CIRCUIT_EVAL_SEEDS", (0, 1))
+    mp.setattr(B, "CIRCUIT_BUDGET", 3)
+    mp.setattr(B, "CIRCUIT_N_RANDOM", 2)
+    mp.setattr(B, "CIRCUIT_PRIVATE_SEEDS", 2)
+    mp.setattr(sandbox, "PRELOAD", ())  # the policies here import numpy only: start them fast
+    mp.setenv("CIRCUIT_GYM_CACHE", str(cache))

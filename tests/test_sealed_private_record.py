@@ -15,10 +15,10 @@ import os
 import time
 
 import pytest
+from leaderboard_helpers import small_circuit_track
 from sealed_records import public_episodes_checkpoint
 
 from circuit_gym import benchmark as B
-from circuit_gym.leaderboard import sandbox
 from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.provenance import canonical_json
@@ -35,15 +35,7 @@ def bench(tmp_path_factory):
     """The circuit track on the 4 x 4 model: one held-out task, 2 public and 2 private seeds, budget 3."""
     cache = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(B, "MODEL", "tiny")
-        mp.setattr(B, "HELD_OUT_TASKS", ("docstring",))
-        mp.setattr(B, "CALL_TIMEOUT_S", 10.0)
-        mp.setattr(B, "CIRCUIT_EVAL_SEEDS", (0, 1))
-        mp.setattr(B, "CIRCUIT_BUDGET", 3)
-        mp.setattr(B, "CIRCUIT_N_RANDOM", 2)
-        mp.setattr(B, "CIRCUIT_PRIVATE_SEEDS", 2)
-        mp.setattr(sandbox, "PRELOAD", ())  # the policies here import numpy only: start them fast
-        mp.setenv("CIRCUIT_GYM_CACHE", str(cache))
+        small_circuit_track(mp, cache)
         seeds = tmp_path_factory.mktemp("private") / "private_seeds.txt"
         seeds.write_text("# maintainers only\n912345677\n887766551\n")
         yield {"seeds": seeds, "public": len(B.CIRCUIT_EVAL_SEEDS)}

@@ -15,10 +15,9 @@ import json
 from pathlib import Path
 
 import pytest
+from leaderboard_helpers import small_circuit_track
 from sealed_records import public_episodes_checkpoint
 
-from circuit_gym import benchmark as B
-from circuit_gym.leaderboard import sandbox
 from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.private_ledger import append_scoring, load_ledger, week_refusal
@@ -94,15 +93,7 @@ def bench(tmp_path_factory):
         pytest.skip(f"isolation not available here: {probe().missing}")
     cache = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(B, "MODEL", "tiny")
-        mp.setattr(B, "HELD_OUT_TASKS", ("docstring",))
-        mp.setattr(B, "CALL_TIMEOUT_S", 10.0)
-        mp.setattr(B, "CIRCUIT_EVAL_SEEDS", (0, 1))
-        mp.setattr(B, "CIRCUIT_BUDGET", 3)
-        mp.setattr(B, "CIRCUIT_N_RANDOM", 2)
-        mp.setattr(B, "CIRCUIT_PRIVATE_SEEDS", 2)
-        mp.setattr(sandbox, "PRELOAD", ())
-        mp.setenv("CIRCUIT_GYM_CACHE", str(cache))
+        small_circuit_track(mp, cache)
         seeds = tmp_path_factory.mktemp("secure") / "private_seeds.txt"
         seeds.write_text(SEEDS)
         folder = tmp_path_factory.mktemp("results")
