@@ -14,8 +14,8 @@ a set of flat head ids whose ``hook_z`` output is replaced by the engine's repla
   ``steps`` interpolation copies stacked in one forward and one backward pass; the path runs
   from every remaining head ablated to the ablated model (heads in ``ablated`` stay ablated
   along it);
-- :func:`knockout_metrics`: the exact score with ``ablated`` plus each candidate head, every
-  candidate a copy of the batch in one stacked pass of the circuit runner.
+(The exact metric of an ablated set is :mod:`circuit_gym.circuits.ablated_sets`'s: it runs circuits,
+which sit above the engine.)
 
 With ``ablated`` empty the first two are the package's ``attribution_patching`` and
 ``integrated_gradients``. The score is any function of the logits at the engine's metric
@@ -24,13 +24,12 @@ positions (the task metric, or the task-free margin of ``circuit_gym.ablation.ma
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import torch
 
 from circuit_gym.ablation.engine import AblationEngine
-from circuit_gym.circuits import Circuit, CircuitRunner
 from circuit_gym.heads import hook_layer, z_hook
 
 # score(logits at the metric positions [rows, P, vocab], batch rows [rows]) -> per-row scores
@@ -113,20 +112,3 @@ def conditional_integrated_gradients(engine: AblationEngine, ablated: Iterable[i
         mean_grad = grad.view(steps, batch, *grad.shape[1:]).sum(0)
         per_layer.append((mean_grad * (at_one[layer] - engine.replacement[layer])).sum(dim=(0, 1, 3)))
     return torch.cat(per_layer).detach().cpu().numpy().astype(np.float64)
-
-
-def knockout_metrics(runner: CircuitRunner, ablated: Iterable[int], candidates: Sequence[int]) -> np.ndarray:
-    """The exact batch-mean metric with ``ablated`` and each of ``candidates`` ablated, one
-    stacked pass (copy ``i`` of the batch ablates ``candidates[i]`` on top), float64."""
-    n_total = runner.n_layers * runner.n_heads
-    base = frozenset(range(n_total)) - frozenset(int(h) for h in ablated)
-    circuits = [Circuit(base - {int(h)}, runner.n_layers, runner.n_heads) for h in candidates]
-    return np.asarray(runner.metric(circuits), dtype=np.float64) if circuits else np.zeros(0)
-
-
-def set_metric(runner: CircuitRunner, ablated: Iterable[int]) -> float:
-    """The exact batch-mean metric with ``ablated`` ablated (one partial pass; the clean metric
-    for an empty set)."""
-    n_total = runner.n_layers * runner.n_heads
-    kept = frozenset(range(n_total)) - frozenset(int(h) for h in ablated)
-    return float(runner.metric([Circuit(kept, runner.n_layers, runner.n_heads)])[0])

@@ -10,14 +10,10 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from circuit_gym.ablation.conditional import (
-    conditional_attribution,
-    conditional_integrated_gradients,
-    knockout_metrics,
-    set_metric,
-)
+from circuit_gym.ablation.conditional import conditional_attribution, conditional_integrated_gradients
 from circuit_gym.ablation.margin import margin_rows, top_two
 from circuit_gym.circuits import CircuitRunner
+from circuit_gym.circuits.ablated_sets import knockout_metrics, set_metric
 from circuit_gym.envs.arguments import (
     check_action,
     check_count,
