@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from circuit_gym.reporting import backup_pairs  # noqa: E402
+from circuit_gym.reporting.self_repair_pilot import merge  # noqa: E402
 
 OUT = ROOT / "docs" / "results" / "zoo" / "backup_pilot.json"
 
@@ -33,9 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"no exported model in {missing}")
     new = backup_pairs.report({d.name: d for d in args.models}, prompts=args.prompts, tasks=args.tasks)
     old = json.loads(args.out.read_text()) if args.out.is_file() else None
-    if old is not None and old["setup"] != new["setup"]:
-        p.error(f"{args.out} was measured with other settings {old['setup']}; use another --out")
-    merged = {"setup": new["setup"], "models": {**(old or {"models": {}})["models"], **new["models"]}}
+    try:
+        merged = merge(old, new)
+    except ValueError as err:
+        p.error(f"{args.out}: {err}; use another --out")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(merged, indent=1) + "\n")
     print(backup_pairs.pairs_table(merged))

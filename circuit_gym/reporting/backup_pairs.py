@@ -33,11 +33,6 @@ BLIND_RANK = 20  # issue 55: first-order methods are blind to Q when its median 
 MEASURE_SPLIT = "eval"
 
 
-def recorded_pairs(directory: Path) -> list[dict]:
-    """The pairs a model's training recorded (empty for a model trained without the objective)."""
-    return list(json.loads((Path(directory) / "training_log.json").read_text()).get("backup_pairs") or [])
-
-
 def meets_bar(m: Mapping) -> bool:
     """Redundancy >= 2 (joint damage at least twice the sum of the singles, which also holds when
     both singles are ~0) and P's self-repair >= 0.5."""
@@ -95,11 +90,12 @@ def report(models: Mapping[str, Path], *, prompts: int = 32, seed: int = 0, accu
     ``tasks``, where given: a pilot chooses its setting on the training tasks alone)."""
     out = {}
     for name, directory in models.items():
-        pairs = [p for p in recorded_pairs(directory) if tasks is None or p["task"] in tasks]
-        if not recorded_pairs(directory):
+        log = json.loads((Path(directory) / "training_log.json").read_text())
+        if not log.get("backup_pairs"):
             raise ValueError(f"{directory} records no backup pairs (trained without --backup-weight?)")
+        pairs = [p for p in log["backup_pairs"] if tasks is None or p["task"] in tasks]
         model = load_model(name, path=directory, threads=threads)
-        setup = json.loads((Path(directory) / "training_log.json").read_text())["setup"]
+        setup = log["setup"]
         tasks = model_entry(model, pairs, prompts=prompts, seed=seed, accuracy_batches=accuracy_batches)
         out[name] = {"setup": {k: v for k, v in setup.items() if k.startswith("backup") or k in ("init_from", "steps")},
                      "weights_hash": model.circuit_gym_info.weights_hash, "tasks": tasks,
