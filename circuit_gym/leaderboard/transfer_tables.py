@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from circuit_gym import benchmark as B
 from circuit_gym.reporting import transfer_tables as T
-from circuit_gym.reporting.transfer_tables import SHORT, interval, number, transfer_heading
+from circuit_gym.reporting.transfer_tables import SHORT, number, quadrant_cell, transfer_heading
 
 __all__ = [
     "AWAITING",
@@ -113,14 +113,8 @@ def transfer_markdown(rows: list[dict], track: str) -> str:
     for i, r in enumerate(rows, 1):
         cells = []
         for q in ("private", *B.QUADRANTS):
-            if q == "private" and r.get("awaiting"):
-                cells.append(AWAITING)
-            elif circuit:
-                cells.append(f"{number(r.get(q))}{interval(r.get(f'{q}_ci'))}")
-            else:
-                cells.append(
-                    f"{number(r.get(f'{q}_k1'))}{interval(r.get(f'{q}_k1_ci'))} ({number(r.get(f'{q}_k5'))})"
-                )
+            awaiting = q == "private" and r.get("awaiting")
+            cells.append(AWAITING if awaiting else quadrant_cell(r, q, circuit))
         name = f"**{r['name']}**" if r["reference"] else r["name"]
         if r.get("awaiting"):
             name += f" ({AWAITING}; placed on its public scores)"

@@ -107,6 +107,15 @@ def transfer_heading(track: str) -> str:
     return f"Benchmark {bench.version}, transfer track, {'circuit building' if kind == B.CIRCUIT else 'single head'}"
 
 
+def quadrant_cell(row: dict, quadrant: str, circuit: bool) -> str:
+    """One quadrant's cell of a transfer table: the circuit track's score with its interval, or the
+    single-head track's best-of-1 with its interval and best-of-5 in brackets."""
+    q = quadrant
+    if circuit:
+        return f"{number(row.get(q))}{interval(row.get(f'{q}_ci'))}"
+    return f"{number(row.get(f'{q}_k1'))}{interval(row.get(f'{q}_k1_ci'))} ({number(row.get(f'{q}_k5'))})"
+
+
 def transfer_markdown(rows: list[dict], track: str, note: str = "") -> str:
     """The Markdown table of one transfer track, with what its columns mean (``note``: see
     :func:`transfer_about`)."""
@@ -123,12 +132,7 @@ def transfer_markdown(rows: list[dict], track: str, note: str = "") -> str:
     for i, r in enumerate(rows, 1):
         cells = []
         for q in ("private", *B.QUADRANTS):
-            if circuit:
-                cells.append(f"{number(r.get(q))}{interval(r.get(f'{q}_ci'))}")
-            else:
-                cells.append(
-                    f"{number(r.get(f'{q}_k1'))}{interval(r.get(f'{q}_k1_ci'))} ({number(r.get(f'{q}_k5'))})"
-                )
+            cells.append(quadrant_cell(r, q, circuit))
         name = f"**{r['name']}**" if r["reference"] else r["name"]
         extra = f" {number(r.get('passes'), 0)} |"
         lines.append(f"| {i} | {name} | {r['check']} | " + " | ".join(cells) + f" |{extra}")
