@@ -34,7 +34,7 @@ TORCH_PIN := torch==2.13.0
 TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 TORCH_INSTALL := $(TORCH_PIN)$(if $(strip $(TORCH_INDEX_URL)), --index-url $(strip $(TORCH_INDEX_URL)))
 
-.PHONY: install demo test test-numerics test-fast lint clean
+.PHONY: install demo test test-slow test-numerics test-fast lint clean
 
 $(BIN)/.installed: pyproject.toml
 	@test -n "$(call python_ok,$(PYTHON))" || { echo "$(PYTHON_ERROR). circuit_gym needs Python >= \
@@ -60,10 +60,15 @@ lint: install
 # that holds only on the machine that recorded its numbers fails here, at home (issue 47).
 NUMERICS_CONFIG := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
 
+# The default suite skips tests marked slow (model training, PPO, GPT-2-sized runs) so it stays near
+# 20 minutes on 2 cores; CI runs `make test` and then `make test-slow` (.ci/run).
 # --durations=30: the 30 slowest tests are listed at the end, so a test that grew slow is seen (issue 56).
 test: lint
-	$(BIN)/python -m pytest -q --durations=30
+	$(BIN)/python -m pytest -q -m "not slow" --durations=30
 	$(NUMERICS_CONFIG) $(BIN)/python -m pytest -q -m numerics
+
+test-slow: install
+	$(BIN)/python -m pytest -q -m slow --durations=30
 
 test-numerics: install
 	$(NUMERICS_CONFIG) $(BIN)/python -m pytest -q -m numerics

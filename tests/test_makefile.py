@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -77,7 +78,12 @@ def test_ci_installs_torch_from_the_configured_indexes(tmp_path):
     done = subprocess.run(["bash", ".ci/run"], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     lines = done.stdout.splitlines()
     assert _torch_line(lines).endswith("pip install --quiet torch==2.13.0")
-    assert any(line.endswith("-m pytest -q --durations=30") for line in lines)  # and it runs the suite
+    assert any(
+        line.endswith('-m pytest -q -m "not slow" --durations=30') for line in lines
+    )  # and it runs the suite
+    assert any(
+        line.endswith("-m pytest -q -m slow --durations=30") for line in lines
+    )  # and then the slow tests
 
 
 def test_make_test_lists_the_30_slowest_tests(tmp_path):
@@ -86,7 +92,15 @@ def test_make_test_lists_the_30_slowest_tests(tmp_path):
     lines = [line for line in _dry_run(f"VENV={tmp_path}/venv", target="test") if " -m pytest " in line]
     assert len(lines) == 2, lines
     suite, numerics = lines
-    assert suite.split() == [f"{tmp_path}/venv/bin/python", "-m", "pytest", "-q", "--durations=30"]
+    assert shlex.split(suite) == [
+        f"{tmp_path}/venv/bin/python",
+        "-m",
+        "pytest",
+        "-q",
+        "-m",
+        "not slow",
+        "--durations=30",
+    ]
     assert "--durations" not in numerics and numerics.endswith("-m pytest -q -m numerics")
 
 
