@@ -280,11 +280,11 @@ def is_transfer_circuit(track: str) -> bool:
     return transfer_track(track)[1] == CIRCUIT
 
 
-def quadrant(task: str, model: str, version: str = "v6") -> str:
+def quadrant(task: str, model: str, version: str = IN_FORCE) -> str:
     """The quadrant of an episode of ``task`` on the public zoo member ``model`` (benchmark ``version``)."""
     return transfer_benchmark(version).quadrant(task, model)
 
 
-def transfer_definition(track: str = SINGLE_HEAD, version: str = "v6") -> dict:
+def transfer_definition(track: str = SINGLE_HEAD, version: str = IN_FORCE) -> dict:
     """A transfer track's definition (benchmark ``version``), recorded in (and checked against) its result files."""
     return transfer_benchmark(version).definition(track)

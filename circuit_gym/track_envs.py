@@ -6,8 +6,8 @@ core). Each track's settings come from :mod:`circuit_gym.benchmark`; a caller gi
 varies: the model, the tasks, the split, how far the pool reaches and whether tables may reach
 the disk cache.
 
-- :func:`board_env`: the single-head and circuit-building tracks of benchmark v5 (on ``toy``) and
-  v6 (``transfer=True``: the zoo's pinned ablation and reference text, any feature set);
+- :func:`board_env`: the single-head and circuit-building tracks of a transfer benchmark
+  (``transfer``: its zoo's pinned ablation and reference text, any feature set);
 - :func:`planted_env`: the Planted track's circuit-building environment of one circuit kind (and
   planted generator version).
 
@@ -35,19 +35,19 @@ def board_env(kind: str, model: str, pool_size: int, *, tasks: Sequence[str] | N
               features: str = DEFAULT_FEATURES, **overrides) -> gym.Env:  # fmt: skip
     """The environment of ``kind`` (``benchmark.SINGLE_HEAD`` or ``benchmark.CIRCUIT``) on ``model``
     over batches ``0 .. pool_size - 1`` of ``split``, with the benchmark's settings (v5's; with
-    ``transfer``, a transfer benchmark's row's: ``True`` is v6). ``tasks``: the environment's
+    ``transfer``, a transfer benchmark's row's: ``True`` is the one in force, ``benchmark.IN_FORCE``). ``tasks``: the environment's
     default (every task) when None. ``overrides``: environment arguments a caller changes on
     purpose (e.g. ``oracle_info`` for training)."""
     if kind not in (B.SINGLE_HEAD, B.CIRCUIT):
         raise ValueError(f"kind must be {B.SINGLE_HEAD!r} or {B.CIRCUIT!r}, got {kind!r}")
-    bench = B.transfer_benchmark("v6") if transfer is True else transfer or None
+    bench = B.transfer_benchmark(B.IN_FORCE) if transfer is True else transfer or None
     kwargs: dict = dict(model=model, split=split, pool_size=int(pool_size), batch_size=B.PROMPTS_PER_EPISODE,
                         ablation=bench.ablation if bench else B.ABLATION, cache=cache, features=features)  # fmt: skip
     if tasks is not None:
         kwargs["tasks"] = tuple(tasks)
     if model_path:
         kwargs["model_path"] = model_path
-    # v6's IDs are the zoo's (the private model is loaded from a directory, under its own name)
+    # a transfer benchmark's IDs are its zoo's (the private model is loaded from a directory, under its own name)
     id_model = bench.train_models[0] if bench else model
     if kind == B.CIRCUIT:
         kwargs.update(

@@ -2,7 +2,7 @@
 
     python scripts/fit_testset_memoriser.py --out-dir docs/results/transfer
 
-Reads, on every public zoo member and every task of a transfer benchmark (``--version``, v6 by
+Reads, on every public zoo member and every task of a transfer benchmark (``--version``, the one in force by
 default) that the member serves, test-split batches 8..31
 (the board scores 0..7 on the public models: ``benchmark.TRANSFER_SEEDS``, which the fit refuses).
 The signature (``"mean"`` over heads or every ``"heads"``') is the one that recognises the task
@@ -42,11 +42,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--batches", type=batch_range, default=tuple(range(8, 32)), help="test-split batches, e.g. 8-31"
     )
-    p.add_argument("--version", choices=tuple(B.TRANSFER_BENCHMARKS), default="v6",
+    p.add_argument("--version", choices=tuple(B.TRANSFER_BENCHMARKS), default=B.IN_FORCE,
                    help="the transfer benchmark whose public models and tasks are read")  # fmt: skip
-    p.add_argument(
-        "--out-dir", type=Path, help="default: the version's docs folder (docs/results/transfer for v6)"
-    )
+    p.add_argument("--out-dir", type=Path, help="default: the version's docs folder (docs/results/VERSION)")
     args = p.parse_args(argv)
     bench = B.transfer_benchmark(args.version)
     out_dir = args.out_dir or docs_dir(args.version, ROOT / "docs" / "results")

@@ -1,4 +1,4 @@
-"""Fit a transfer benchmark's fair reference entries (v6 by default) on the training tasks of its training models.
+"""Fit a transfer benchmark's fair reference entries (the one in force by default) on the training tasks of its training models.
 
     python scripts/fit_transfer_baselines.py --out-dir docs/results/transfer
 
@@ -32,12 +32,10 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--fixed-episodes", type=int, default=32, help="train-split batches per task and model")
     p.add_argument("--column-episodes", type=int, default=16, help="eval-split batches per task and model")
-    p.add_argument("--version", choices=tuple(B.TRANSFER_BENCHMARKS), default="v6",
+    p.add_argument("--version", choices=tuple(B.TRANSFER_BENCHMARKS), default=B.IN_FORCE,
                    help="the transfer benchmark whose training models and tasks are fitted on")  # fmt: skip
-    p.add_argument("--entries", nargs="+", choices=("fixed", "column"), default=["fixed", "column"])
-    p.add_argument(
-        "--out-dir", type=Path, help="default: the version's docs folder (docs/results/transfer for v6)"
-    )
+    p.add_argument("--entries", nargs="+", choices=("fixed", "column"), default=["fixed"])
+    p.add_argument("--out-dir", type=Path, help="default: the version's docs folder (docs/results/VERSION)")
     args = p.parse_args(argv)
     bench = B.transfer_benchmark(args.version)
     args.out_dir = args.out_dir or docs_dir(args.version, ROOT / "docs" / "results")

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 
+from circuit_gym.benchmark import IN_FORCE
 from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS
 from circuit_gym.leaderboard.edge_scorer import reference_names
 from circuit_gym.leaderboard.edge_tables import write_mib_export
@@ -36,7 +37,7 @@ def add_to_manifest(track_name: str, name: str, entry: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--track", default=EDGE_BENCHMARKS["v6"].track)
+    parser.add_argument("--track", default=EDGE_BENCHMARKS[IN_FORCE].track)
     parser.add_argument("--names", nargs="*", help="only these (default: every reference, then the edge PPO)")
     args = parser.parse_args()
     os.chdir(REPO_ROOT)

@@ -1,4 +1,4 @@
-"""PPO trained across the training models of a transfer benchmark (v6 by default), seeds 0-4, both
+"""PPO trained across the training models of a transfer benchmark (the one in force by default), seeds 0-4, both
 tracks (circuit_gym.baselines.transfer_training: what and how).
 
     python scripts/train_transfer_ppo.py                       # every track and seed, one at a time
@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from circuit_gym.baselines import transfer_training as training  # noqa: E402
 from circuit_gym.baselines.ppo_designs import DESIGNS  # noqa: E402
-from circuit_gym.benchmark import TRANSFER_BENCHMARKS  # noqa: E402
+from circuit_gym.benchmark import IN_FORCE, TRANSFER_BENCHMARKS  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--design", choices=tuple(DESIGNS), default="reference",
                         help="which recipe (DESIGNS): the reference, or issue 34's causal observation")  # fmt: skip
-    parser.add_argument("--version", choices=tuple(TRANSFER_BENCHMARKS), default="v6",
+    parser.add_argument("--version", choices=tuple(TRANSFER_BENCHMARKS), default=IN_FORCE,
                         help="the transfer benchmark whose training models are trained on")  # fmt: skip
     parser.add_argument("--out", type=Path, help="runs (default: runs/transfer, runs/transfer_VERSION)")
     parser.add_argument(

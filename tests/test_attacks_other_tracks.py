@@ -1,6 +1,6 @@
 """Issue 44's attacks on the tracks with secret material besides private seeds: the Planted
-track (secret planted models) and benchmark v6's transfer tracks (the private model, single-head
-and circuit). Per track: a namespace package named like the cache folder is refused; a policy
+track (secret planted models) and the transfer tracks of the benchmark in force (the private
+model, single-head and circuit). Per track: a namespace package named like the cache folder is refused; a policy
 failing in the first private episode with what it saw there (in its message, its output, or a
 value a check quotes) leaves a fixed failure record; the policy's own CPU time is recorded.
 The single-head and circuit tracks' versions are in tests/test_attacks.py.
@@ -83,7 +83,10 @@ def test_planted_a_failure_on_a_secret_model_carries_no_policy_text(small_track,
     assert result["probing"]["submitter_scorings"] == 1
 
 
-# ------------------------------------------------------------------ the transfer tracks (v6)
+# ------------------------------------------------------------------ the transfer tracks (in force)
+BENCH = B.transfer_benchmark(B.IN_FORCE)
+
+
 @pytest.fixture
 def small_transfer(monkeypatch, tmp_path):
     """One seed per cell, one private seed, a circuit budget of 3; a stand-in private model (a copy
@@ -94,7 +97,7 @@ def small_transfer(monkeypatch, tmp_path):
     monkeypatch.setattr(sandbox, "PRELOAD", ())
     monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))
     private = tmp_path / "private"
-    shutil.copytree(embedded_dir(B.TRAIN_MODELS[0]), private / "model")
+    shutil.copytree(embedded_dir(BENCH.train_models[0]), private / "model")
     seeds = private / "private_seeds.json"
     seeds.write_text(json.dumps([5, 11]))
     return private / "model", seeds
@@ -118,9 +121,9 @@ def test_transfer_a_failure_on_the_private_model_carries_no_policy_text(
     small_transfer, tmp_path, track, attack, check
 ):
     model, seeds = small_transfer
-    public = len(B.transfer_benchmark("v6").all_tasks())  # one public model, one seed per task
+    public = len(BENCH.tasks_of(BENCH.train_models[0]))  # one public model, one seed per task it serves
     result = score_transfer(attack, track, policy_spec=f"hostile_policies:{attack}", private_model=model,
-                            private_seeds=seeds, models=(B.TRAIN_MODELS[0],),
+                            private_seeds=seeds, models=(BENCH.train_models[0],),
                             checkpoint=public_episodes_checkpoint(tmp_path, public))  # fmt: skip
     assert_sealed(result, public, check)
     assert str(model) not in json.dumps(result)

@@ -95,7 +95,7 @@ def test_table_matches_the_track_scorer(tmp_path, monkeypatch):
     summaries on the same cells (one batch of a training and a held-out task on a training and a
     held-out model: every quadrant). Both run here, so the numbers agree to float noise; a
     quadrant mixed up, a pass miscounted or another batch played would not."""
-    from circuit_gym.leaderboard import scorer
+    from circuit_gym.leaderboard import single_head_play
     from circuit_gym.leaderboard.scoring import play_episodes, players
     from circuit_gym.leaderboard.transfer_scorer import Cell, cell_env, transfer_scores
     from circuit_gym.leaderboard.transfer_tables import transfer_row
@@ -121,7 +121,7 @@ def test_table_matches_the_track_scorer(tmp_path, monkeypatch):
             env = cell_env(
                 B.SINGLE_HEAD, Cell(model, None, budget.tasks, budget.seeds, True), "attention", bench
             )
-            play_one = players(scorer.SINGLE_HEAD, name, None)(env)
+            play_one = players(single_head_play.SINGLE_HEAD, name, None)(env)
             jobs = [(t, s) for t in budget.tasks for s in budget.seeds]
             board_rows += [{"model": model, **r} for r in play_episodes(play_one, jobs, name, detailed=False)]
         theirs = transfer_row({"name": name, "track": main_job.TRACK, "scores": transfer_scores(B.SINGLE_HEAD, board_rows, bench),

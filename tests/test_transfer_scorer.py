@@ -1,4 +1,4 @@
-"""Benchmark v6's transfer scorer: the private model's checks come before any scoring, a result
+"""The transfer scorer (the benchmark in force): the private model's checks come before any scoring, a result
 scored on one private model never verifies against another's weights, forged or partial files
 are refused, and the quadrant summaries agree with a recomputation from the episode rows."""
 
@@ -20,6 +20,12 @@ from circuit_gym.leaderboard.transfer_scorer import score_transfer
 from circuit_gym.models.loading import embedded_dir
 
 RANDOM = "circuit_gym.baselines.random_policy:make_policy"
+BENCH = B.transfer_benchmark(B.IN_FORCE)
+TRAIN_MODEL, HELD_OUT, OTHER_HELD_OUT = (
+    BENCH.train_models[0],
+    BENCH.held_out_models[0],
+    BENCH.held_out_models[1],
+)
 
 
 @pytest.fixture
@@ -51,11 +57,11 @@ def test_missing_private_model_or_seeds_is_an_error_before_any_scoring(tmp_path,
     with pytest.raises(FileNotFoundError, match="does not exist"):
         score_transfer("x", policy_spec=RANDOM, private_model=tmp_path / "nope", private_seeds=seed_file)
     with pytest.raises(ValueError, match="both private_model and private_seeds"):
-        score_transfer("x", policy_spec=RANDOM, private_model=_stand_in(tmp_path, "zoo2", "p"))
+        score_transfer("x", policy_spec=RANDOM, private_model=_stand_in(tmp_path, HELD_OUT, "p"))
     short = tmp_path / "short.json"
     short.write_text("[3]")
     with pytest.raises(ValueError, match="holds 1 seeds; the single-head transfer track uses"):
-        score_transfer("x", policy_spec=RANDOM, private_model=embedded_dir("zoo2"), private_seeds=short)
+        score_transfer("x", policy_spec=RANDOM, private_model=embedded_dir(HELD_OUT), private_seeds=short)
     with pytest.raises(ValueError, match="track must be one of"):
         score_transfer("x", track="multi", policy_spec=RANDOM)
 
@@ -83,15 +89,17 @@ def _gate_out(directory, tasks) -> None:
 def test_private_model_that_performs_too_few_held_out_tasks_or_whose_card_is_of_other_weights(
     tmp_path, seed_file, monkeypatch
 ):
-    gated_out = _stand_in(tmp_path, "zoo2", "gated_out")
-    _gate_out(gated_out, B.TRANSFER_HELD_OUT_TASKS[1:])
+    gated_out = _stand_in(tmp_path, HELD_OUT, "gated_out")
+    _gate_out(gated_out, BENCH.held_out_tasks[1:])
     with monkeypatch.context() as mp:
         mp.setattr(gym, "make", _no_env)
-        with pytest.raises(ValueError, match=r"held-out tasks \['brackets'\] only \(at least 2 needed\)"):
+        with pytest.raises(
+            ValueError, match=rf"held-out tasks \['{BENCH.held_out_tasks[0]}'\] only \(at least 2 needed\)"
+        ):
             score_transfer("x", policy_spec=RANDOM, private_model=gated_out, private_seeds=seed_file)
-    # zoo2's weights with zoo4's card: refused once the weights are loaded, before any episode
-    mixed = _stand_in(tmp_path, "zoo2", "mixed")
-    shutil.copy(embedded_dir("zoo4") / "card_metrics.json", mixed / "card_metrics.json")
+    # one held-out member's weights with the other's card: refused once the weights are loaded, before any episode
+    mixed = _stand_in(tmp_path, HELD_OUT, "mixed")
+    shutil.copy(embedded_dir(OTHER_HELD_OUT) / "card_metrics.json", mixed / "card_metrics.json")
     with pytest.raises(ValueError, match="measured on other weights"):
         score_transfer(
             "x", policy_spec=RANDOM, private_model=mixed, private_seeds=seed_file, require_isolation=False
@@ -104,7 +112,7 @@ def scored(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("transfer")
     seeds = tmp_path / "private_seeds.json"
     seeds.write_text(json.dumps([5, 11]))
-    private = _stand_in(tmp_path, "zoo2", "private_a")
+    private = _stand_in(tmp_path, HELD_OUT, "private_a")
     _gate_out(private, ("capital",))  # a held-out task it does not perform is never served on it
     with pytest.MonkeyPatch.context() as mp:
         shrink_transfer(mp, seeds=(0,), private_seeds=1)
@@ -120,22 +128,21 @@ def test_quadrants_agree_with_a_recomputation_from_the_rows(scored):
     assert result["status"] == "scored"
     rows = result["scores"]["episodes"]
     # every public (model, task) cell once per seed; the private model's episodes are not kept
+    # (each task its card's gate admits: a zoo v2 member may not serve every task)
     assert {(r["model"], r["task"]) for r in rows} == {
-        (m, t)
-        for m in B.TRAIN_MODELS + B.HELD_OUT_MODELS
-        for t in B.TRANSFER_TRAIN_TASKS + B.TRANSFER_HELD_OUT_TASKS
+        (m, t) for m in BENCH.public_models() for t in BENCH.tasks_of(m)
     }
     assert "private" not in {r["model"] for r in rows}
     for q, summary in result["scores"]["quadrants"].items():
         seen_task, seen_model = q.startswith("seen_task"), q.endswith("_seen_model")
-        group = [r for r in rows if (r["task"] in B.TRANSFER_TRAIN_TASKS) == seen_task
-                 and (r["model"] in B.TRAIN_MODELS) == seen_model]  # fmt: skip
+        group = [r for r in rows if (r["task"] in BENCH.train_tasks) == seen_task
+                 and (r["model"] in BENCH.train_models) == seen_model]  # fmt: skip
         positive = [r for r in group if r["oracle_reward"] > 0]
         expected = sum(r["reward_k1"] for r in positive) / sum(r["oracle_reward"] for r in positive)
         assert summary["k1"]["episodes"] == len(group)
         assert summary["k1"]["recovery"] == pytest.approx(expected, abs=1e-8)
     private = result["private"]
-    served = [t for t in B.TRANSFER_HELD_OUT_TASKS if t != "capital"]
+    served = [t for t in BENCH.tasks_of(HELD_OUT, BENCH.held_out_tasks) if t != "capital"]
     assert private["tasks"] == served and sorted(private["scores"]["per_task"]) == sorted(served)
     assert private["n_seeds"] == 1 and private["scores"]["overall"]["k1"]["episodes"] == len(served)
     assert set(private) == {
@@ -151,11 +158,11 @@ def test_quadrants_agree_with_a_recomputation_from_the_rows(scored):
 @pytest.mark.slow
 def test_a_result_scored_on_one_private_model_does_not_verify_against_another(scored, tmp_path, one_seed):
     result, path, seed_file = scored
-    other = _stand_in(tmp_path, "zoo4", "private_b")
+    other = _stand_in(tmp_path, OTHER_HELD_OUT, "private_b")
     with pytest.raises(V.RefusedResultError, match="another private model"):
         V.rescore_matches(path, result, seed_file, require_isolation=False, private_model=other)
     # the same weights (another copy, the same card) re-score to the same numbers, private ones included
-    same = _stand_in(tmp_path, "zoo2", "private_c")
+    same = _stand_in(tmp_path, HELD_OUT, "private_c")
     _gate_out(same, ("capital",))
     assert (
         V.rescore_matches(path, result, seed_file, require_isolation=False, private_model=same) == "verified"
@@ -168,13 +175,13 @@ def test_forged_or_partial_transfer_results_are_refused(scored, tmp_path, one_se
     assert V.verify(path, None)["name"] == "random"
     # an attacker recomputes the content hash after claiming other public weights
     forged = json.loads(path.read_text())
-    forged["provenance"]["weights_hashes"]["zoo2"] = "0" * 16
+    forged["provenance"]["weights_hashes"][HELD_OUT] = "0" * 16
     forged["content_hash"] = content_hash(forged)
     bad = write_result(forged, tmp_path / "forged.json")
     with pytest.raises(V.RefusedResultError, match="other weights of the public zoo"):
         V.verify(bad, None)
-    partial = score_transfer("part", policy_spec=RANDOM, models=("zoo1",), require_isolation=False)
-    assert {r["model"] for r in partial["scores"]["episodes"]} == {"zoo1"}
+    partial = score_transfer("part", policy_spec=RANDOM, models=(TRAIN_MODEL,), require_isolation=False)
+    assert {r["model"] for r in partial["scores"]["episodes"]} == {TRAIN_MODEL}
     with pytest.raises(V.RefusedResultError, match="some public models only"):
         V.verify(write_result(partial, tmp_path / "part.json"), None)
     # scored under another benchmark definition (a seed added): stale

@@ -124,10 +124,10 @@ def test_zoo_multi_samples_the_v6_training_tasks_and_the_split_rule_holds():
     # every task of both splits is gated on every public member (never served where it fails)
     for model in ZOO:
         assert set(B.TRANSFER_TRAIN_TASKS + B.TRANSFER_HELD_OUT_TASKS) <= set(gated_tasks(model))
-    assert B.quadrant("capital", "zoo2") == "unseen_task_unseen_model"
-    assert B.quadrant("ioi", "zoo1") == "seen_task_seen_model"
+    assert B.quadrant("capital", "zoo2", "v6") == "unseen_task_unseen_model"
+    assert B.quadrant("ioi", "zoo1", "v6") == "seen_task_seen_model"
     with pytest.raises(ValueError, match="no split"):
-        B.quadrant("induction", "zoo1")
+        B.quadrant("induction", "zoo1", "v6")
 
 
 def test_zoo_v2_draws_one_member_per_knob_stratum_and_leaves_v1_unchanged():

@@ -90,7 +90,7 @@ def measure(transfer_dir: Path = TRANSFER, ceiling_report: Path = CEILING_REPORT
     for name, rs in rows.items():
         entry: dict = {"quadrants": {}, "held_out_cells": {}}
         for q in B.QUADRANTS:
-            qr = [r for r in rs if B.quadrant(r["task"], r["model"]) == q]
+            qr = [r for r in rs if B.quadrant(r["task"], r["model"], "v6") == q]
             entry["quadrants"][q] = {f"best_of_{k}": summary(qr, k) for k in B.KS}
             if qr[0]["recognised"] is not None:
                 ones = [r for r in qr if r["k"] == B.KS[0]]

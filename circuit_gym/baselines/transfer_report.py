@@ -177,8 +177,8 @@ def targets_34(entry: dict, refs: dict) -> dict:
 
 def report() -> dict:
     out: dict = {
-        "benchmark": B.transfer_definition("single-head"),
-        "circuit_benchmark": B.transfer_definition("circuit"),
+        "benchmark": B.transfer_definition("single-head", "v6"),
+        "circuit_benchmark": B.transfer_definition("circuit", "v6"),
     }
     refs = {t: {n: entry_summary(r) for n, r in load(d, t).items()} for t, d in TRACKS.items()}
     out["references"] = refs

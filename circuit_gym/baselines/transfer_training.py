@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from circuit_gym.baselines.ppo_designs import configure, run_name
-from circuit_gym.benchmark import transfer_benchmark
+from circuit_gym.benchmark import IN_FORCE, transfer_benchmark
 from circuit_gym.embedded import MODEL_SETS
 
 # The Zoo-Multi IDs sample the benchmark's training tasks (circuit_gym.envs.registration).
@@ -47,7 +47,7 @@ def docs_dir(version: str, root: Path) -> Path:
     return root / transfer_benchmark(version).results_folder
 
 
-def config_of(track: str, seed: int, device: str, design: str = "reference", version: str = "v6"):
+def config_of(track: str, seed: int, device: str, design: str = "reference", version: str = IN_FORCE):
     """The track's reference config with ``design``'s changes, on its Zoo-Multi ID over benchmark
     ``version``'s training models, with ``seed``."""
     if track == "ppo":
@@ -59,7 +59,7 @@ def config_of(track: str, seed: int, device: str, design: str = "reference", ver
 
 
 def train_one(
-    track: str, seed: int, out: Path, device: str, design: str = "reference", version: str = "v6"
+    track: str, seed: int, out: Path, device: str, design: str = "reference", version: str = IN_FORCE
 ) -> dict:
     from circuit_gym.baselines import circuit_ppo, ppo
 
@@ -81,7 +81,7 @@ def copy_finished(track: str, seed: int, out: Path, docs: Path, design: str = "r
 
 
 def record(
-    docs: Path, track: str, seed: int, machine: str, design: str = "reference", version: str = "v6"
+    docs: Path, track: str, seed: int, machine: str, design: str = "reference", version: str = IN_FORCE
 ) -> None:
     """Add a finished run's selection score and wall times to ``DOCS/training.json``."""
     name = run_name(track, design)
@@ -102,7 +102,7 @@ def record(
     }, indent=1))  # fmt: skip
 
 
-def check_train_set(version: str = "v6") -> None:
+def check_train_set(version: str = IN_FORCE) -> None:
     """The model set the IDs train on is benchmark ``version``'s training models."""
     bench = transfer_benchmark(version)
     if set(MODEL_SETS[bench.train_set]) != set(bench.train_models):
@@ -111,7 +111,7 @@ def check_train_set(version: str = "v6") -> None:
 
 
 def copy_and_record(jobs: Sequence[tuple[str, int]], out: Path, docs: Path, machine: str,
-                    design: str = "reference", version: str = "v6") -> list[str]:  # fmt: skip
+                    design: str = "reference", version: str = IN_FORCE) -> list[str]:  # fmt: skip
     """Copy every finished run of ``jobs`` to ``docs`` and record it; one line per job."""
     lines = []
     for track, seed in jobs:

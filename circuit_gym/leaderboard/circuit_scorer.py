@@ -36,18 +36,11 @@ from pathlib import Path
 import gymnasium as gym
 
 from circuit_gym import benchmark as B
-from circuit_gym.circuits import batch_scores
-from circuit_gym.leaderboard.sandbox import SandboxedPolicy
-from circuit_gym.leaderboard.scoring import OneModelRun, Players, PlayOne, TrackPlay, score_track
-from circuit_gym.policy import check_action, check_scores
-from circuit_gym.solvers.episodes import play, play_episode, summarize_track
-from circuit_gym.solvers.white_box import WhiteBox
+from circuit_gym.leaderboard.circuit_play import CIRCUIT, rows, summary
+from circuit_gym.leaderboard.scoring import OneModelRun, TrackPlay, score_track
 from circuit_gym.track_envs import board_env
 
 TRACK = B.CIRCUIT
-# Per-episode fields of the result, besides task and seed.
-EPISODE_FIELDS = ("order", "circuit_size", "faithfulness", "return", "forward_passes", "cpr", "cmd",
-                  "cpr_random", "cmd_random")  # fmt: skip
 
 
 def make_circuit_env(model: str, model_path: str | None, seeds, cache: bool = True) -> gym.Env:
@@ -55,57 +48,11 @@ def make_circuit_env(model: str, model_path: str | None, seeds, cache: bool = Tr
     return board_env(B.CIRCUIT, model, max(seeds) + 1, cache=cache, model_path=model_path)
 
 
-def _with_areas(env: gym.Env, play_one, name: str) -> PlayOne:
-    """``play_one(task, seed)`` (a row of ``solvers.episodes.play``), then the scorer runs its
-    ranking's curves: one row per episode with :data:`EPISODE_FIELDS`."""
-
-    def row(task: str, seed: int, detailed: bool = True) -> dict:
-        played = play_one(task, seed)
-        areas = batch_scores(
-            env.unwrapped.state.runner, played["ranking"], n_random=B.CIRCUIT_N_RANDOM, seed=seed
-        )
-        played.update({k: areas[k] for k in ("cpr", "cmd", "cpr_random", "cmd_random")})
-        return {"solver": name, "task": task, "seed": seed, **{k: played[k] for k in EPISODE_FIELDS}}
-
-    return row
-
-
-def _builtin_player(env: gym.Env, white_box: WhiteBox) -> PlayOne:
-    solver = white_box.build()
-    return _with_areas(env, lambda task, seed: play_episode(env, solver, task, seed), white_box.name)
-
-
-def _sandbox_player(env: gym.Env, sandbox: SandboxedPolicy) -> PlayOne:
-    """Every action and the final scores of the sandboxed policy validated."""
-    base = env.unwrapped
-
-    def act(obs, info):
-        return check_action(sandbox.act(obs, info["action_mask"]), info["action_mask"])
-
-    def rank(obs, info):
-        return check_scores(sandbox.rank_heads(obs), base.n_total)
-
-    return _with_areas(env, lambda task, seed: play(env, task, seed, act, rank, "policy"), "policy")
-
-
-def _summary(episodes: list[dict]) -> dict:
-    """Per held-out task and ``"all"``: means and 95% t-intervals over episodes
-    (``solvers.episodes.summarize_track``)."""
-    rows = summarize_track(episodes)
-    return {r["task"]: {k: v for k, v in r.items() if k not in ("solver", "task")} for r in rows}
-
-
-def _rows(episodes: list[dict]) -> list[dict]:
-    return [{k: v for k, v in row.items() if k != "solver"} for row in episodes]
-
-
-# How a circuit-building episode is played (the transfer tracks play it too).
-CIRCUIT = Players(TRACK, ("rank_heads", "act"), _builtin_player, _sandbox_player)
 CIRCUIT_TRACK = TrackPlay(
     name=TRACK, definition=B.circuit_definition, eval_seeds=lambda: B.CIRCUIT_EVAL_SEEDS, other_seeds=tuple,
     private_seeds=lambda seeds: seeds[: B.CIRCUIT_PRIVATE_SEEDS], make_env=make_circuit_env, players=CIRCUIT,
-    scores=lambda main, _: {"summary": _summary(main), "episodes": _rows(main)},
-    private_scores=lambda hidden: {"summary": _summary(hidden)}, sample_rows=_rows,
+    scores=lambda main, _: {"summary": summary(main), "episodes": rows(main)},
+    private_scores=lambda hidden: {"summary": summary(hidden)}, sample_rows=rows,
 )  # fmt: skip
 
 

@@ -9,9 +9,8 @@ file, it also plays the held-out tasks on that model at the file's first seeds; 
 only summaries, the private model's weights hash and the seed file's SHA-256, so verifying it
 needs the same weights (``circuit_gym/leaderboard/verification.py``) and nobody else can reproduce it.
 
-The per-episode play is each track's own (``circuit_gym/leaderboard/scorer.py``'s single-head player, with
-oracle recovery, and ``circuit_gym/leaderboard/circuit_scorer.py``'s circuit-building player, with CPR and
-CMD); the checks, sandbox, provenance and content hash are the skeleton's
+The per-episode play is each kind's own (``circuit_gym/leaderboard/single_head_play.py``: oracle
+recovery; ``circuit_gym/leaderboard/circuit_play.py``: circuit building, with CPR and CMD); the checks, sandbox, provenance and content hash are the skeleton's
 (``circuit_gym/leaderboard/scoring.py``). What is new here is only the cells: (model, tasks, seeds)
 (:class:`TransferRun`).
 
@@ -33,7 +32,7 @@ from circuit_gym import benchmark as B
 from circuit_gym.embedded import is_embedded
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.envs.features import DEFAULT_FEATURES
-from circuit_gym.leaderboard import circuit_scorer, scorer
+from circuit_gym.leaderboard import circuit_play, single_head_play
 from circuit_gym.leaderboard.scoring import Part, PlayersRun, PlayOne, score_track
 from circuit_gym.track_envs import board_env
 
@@ -122,7 +121,7 @@ def cell_env(track: str, cell: Cell, features: str, bench: B.TransferBenchmark) 
 
 
 # Per track: the players (builtin, sandboxed) and the policy's methods.
-_TRACK = {B.SINGLE_HEAD: scorer.SINGLE_HEAD, B.CIRCUIT: circuit_scorer.CIRCUIT}
+_TRACK = {B.SINGLE_HEAD: single_head_play.SINGLE_HEAD, B.CIRCUIT: circuit_play.CIRCUIT}
 
 
 def summary(track: str, rows: list[dict]) -> dict:
@@ -131,10 +130,10 @@ def summary(track: str, rows: list[dict]) -> dict:
     if not rows:
         return {}
     if track == B.CIRCUIT:
-        return circuit_scorer._summary(rows)["all"]
+        return circuit_play.summary(rows)["all"]
     from circuit_gym.circuits.preferences import areas_summary
 
-    return {**scorer._summary(rows), "circuits": areas_summary(rows)}
+    return {**single_head_play.recovery_by_k(rows), "circuits": areas_summary(rows)}
 
 
 def transfer_scores(track: str, rows: list[dict], bench: B.TransferBenchmark) -> dict:
@@ -152,7 +151,7 @@ def transfer_scores(track: str, rows: list[dict], bench: B.TransferBenchmark) ->
     }
     out = {"quadrants": quadrants, "per_model_task": per_cell, "episodes": rows}
     if track == B.SINGLE_HEAD:  # the circuit track's summaries hold their passes already
-        out["compute"] = scorer._compute(rows)
+        out["compute"] = single_head_play.compute(rows)
     return out
 
 
@@ -271,7 +270,7 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
                    checkpoint: str | None = None, builtin: str | None = None,
                    private_model: str | Path | None = None, private_seeds: str | Path | None = None,
                    require_isolation: bool | None = None, models: tuple[str, ...] | None = None,
-                   sample: int | None = None, features: str = DEFAULT_FEATURES, version: str = "v6") -> dict:  # fmt: skip
+                   sample: int | None = None, features: str = DEFAULT_FEATURES, version: str = B.IN_FORCE) -> dict:  # fmt: skip
     """Score one policy (sandboxed) or builtin on a transfer track; the result dict (``track``
     ``"transfer-single-head"`` or ``"transfer-circuit"``, ``status`` "scored" or "failed").
 
