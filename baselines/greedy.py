@@ -10,8 +10,9 @@ oracle table (which is read only to score it).
     python baselines/greedy.py --models zoo6 --tasks brackets --episodes 2 --json greedy.json
 
 The estimate lives in the package (``circuit_gym.baselines.greedy.attribution_scores``); the
-environment is the board's own (``circuit_gym.track_envs.board_env``), so an episode here is the
-episode the leaderboard scores (benchmark v7: test split, batch ``i`` = episode ``i``).
+evaluation too (``circuit_gym.baselines.held_out.evaluate_held_out``: the board's own environment,
+benchmark v7's test split, batch ``i`` = episode ``i``), so an episode here is the episode the
+leaderboard scores.
 """
 
 from __future__ import annotations
@@ -25,55 +26,26 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import time  # noqa: E402
 
-import numpy as np  # noqa: E402
-
-from circuit_gym import benchmark as B  # noqa: E402
 from circuit_gym.baselines.greedy import attribution_scores  # noqa: E402
-from circuit_gym.evaluation import evaluate, results_summary  # noqa: E402
-from circuit_gym.track_envs import board_env  # noqa: E402
+from circuit_gym.baselines.held_out import add_held_out_arguments, evaluate_held_out  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    bench = B.transfer_benchmark(B.IN_FORCE)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=list(bench.held_out_models),
-                   help=f"zoo members to evaluate on (default: benchmark {bench.version}'s held-out models)")  # fmt: skip
-    p.add_argument("--tasks", nargs="+", default=list(bench.held_out_tasks),
-                   help="tasks to evaluate (default: the held-out tasks; a model runs those it serves)")  # fmt: skip
-    p.add_argument(
-        "--episodes", type=int, default=len(bench.seeds), help="episodes (test batches 0..N-1) per task"
-    )
-    p.add_argument("--json", metavar="PATH", help="also write the result (and every episode) as JSON")
+    add_held_out_arguments(p)  # --models, --tasks, --episodes, --json
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    bench = B.transfer_benchmark(B.IN_FORCE)
-    start, results = time.time(), []
-    for model in args.models:
-        tasks = bench.tasks_of(model, tuple(args.tasks))
-        env = board_env(B.SINGLE_HEAD, model, args.episodes, tasks=tasks, transfer=bench)
-        for task in tasks:
-            for i in range(args.episodes):
-                (r,) = evaluate(env, lambda obs, env: attribution_scores(env), "greedy", [task], [i], ks=(1,))
-                results.append({"model": model, "task": task, "episode": i, "head": r.head, "reward": r.reward,
-                                "oracle_head": r.oracle_head, "oracle_reward": r.oracle_reward, "top1": r.top1})  # fmt: skip
-                print(f"[greedy {time.time() - start:6.1f}s] {model} {task} episode {i}: head {r.head}, "
-                      f"reward {r.reward:.3f} of the oracle's {r.oracle_reward:.3f}", flush=True)  # fmt: skip
-    summary = results_summary(results)
-    out = {"solver": "greedy", "benchmark": bench.benchmark_version(B.SINGLE_HEAD), "k": 1,
-           "n_episodes": len(results), "recovery": summary["recovery"], "episodes": results}  # fmt: skip
-    print(f"greedy: best-of-1 oracle recovery {summary['recovery']:.3f} over {len(results)} episodes "
-          f"({', '.join(args.models)}; {time.time() - start:.0f} s)")  # fmt: skip
+    # the policy: the environment's own model and batch give the gradients (the observation is unused)
+    result = evaluate_held_out("greedy", lambda obs, env: attribution_scores(env), args.models, args.tasks,
+                               args.episodes)  # fmt: skip
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
-    return out
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    return result
 
 
 if __name__ == "__main__":
-    np.set_printoptions(precision=3)
     main()

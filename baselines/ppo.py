@@ -19,10 +19,11 @@ What happens, step by step:
    ``--epochs`` x ``--steps-per-epoch`` environment steps; after every epoch the network is scored
    on held-back *train-split* batches (oracle recovery) and the best is kept as ``policy.pt``; no
    held-out task, model or test batch is used to choose anything. Resumable: rerun the command.
-4. **Evaluation** (this file): the board's own environment (``circuit_gym.track_envs.board_env``,
-   the benchmark's pinned ablation, reference text and test split; episode ``i`` = test batch
-   ``i``) on each held-out model and the held-out tasks it serves; best-of-1 ablates the top
-   head; the recovery is the ratio of sums of the chosen heads' rewards to the oracle's.
+4. **Evaluation** (``circuit_gym.baselines.held_out.evaluate_held_out``, as for greedy and random):
+   the board's own environment (the benchmark's pinned ablation, reference text and test split;
+   episode ``i`` = test batch ``i``) on each held-out model and the held-out tasks it serves;
+   best-of-1 ablates the top head; the recovery is the ratio of sums of the chosen heads' rewards
+   to the oracle's.
 
 The reference recipe's settings (``circuit_gym.baselines.transfer_training.config_of``) are
 printed at the start; the flags below change only the budget.
@@ -43,10 +44,9 @@ import json  # noqa: E402
 import time  # noqa: E402
 
 from circuit_gym import benchmark as B  # noqa: E402
+from circuit_gym.baselines.held_out import add_held_out_arguments, evaluate_held_out  # noqa: E402
 from circuit_gym.baselines.ppo import PPOPolicy, train  # noqa: E402
 from circuit_gym.baselines.transfer_training import config_of  # noqa: E402
-from circuit_gym.evaluation import evaluate, results_summary  # noqa: E402
-from circuit_gym.track_envs import board_env  # noqa: E402
 
 # --tiny: enough to run every stage once (minutes on a busy 2-core machine), not to learn
 TINY = dict(epochs=1, steps_per_epoch=16, steps_per_collect=8, n_envs=1, pool_size=1, selection_episodes=1,
@@ -54,7 +54,6 @@ TINY = dict(epochs=1, steps_per_epoch=16, steps_per_collect=8, n_envs=1, pool_si
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    bench = B.transfer_benchmark(B.IN_FORCE)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[4:8]))  # fmt: skip
     p.add_argument("--out", required=True, help="the run's folder (policy.pt, curve.json, TensorBoard logs)")
@@ -69,22 +68,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--model", help="training model or model set (default: the benchmark's training models)"
     )
     budget.add_argument("--tasks", help="comma-separated training tasks (default: the benchmark's)")
-    ev = p.add_argument_group("evaluation")
+    ev = add_held_out_arguments(p, prefix="eval-")  # --eval-models, --eval-tasks, --episodes, --json
     ev.add_argument("--eval-only", action="store_true", help="evaluate the policy.pt already in --out")
-    ev.add_argument("--eval-models", nargs="+", help=f"default: {' '.join(bench.held_out_models)}")
-    ev.add_argument("--eval-tasks", nargs="+", help=f"default: {' '.join(bench.held_out_tasks)}")
-    ev.add_argument(
-        "--episodes", type=int, help=f"test batches per (model, task) (default {len(bench.seeds)})"
-    )
-    ev.add_argument("--json", metavar="PATH", help="also write the result (and every episode) as JSON")
     args = p.parse_args(argv)
     if args.tiny:  # fills only what was not given
         for key, value in TINY.items():
             if getattr(args, key) is None:
                 setattr(args, key, value)
-    args.eval_models = args.eval_models or list(bench.held_out_models)
-    args.eval_tasks = args.eval_tasks or list(bench.held_out_tasks)
-    args.episodes = args.episodes or len(bench.seeds)
     return args
 
 
@@ -94,22 +84,6 @@ def training_config(args: argparse.Namespace):
     changes = {f.name: getattr(args, f.name) for f in dataclasses.fields(config)
                if getattr(args, f.name, None) is not None and f.name not in ("seed", "device")}  # fmt: skip
     return dataclasses.replace(config, **changes)
-
-
-def evaluate_policy(policy: PPOPolicy, args: argparse.Namespace, start: float) -> list[dict]:
-    bench = B.transfer_benchmark(B.IN_FORCE)
-    results = []
-    for model in args.eval_models:
-        tasks = bench.tasks_of(model, tuple(args.eval_tasks))
-        env = board_env(B.SINGLE_HEAD, model, args.episodes, tasks=tasks, transfer=bench)
-        for task in tasks:
-            for i in range(args.episodes):
-                (r,) = evaluate(env, lambda obs, env: policy.rank_heads(obs), "ppo", [task], [i], ks=(1,))
-                results.append({"model": model, "task": task, "episode": i, "head": r.head, "reward": r.reward,
-                                "oracle_head": r.oracle_head, "oracle_reward": r.oracle_reward, "top1": r.top1})  # fmt: skip
-                print(f"[ppo {time.time() - start:6.1f}s] evaluate {model} {task} episode {i}: head {r.head}, "
-                      f"reward {r.reward:.3f} of the oracle's {r.oracle_reward:.3f}", flush=True)  # fmt: skip
-    return results
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -122,13 +96,9 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"[ppo {time.time() - start:6.1f}s] trained: best selection recovery "
               f"{summary.get('best_selection_recovery', float('nan')):.3f} (train split, held-back batches)")  # fmt: skip
     policy = PPOPolicy.load(out)
-    results = evaluate_policy(policy, args, start)
-    recovery = results_summary(results)["recovery"]
-    result = {"solver": "ppo", "benchmark": B.transfer_benchmark(B.IN_FORCE).benchmark_version(B.SINGLE_HEAD),
-              "seed": args.seed, "run": str(out), "k": 1, "n_episodes": len(results), "recovery": recovery,
-              "config": dataclasses.asdict(config), "episodes": results}  # fmt: skip
-    print(f"ppo (seed {args.seed}): best-of-1 oracle recovery {recovery:.3f} over {len(results)} held-out "
-          f"episodes ({', '.join(args.eval_models)}; {time.time() - start:.0f} s)")  # fmt: skip
+    result = evaluate_held_out("ppo", lambda obs, env: policy.rank_heads(obs), args.eval_models, args.eval_tasks,
+                               args.episodes, label=f"ppo (seed {args.seed})")  # fmt: skip
+    result = {**result, "seed": args.seed, "run": str(out), "config": dataclasses.asdict(config)}
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     return result

@@ -108,14 +108,52 @@ def test_the_new_solver_ranks_the_heads(tables):
 
 
 def test_the_new_track_is_served_by_score_reference(tables):
+    from circuit_gym import benchmark as B
     from circuit_gym.leaderboard import tracks
 
     run_example("track")
-    row = tracks.track("single-head-tiny")
-    assert row.name == "single-head-tiny" and tracks.retired("single-head-tiny") is not None  # a v5 row
-    assert "greedy" in row.builtins() and row.episodes(0) > 0
+    name = f"{B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD)}-causal"
+    row = tracks.track(name)
+    # a live row of the benchmark in force, the board ranks on it
+    assert row.benchmark == B.IN_FORCE and tracks.retired(name) is None
+    assert "greedy" in row.builtins() and row.episodes(0) > 0 and row.features() == ("causal",)
     # score_reference checks the request against the row before anything is scored
-    with pytest.raises(ValueError, match="builtin on the single-head-tiny track"):
-        tracks.score_reference("single-head-tiny", "x", tracks.Request(builtin="greedy_search"))
+    with pytest.raises(ValueError, match=f"builtin on the {name} track"):
+        tracks.score_reference(name, "x", tracks.Request(builtin="greedy_search", features="causal"))
+    with pytest.raises(ValueError, match=f"features on the {name} track is one of \\['causal'\\]"):
+        tracks.score_reference(name, "x", tracks.Request(builtin="greedy", features="attention"))
     with pytest.raises(ValueError, match="scores its own models"):
-        tracks.score_reference("single-head-tiny", "x", tracks.Request(builtin="greedy", model="toy"))
+        tracks.score_reference(name, "x", tracks.Request(builtin="greedy", features="causal", model="toy"))
+
+
+def _commands(parser, prefix: str) -> set[str]:
+    """Every leaf command of an argparse parser: ``circuit-gym leaderboard score`` and so on."""
+    import argparse
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return {prefix}
+    return {c for name, p in subs[0].choices.items() for c in _commands(p, f"{prefix} {name}")}
+
+
+def test_every_way_to_run_things_is_a_row_of_the_table():
+    """CONTRIBUTING's table lists exactly the ways there are: every ``circuit-gym`` command, every
+    package module that runs under ``python -m``, every script of ``baselines/``, ``scripts/`` and
+    ``benchmarks/`` (but the imported timing helper); a script added or deleted changes a row."""
+    from circuit_gym.cli import build_parser
+
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    table = text[text.index("<!-- ways to run things -->") : text.index("<!-- /ways to run things -->")]
+    rows = set(re.findall(r"^\| `([^`]+)` \|", table, re.M))
+    modules = {
+        "python -m " + ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for p in (ROOT / "circuit_gym").rglob("*.py")
+        if re.search(r'^if __name__ == "__main__":', p.read_text(), re.M)
+    }
+    files = {
+        str(p.relative_to(ROOT))
+        for folder in ("baselines", "scripts", "benchmarks")
+        for p in (ROOT / folder).glob("*.py")
+        if p.name != "timing.py"
+    }
+    assert rows == _commands(build_parser(), "circuit-gym") | modules | files

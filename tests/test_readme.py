@@ -56,3 +56,26 @@ def test_readme_leads_with_what_a_newcomer_needs_and_keeps_long_results_in_docs(
     full = (ROOT / "docs/results.md").read_text()
     for table in ("transfer-single-head-k1", "transfer-circuit-cpr", "pooled-recovery", "circuit-track"):
         assert f"<!--table {table}-->" in full and f"<!--table {table}-->" not in README
+
+
+RETIRED = re.compile(r"\b(v5|v6)\b|zoo v1|\bzoo[1-4]\b|first Planted|`Zoo` IDs")
+
+
+def test_readme_describes_the_benchmark_in_force_and_only_links_the_retired_ones():
+    """Issue 56: README names a retired benchmark (v5, v6, zoo v1, the first Planted track) only in
+    the sentence that links the archive page, and the results it shows are the in-force board's."""
+    sentences = re.split(r"(?<=\.)\s+", README)
+    naming = [s for s in sentences if RETIRED.search(s)]
+    assert naming and all("](docs/archive.md)" in s for s in naming), naming
+    from circuit_gym import benchmark
+
+    bench = benchmark.transfer_benchmark(benchmark.IN_FORCE)
+    assert f"**Benchmark {bench.version}, the board in force" in _section("Results")
+
+
+def test_the_docs_index_links_every_page_of_docs():
+    """docs/README.md is the index of docs/: a page it does not link is a page nobody finds."""
+    index = (ROOT / "docs" / "README.md").read_text()
+    linked = set(re.findall(r"\]\(([\w.-]+\.md)(?:#[\w-]*)?\)", index))
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
+    assert pages and pages <= linked, sorted(pages - linked)
