@@ -1,0 +1,59 @@
+"""The knock-out track's learned agent (issue 60 item 4): it trains, resumes, is chosen on
+training-side seeds only, and its selection score is the knock-out area an independent replay
+of its episodes gives (exact stacked passes of the order's prefixes, not the environment's steps)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from circuit_gym.baselines import knockout_ppo as K
+from circuit_gym.circuits.knockout_scores import relative_area
+from circuit_gym.solvers.knockout import knockout_curve
+
+PUBLIC_PLANTED_SEEDS = set(range(20))  # the board's public planted models (leaderboard.planted_scorer)
+
+
+def test_training_and_selection_seeds_are_apart_from_each_other_and_the_boards():
+    train, selection = set(K.TRAIN_SEEDS), set(K.SELECTION_SEEDS)
+    assert train and selection and not train & selection
+    assert not (train | selection) & PUBLIC_PLANTED_SEEDS
+
+
+def test_an_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="kind must be one of"):
+        K.knockout_env_id("backup")
+
+
+@pytest.mark.slow
+def test_trains_resumes_and_its_selection_score_is_the_replayed_knockout_area(tmp_path, monkeypatch):
+    monkeypatch.setattr(K, "SELECTION_SEEDS", K.SELECTION_SEEDS[:1])
+    monkeypatch.setattr(K, "KINDS", ("self_repair",))
+    config = K.KnockOutPPOConfig(n_envs=1, epochs=1, steps_per_epoch=8, steps_per_collect=8, minibatch=8,
+                                 repeat=1, steps=3)  # fmt: skip
+    out = tmp_path / "run"
+    K.train(config, out, progress=False)
+    curve = json.loads((out / "curve.json").read_text())
+    assert [row["env_steps"] for row in curve] == [0, 8]
+    K.train(K.KnockOutPPOConfig(**{**config.__dict__, "epochs": 2}), out, progress=False)  # resumes, extends
+    curve = json.loads((out / "curve.json").read_text())
+    assert [row["env_steps"] for row in curve] == [0, 8, 16]
+
+    # the kept policy, replayed: its order's exact curve against exact greedy's, computed here
+    policy = K.load_policy(str(out))
+    env = K.make_env(config, "self_repair", K.SELECTION_SEEDS, K.SELECTION_SPLIT, K.SELECTION_BATCH + 1)
+    seed = K.SELECTION_SEEDS[0]
+    played = K.play(env, policy.act, seed, K.SELECTION_BATCH)
+    state = env.unwrapped.current.unwrapped.state
+    exact = knockout_curve(state, played["order"])
+    np.testing.assert_allclose(
+        played["metrics"], exact, rtol=1e-4, atol=1e-4
+    )  # a wrong step's metric breaks it
+    greedy = state.greedy_curve(config.steps)[1]
+    expected = relative_area(exact, greedy, state.clean_metric, config.steps)
+    # policy.pt is the first epoch with the best score (a later tie does not replace it), as max() picks
+    best = max(curve, key=lambda row: row["selection_score"])
+    assert best["selection_per_kind"]["self_repair"]["relative_area"] == pytest.approx(expected, abs=1e-4)
+    assert 0.0 < expected < 3.0
