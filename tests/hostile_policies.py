@@ -688,3 +688,80 @@ def burns_cpu_between_calls(checkpoint=None):
 
     threading.Thread(target=spin, daemon=True).start()
     return _Fn(lambda obs: honest_ranking(obs.shape[0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 58 (item 3): own compute on the package's models. The attacker knows the benchmark's public
+# settings (its checkpoint says them) and the package's layout; it computes, inside the sandbox, what
+# the scorer computes outside it. Defended, it finds no model and plays honestly (tests/
+# test_attacks_own_compute.py compares it with its honest twin). These import circuit_gym, which the
+# sandbox shows every policy; nothing here runs unless its attack works.
+WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin", ".ckpt")
+
+
+@_attack
+def read_packaged_weights(info):
+    """Open the package's weight files by their paths (no circuit_gym code involved)."""
+    found = []
+    for root, _, files in os.walk(info["package_dir"]):
+        found += [os.path.join(root, f) for f in files if f.endswith(WEIGHT_SUFFIXES)]
+    readable = [f for f in found if _read(f, 16)]
+    return f"read {len(readable)} weight files, e.g. {readable[:2]}" if readable else None
+
+
+class _PlanBuilder:
+    """Adds the heads ``plan(episode)`` names, in order, then STOP, and ranks them first; where
+    ``plan`` raises (the attack found nothing to compute on), it is the honest builder."""
+
+    def __init__(self, checkpoint, plan):
+        self.info = json.loads(Path(checkpoint).read_text()) if checkpoint else {}
+        self.plan, self.episode, self.heads = plan, 0, None
+
+    def act(self, obs, mask):
+        n = obs.shape[0]
+        if self.heads is None:  # the episode's first step
+            try:
+                self.heads = [int(h) for h in self.plan(self.info, self.episode)]
+            except Exception:
+                self.heads = []
+        if not self.heads:
+            return honest_action(obs, mask)
+        todo = [h for h in self.heads if mask[h]]
+        return todo[0] if todo else n
+
+    def rank_heads(self, obs):
+        scores = honest_ranking(obs.shape[0])
+        for i, h in enumerate(self.heads or []):
+            scores[h] = 100.0 - i
+        self.episode, self.heads = self.episode + 1, None
+        return scores
+
+
+def _greedy_on_own_copy(info, episode):
+    """The package's exact greedy search on the track's public model, loaded in the sandbox, over
+    the episode the scorer plays next (the circuit track's public episodes, in order)."""
+    from circuit_gym import benchmark as B
+    from circuit_gym.solvers.episodes import play_episode
+    from circuit_gym.solvers.white_box import GreedySearch
+    from circuit_gym.track_envs import board_env
+
+    task, seed = info["episodes"][episode]
+    env = board_env(B.CIRCUIT, info["model"], seed + 1, cache=False, budget=info["budget"])
+    return play_episode(env, GreedySearch(), task, seed)["order"]
+
+
+def _planted_truth(info, episode):
+    """The planted generator's truth for the public seed the scorer plays next (kind by kind, seed
+    by seed): the circuit itself, no search needed."""
+    from circuit_gym.models.planted.generator import truth_of
+
+    kind, seed = info["episodes"][episode]
+    return sorted(truth_of(seed, info["generator"]).circuit(kind))
+
+
+def circuit_greedy_on_own_copy(checkpoint=None):
+    return _PlanBuilder(checkpoint, _greedy_on_own_copy)
+
+
+def planted_truth_from_the_generator(checkpoint=None):
+    return _PlanBuilder(checkpoint, _planted_truth)

@@ -15,7 +15,9 @@ which is what every requirement needs, from one maintained, audited program:
   installation, its site-packages, circuit_gym's own source, the policy's own module file or
   regular package, never the other folders a namespace package of its name would span, and its
   checkpoint) and a private, size-limited ``/tmp``; nothing else exists in it (not the
-  working directory, the cache, the seed file, ``leaderboard/results/``, ``$HOME``);
+  working directory, the cache, the seed file, ``leaderboard/results/``, ``$HOME``), and paths
+  the caller hides inside those binds are absent (the package's models:
+  :func:`circuit_gym.leaderboard.sandbox.hidden_paths`);
 - processes: a new PID namespace with its own ``/proc``: the scorer's ``/proc/<pid>``
   (cmdline, environ, fd, mem) does not exist there, and nothing outside can be signalled
   or traced; everything in it dies with the sandbox (``--die-with-parent``);
@@ -52,6 +54,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,19 +182,50 @@ def _paths_to_bind(readable: list[Path]) -> list[str]:
     return kept
 
 
-def bwrap_command(bwrap: str, argv: list[str], readable: list[Path]) -> list[str]:
-    """The ``bwrap`` command line that runs ``argv`` with only ``readable`` visible (read-only).
-    Run it with :func:`child_env` as its whole environment: ``bwrap`` passes it on, and its
-    own ``/proc/1/environ`` in the sandbox then names nothing of the scorer's either."""
+def _hiding(hidden: Sequence[Path], bound: list[str]) -> list[str]:
+    """Mounts that take ``hidden`` (files and folders inside the bound paths) out of the sandbox's
+    view: a hidden folder becomes an empty read-only one; the folder of a hidden file becomes a
+    read-only folder holding its other entries (bound back one by one), so the file is absent, not
+    empty. Outermost folders first: one hidden inside a rebuilt one is hidden after it is bound back."""
+    inside = tuple(bound) + SYSTEM_DIRS
+    gone = {q for p in hidden for q in (os.path.abspath(p), os.path.realpath(p)) if os.path.lexists(q)}
+    gone = {p for p in gone if any(p.startswith(b.rstrip("/") + "/") for b in inside)}
+    emptied = {p for p in gone if os.path.isdir(p) and not os.path.islink(p)}
+    rebuilt = {os.path.dirname(p) for p in gone - emptied}
+    args: list[str] = []
+    for folder in sorted(emptied | rebuilt, key=lambda p: (p.count("/"), p)):
+        if any(folder.startswith(e + "/") for e in emptied):
+            continue  # inside an emptied folder: already out of sight
+        args += ["--tmpfs", folder]
+        for entry in sorted(os.listdir(folder)) if folder not in emptied else ():
+            path = os.path.join(folder, entry)
+            if path in gone:
+                continue
+            args += (
+                ["--symlink", os.readlink(path), path] if os.path.islink(path) else ["--ro-bind", path, path]
+            )
+        args += ["--remount-ro", folder]
+    return args
+
+
+def bwrap_command(
+    bwrap: str, argv: list[str], readable: list[Path], hidden: Sequence[Path] = ()
+) -> list[str]:
+    """The ``bwrap`` command line that runs ``argv`` with only ``readable`` visible (read-only),
+    less ``hidden`` (paths inside them: absent in the sandbox). Run it with :func:`child_env` as its
+    whole environment: ``bwrap`` passes it on, and its own ``/proc/1/environ`` in the sandbox then
+    names nothing of the scorer's either."""
     cmd = [bwrap, "--unshare-user", "--unshare-all", "--disable-userns", "--die-with-parent",
            "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox",
            "--proc", "/proc", "--dev", "/dev",
            "--perms", "1777", "--size", str(TMP_SIZE_MB << 20), "--tmpfs", PRIVATE_DIR,
            "--perms", "1777", "--size", str(SHM_SIZE_MB << 20), "--tmpfs", "/dev/shm"]  # fmt: skip
     cmd += _system_binds()
-    for p in _paths_to_bind(readable):
+    bound = _paths_to_bind(readable)
+    for p in bound:
         if not p.startswith(SYSTEM_DIRS):
             cmd += ["--ro-bind", p, p]
+    cmd += _hiding(hidden, bound)
     # read-only: /dev, and the sandbox's root (a tmpfs holding the binds' parent directories)
     cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", PRIVATE_DIR]
     return [*cmd, "--", *argv]

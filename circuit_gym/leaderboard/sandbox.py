@@ -14,7 +14,8 @@ The child may read exactly the policy's own module file or regular package
 (:func:`policy_location`); a namespace package is refused.
 
 The child is started by :mod:`circuit_gym.leaderboard.isolation` (bubblewrap namespaces:
-no view of the scorer's files, processes or network) and, before it imports the policy,
+no view of the scorer's files, processes or network, nor of the package's models:
+:func:`hidden_paths`) and, before it imports the policy,
 its bootstrap (:mod:`circuit_gym.leaderboard.policy_child`, trusted code, run as a script so
 that it imports nothing of circuit_gym) sets hard resource limits (memory as
 ``RLIMIT_DATA``, CPU time, file size, open files) and loads a seccomp filter
@@ -238,9 +239,9 @@ def passes_note() -> str:
 
 
 def readable_paths(spec: str, checkpoint: str | None) -> list[Path]:
-    """What the child may read: the interpreter, circuit_gym's source, the policy's own file or
-    regular package (:func:`policy_location`, never other folders of its name) and its
-    checkpoint. Located without importing anything."""
+    """What the child may read: the interpreter, circuit_gym's source (less :func:`hidden_paths`),
+    the policy's own file or regular package (:func:`policy_location`, never other folders of its
+    name) and its checkpoint. Located without importing anything."""
     paths = interpreter_paths()
     for name in ("circuit_gym", "circuit_gym.baselines", "circuit_gym.leaderboard"):
         module_spec = locate_module(name)
@@ -249,6 +250,28 @@ def readable_paths(spec: str, checkpoint: str | None) -> list[Path]:
     if checkpoint is not None:
         paths.append(Path(checkpoint))
     return paths
+
+
+# What of the package a policy does not see (issue 58): the weights of the language models it
+# ships, and the planted generator, which writes a planted model's weights and truth from a seed.
+# With either, a policy computes in its sandbox what the scorer computes outside it (the greedy
+# reference's circuits, the public seeds' planted truth) at no LM pass of the board's count. The
+# scorer, outside the sandbox, still loads both; a policy may bring a model as its checkpoint,
+# whose hash its result records.
+WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin", ".ckpt")
+HIDDEN_PACKAGES = ("circuit_gym.models.planted",)
+
+
+def hidden_paths() -> list[Path]:
+    """Paths of circuit_gym's source the child must not see (absent in its sandbox): every weight
+    file the package holds (:data:`WEIGHT_SUFFIXES`) and the folders of :data:`HIDDEN_PACKAGES`.
+    Located without importing anything."""
+    out: list[Path] = []
+    for folder in locate_module("circuit_gym").submodule_search_locations or ():
+        out += sorted(p for p in Path(folder).rglob("*") if p.suffix in WEIGHT_SUFFIXES and p.is_file())
+    for name in HIDDEN_PACKAGES:
+        out += [Path(p) for p in locate_module(name).submodule_search_locations or ()]
+    return out
 
 
 class SandboxedPolicy:
@@ -288,7 +311,7 @@ class SandboxedPolicy:
         argv = [sys.executable, "-I", str(Path(__file__).with_name("policy_child.py")), json.dumps(config)]
         if found.bwrap is not None:
             cmd, env, cwd = (
-                bwrap_command(found.bwrap, argv, readable_paths(spec, checkpoint)),
+                bwrap_command(found.bwrap, argv, readable_paths(spec, checkpoint), hidden_paths()),
                 child_env(threads),
                 None,
             )
