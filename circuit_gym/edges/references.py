@@ -65,6 +65,11 @@ CANDIDATE_REFERENCES: dict[str, CandidateReference] = {
     "gim": lambda patcher, candidates: gradient_ranking(patcher, "gim"),
     "random": lambda patcher, candidates: random_edge_ranking(patcher.graph, 0),
     "eap_ig_reversed": lambda patcher, candidates: reversed_ranking(eap_ig_ranking(patcher)),
+    # a control that ranks nothing (every score 0): its order is the episode's fixed random
+    # order, so it must score like ``random``; under protocol 1 it scored like EAP-IG (issue 57)
+    "constant": lambda patcher, candidates: EdgeRanking.from_array(
+        np.zeros(patcher.graph.n_edges), "constant", patcher.graph, {"forward": 0, "backward": 0}
+    ),
     # ACDC's whole threshold sweep over every candidate (K = 512 on the zoo: every size the ranking
     # metric reads, up to 290 edges), EAP-IG's order only among edges one threshold level holds.
     # Greedy is not a protocol-2 reference: reaching 290 of 512 candidates is 106,575 circuit runs

@@ -42,11 +42,16 @@ absolute values (CMD), ties and every other edge in one fixed random order per e
 candidate rows, its top ``budget`` candidates as its circuit. Transfer rows rank on ``cpr_log`` /
 ``cmd_log`` (``circuit_gym/edges/small_circuits.py``: MIB's sizes up to 5% and up to K edges, on a
 log axis), with ``f`` of each budgeted circuit; MIB's linear ``cpr`` / ``cmd`` stay as secondary
-columns. :func:`paired_table` gives adjacent entries' paired differences.
+columns. Planted rows add ``auc_candidates`` (:func:`candidate_auc`: the AUC of the entry's order of
+its candidates, which the protocol-2 board shows: over every edge the AUC mostly reads which edges
+are candidates) and ``truth_in_candidates``. ``circuit_gym.leaderboard.edge_tables.paired_table``
+gives adjacent entries' paired differences (the board's edge section shows them beside each entry);
+``paired --versus A:B --out F`` adds named pairs and writes every column's report.
 
     python -m circuit_gym.leaderboard.edge_scorer score --track v8-edges --builtin eap_ig \
         --out leaderboard/results/v8/edges/eap_ig.json
-    python -m circuit_gym.leaderboard.edge_scorer paired leaderboard/results/v8/edges/*.json
+    python -m circuit_gym.leaderboard.edge_scorer paired leaderboard/results/v8/edges/*.json \
+        [--metric auc_candidates --part planted] [--versus acdc_eap_ig:eap_ig] [--out paired.json]
 
     circuit-gym leaderboard score --track edges --builtin eap_ig --out leaderboard/results/edges/eap_ig.json
 """
@@ -68,11 +73,11 @@ from circuit_gym.circuits.area import cmd, cpr
 from circuit_gym.circuits.curve import MIB_FRACTIONS
 from circuit_gym.edges.curve import edge_batch_scores, edge_faithfulness_curves
 from circuit_gym.edges.entry_ranking import entry_order, entry_rankings, fixed_order
-from circuit_gym.edges.paired import adjacent_differences
 from circuit_gym.edges.ranking import EdgeRanking
 from circuit_gym.edges.small_circuits import budgeted, cmd_log, cpr_log, log_axis_fractions
 from circuit_gym.envs.edge_building import EdgeBuildingEnv, EdgeEpisode
 from circuit_gym.leaderboard.edge_benchmark import MIN_PRIVATE_EPISODES, EdgeBenchmark, edge_benchmark
+from circuit_gym.leaderboard.edge_tables import paired_report, paired_table
 from circuit_gym.leaderboard.planted_scorer import PrivateCache, private_model_seeds, weights_hash
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
 from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, score_track
@@ -90,6 +95,7 @@ TRANSFER_METRICS = ("cpr", "cmd", "faithfulness", "circuit_size", "lm_passes")
 # protocol 2: the log-axis pair ranks, MIB's linear pair stays as secondary columns
 TRANSFER_METRICS_2 = ("cpr_log", "cmd_log", "cpr", "cmd", "faithfulness", "circuit_size", "lm_passes")
 PLANTED_METRICS = ("precision", "recall", "auc", "faithfulness", "circuit_size", "lm_passes")
+PLANTED_METRICS_2 = (*PLANTED_METRICS, "auc_candidates", "truth_in_candidates")  # protocol 2
 METHODS = ("rank_heads", "act")  # what a submitted policy must have (the sandbox's two calls)
 
 
@@ -236,8 +242,23 @@ def planted_row(kind: str, seed: int, truth: frozenset[str], played: Played) -> 
     proposed = [names[e] for e in played.circuit]
     precision, recall = precision_recall(proposed, truth)
     auc = ranking_auc([names[e] for e in played.ranking.order()], truth)
-    return {"part": "planted", "kind": kind, "seed": int(seed), "precision": precision, "recall": recall,
-            "auc": auc, **_common(played)}  # fmt: skip
+    row = {"part": "planted", "kind": kind, "seed": int(seed), "precision": precision, "recall": recall,
+           "auc": auc, **_common(played)}  # fmt: skip
+    return row if played.absolute is None else {**row, **candidate_auc(played, truth)}
+
+
+def candidate_auc(played: Played, truth: frozenset[str]) -> dict:
+    """Protocol 2: the AUC of the entry's order of its candidates against the truth edges among
+    them (``auc_candidates``; NaN when the candidates hold no truth edge or nothing else), and the
+    share of the truth the candidates hold (``truth_in_candidates``, the same for every entry).
+    ``auc`` over every edge mostly measures which edges are candidates (the top K by |EAP-IG|,
+    above the fixed order): the random entry's is ~0.94 (docs/circuits.md)."""
+    names = played.state.graph.names
+    offered = {names[int(e)] for e in played.state.candidates}
+    order = [names[e] for e in played.ranking.order() if names[e] in offered]
+    inside = truth & offered
+    auc = ranking_auc(order, inside) if 0 < len(inside) < len(order) else float("nan")
+    return {"auc_candidates": auc, "truth_in_candidates": len(inside) / len(truth) if truth else float("nan")}
 
 
 def summary(rows: list[dict], metrics: tuple[str, ...]) -> dict:
@@ -263,8 +284,9 @@ def transfer_summary(rows: list[dict]) -> dict:
 def planted_summary(rows: list[dict]) -> dict:
     """Per kind and over all kinds."""
     kinds = dict.fromkeys(r["kind"] for r in rows)
-    out = {k: summary([r for r in rows if r["kind"] == k], PLANTED_METRICS) for k in kinds}
-    return {**out, "all": summary(rows, PLANTED_METRICS)} if rows else {}
+    metrics = PLANTED_METRICS_2 if rows and "auc_candidates" in rows[0] else PLANTED_METRICS
+    out = {k: summary([r for r in rows if r["kind"] == k], metrics) for k in kinds}
+    return {**out, "all": summary(rows, metrics)} if rows else {}
 
 
 # ------------------------------------------------------------------ environments
@@ -480,25 +502,6 @@ def headline(result: dict) -> list[str]:
     return lines
 
 
-# ------------------------------------------------------------------ protocol 2's board columns
-def episode_scores(result: dict, metric: str = "cpr_log", part: str = "transfer") -> dict[tuple, float]:
-    """A scored result's per-episode ``metric`` of ``part``, keyed by (model or kind, task, seed)."""
-    rows = [r for r in result["scores"]["episodes"] if r["part"] == part]
-    return {
-        (r.get("model", r.get("kind")), r.get("task", ""), int(r["seed"])): float(r[metric]) for r in rows
-    }
-
-
-def paired_table(results: dict[str, dict], metric: str = "cpr_log", part: str = "transfer") -> list[dict]:
-    """The board's order of ``results`` (name -> scored result) by mean ``metric`` (higher first;
-    CMD lower first) and each adjacent pair's paired difference with its 95% interval."""
-    per_entry = {name: episode_scores(r, metric, part) for name, r in results.items()}
-    lower_better = metric.startswith("cmd")
-    means = {n: float(np.mean(list(s.values()))) for n, s in per_entry.items()}
-    order = sorted(means, key=lambda n: (means[n] if lower_better else -means[n], n))
-    return adjacent_differences(per_entry, order)
-
-
 def main(argv: list[str] | None = None) -> None:
     """``score``: one entry on an edge track (protocol 2's draft row included); ``paired``: the
     adjacent paired differences of scored result files."""
@@ -520,6 +523,10 @@ def main(argv: list[str] | None = None) -> None:
     paired.add_argument("results", nargs="+")
     paired.add_argument("--metric", default="cpr_log")
     paired.add_argument("--part", default="transfer")
+    paired.add_argument(
+        "--versus", nargs="*", default=[], metavar="A:B", help="also print A - B for these pairs"
+    )
+    paired.add_argument("--out", help="write every column's means, adjacent and named pairs (JSON) here")
     args = parser.parse_args(argv)
     if args.command == "score":
         name = args.name or args.builtin or "entry"
@@ -529,10 +536,19 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(headline(result)) if result["status"] == "scored" else result["status"])
         return
     results = {Path(p).stem: json.loads(Path(p).read_text()) for p in args.results}
-    for d in paired_table(results, args.metric, args.part):
+    versus = tuple((a, b) for a, _, b in (pair.partition(":") for pair in args.versus))
+    report = paired_report(results, versus)
+    column = f"{args.part}_{args.metric}"
+    if versus and column in report["missing"]:
+        parser.error(f"some of these results have no {args.metric} in their {args.part} rows")
+    shown = [*paired_table(results, args.metric, args.part),
+             *({"above": a, "below": b, **report["versus"][f"{a}_vs_{b}"][column]} for a, b in versus)]  # fmt: skip
+    for d in shown:
         low, high = d["ci95"]
         print(f"{d['above']} - {d['below']}: {d['mean']:+.3f} [{low:+.3f}, {high:+.3f}] over {d['n']} episodes"
               + (" (separated)" if d["separated"] else ""))  # fmt: skip
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,12 @@ One row per entry (``circuit_gym/leaderboard/edge_scorer.py``'s results), ranked
 only the maintainers can compute (the private model's edge CPR, then the secret planted models'
 AUC), then by the public held-out models' edge CPR. The passes each part cost sit beside it.
 
+A protocol-2 track (issue 57; ``v8-edges``) ranks on CPR / CMD on the log size axis
+(``cpr_log`` / ``cmd_log``), keeps MIB's linear CPR / CMD as secondary columns, and shows for each
+entry the **paired difference** to the entry ranked below it (:func:`adjacent_paired`: the mean
+of their per-episode differences over the public episodes both played and its 95% t-interval,
+``circuit_gym/edges/paired.py``), of the transfer part's ``cpr_log`` and the planted part's AUC.
+
 :func:`write_mib_export`: beside a result ``NAME.json``, ``NAME.mib.tar.xz`` holds one MIB circuit
 file per public episode (``transfer/{model}/{task}/seed{seed}.json``, ``planted/{kind}/seed{seed}.json``),
 written by ``circuit_gym.edges.mib_files.edge_circuit_to_mib``: every edge of the graph, ``in_graph``
@@ -23,7 +29,9 @@ import json
 import tarfile
 from pathlib import Path
 
+from circuit_gym.edges.paired import adjacent_differences, paired_difference
 from circuit_gym.leaderboard.edge_benchmark import edge_benchmark
+from circuit_gym.stats import mean_ci95
 
 MIB_SUFFIX = ".mib.tar.xz"
 
@@ -36,8 +44,80 @@ def _all(scores: dict | None, part: str) -> dict:
     return ((scores or {}).get(part) or {}).get("all") or {}
 
 
+# what each part's paired difference reads under protocol 2: (part, per-episode metric); the
+# planted part's AUC over the candidates only (``auc`` over every edge mostly reads which edges
+# are candidates, the top K by |EAP-IG|: edge_scorer.candidate_auc)
+PAIRED_COLUMNS = (("transfer", "cpr_log"), ("planted", "auc_candidates"))
+PLANTED_COLUMNS_2 = ("precision", "recall", "auc_candidates")
+
+
+def protocol_of(track: str | None) -> int:
+    """The edge protocol of ``track`` (1 for a result that names no track)."""
+    return 1 if track is None else edge_benchmark(track).protocol
+
+
+def episode_scores(result: dict, metric: str = "cpr_log", part: str = "transfer") -> dict[tuple, float]:
+    """A scored result's per-episode ``metric`` of ``part``, keyed by (model or kind, task, seed)."""
+    rows = [r for r in result["scores"]["episodes"] if r["part"] == part]
+    return {
+        (r.get("model", r.get("kind")), r.get("task", ""), int(r["seed"])): float(r[metric]) for r in rows
+    }
+
+
+def paired_table(results: dict[str, dict], metric: str = "cpr_log", part: str = "transfer") -> list[dict]:
+    """The order of ``results`` (name -> scored result) by mean ``metric`` (higher first; CMD lower
+    first; ties by name) and each adjacent pair's paired difference with its 95% interval."""
+    per_entry = {name: episode_scores(r, metric, part) for name, r in results.items()}
+    lower_better = metric.startswith("cmd")
+    means = {n: sum(s.values()) / len(s) for n, s in per_entry.items()}
+    order = sorted(means, key=lambda n: (means[n] if lower_better else -means[n], n))
+    return adjacent_differences(per_entry, order)
+
+
+# the report's columns: the ranking pair of the transfer part and the planted part's AUC
+REPORT_COLUMNS = (
+    ("transfer", "cpr_log"),
+    ("transfer", "cmd_log"),
+    ("transfer", "cpr"),
+    ("planted", "recall"),
+    ("planted", "auc_candidates"),
+    ("planted", "auc"),
+)
+
+
+def paired_report(results: dict[str, dict], versus: tuple[tuple[str, str], ...] = ()) -> dict:
+    """Per column of :data:`REPORT_COLUMNS` (keyed ``{part}_{metric}``): each entry's mean and 95%
+    interval over its public episodes (``means``), the adjacent paired differences in the order of
+    :func:`paired_table` (``adjacent``), and ``a - b`` for each named pair of ``versus``
+    (``versus``, keyed ``{a}_vs_{b}``). A column some result's rows lack (a result scored before
+    the column existed) is left out and named in ``missing``."""
+    out: dict = {"entries": sorted(results), "means": {}, "adjacent": {}, "versus": {}, "missing": []}
+    for part, metric in REPORT_COLUMNS:
+        column = f"{part}_{metric}"
+        rows = [e for r in results.values() for e in r["scores"]["episodes"] if e["part"] == part]
+        if not all(metric in e for e in rows):
+            out["missing"].append(column)
+            continue
+        per_entry = {n: episode_scores(r, metric, part) for n, r in results.items()}
+        out["means"][column] = {}
+        for name, scores in per_entry.items():
+            mean, ci = mean_ci95(list(scores.values()))
+            out["means"][column][name] = {"mean": mean, "ci95": ci, "episodes": len(scores)}
+        out["adjacent"][column] = paired_table(results, metric, part)
+        for a, b in versus:
+            d = paired_difference(per_entry[a], per_entry[b])
+            low, high = d["ci95"]
+            out["versus"].setdefault(f"{a}_vs_{b}", {})[column] = {
+                **d,
+                "separated": bool(low > 0 or high < 0),
+            }
+    return out
+
+
 def edge_row(entry: dict) -> dict:
-    """The table's fields of one verified edge entry."""
+    """The table's fields of one verified edge entry (protocol 2: :func:`edge_row_2`)."""
+    if protocol_of(entry.get("track")) == 2:
+        return edge_row_2(entry)
     scores, private = entry["scores"], (entry.get("private") or {}).get("scores")
     transfer, planted = _all(scores, "transfer"), _all(scores, "planted")
     hidden_t, hidden_p = _all(private, "transfer"), _all(private, "planted")
@@ -51,6 +131,37 @@ def edge_row(entry: dict) -> dict:
         "public": tuple(planted.get(m) for m in ("precision", "recall", "auc")),
         "planted_passes": planted.get("lm_passes"),
     }  # fmt: skip
+
+
+def edge_row_2(entry: dict) -> dict:
+    """A protocol-2 entry's fields: the ranking columns are ``cpr_log`` / ``cmd_log`` (under the
+    keys ``cpr`` / ``cmd``, so the board ranks on them), MIB's linear pair under ``mib_cpr`` /
+    ``mib_cmd``, and ``paired``: per part, the per-episode scores its paired differences read."""
+    scores, private = entry["scores"], (entry.get("private") or {}).get("scores")
+    transfer, planted = _all(scores, "transfer"), _all(scores, "planted")
+    hidden_t, hidden_p = _all(private, "transfer"), _all(private, "planted")
+    return {
+        "name": entry["name"], "check": entry["board"]["check"], "reference": entry["board"]["reference"],
+        "policy": entry["provenance"]["policy"], "white_box": bool(entry["provenance"].get("white_box")),
+        "protocol": 2, "private_cpr": hidden_t.get("cpr_log"), "cpr": transfer.get("cpr_log"),
+        "cpr_ci": transfer.get("cpr_log_ci95"), "cmd": transfer.get("cmd_log"), "mib_cpr": transfer.get("cpr"),
+        "mib_cmd": transfer.get("cmd"), "faithfulness": transfer.get("faithfulness"),
+        "transfer_passes": transfer.get("lm_passes"),
+        "secret": tuple(hidden_p.get(m) for m in PLANTED_COLUMNS_2),
+        "public": tuple(planted.get(m) for m in PLANTED_COLUMNS_2),
+        "planted_passes": planted.get("lm_passes"),
+        "paired": {part: episode_scores(entry, metric, part) for part, metric in PAIRED_COLUMNS},
+    }  # fmt: skip
+
+
+def adjacent_paired(rows: list[dict], part: str) -> list[dict | None]:
+    """For each ranked protocol-2 row, the paired difference (``{"mean", "ci95", "n"}``) of ``part``
+    between it and the row below; None for the last row and where the two share no episode."""
+    out: list[dict | None] = []
+    for upper, lower in zip(rows, rows[1:], strict=False):
+        d = paired_difference(upper["paired"][part], lower["paired"][part])
+        out.append(d if d["n"] else None)
+    return [*out, None] if rows else []
 
 
 def rank_edge_rows(rows: list[dict]) -> list[dict]:
@@ -96,6 +207,8 @@ def agent_target(rows: list[dict], agent: str = "edge_ppo") -> dict:
 def edge_about(track: str) -> str:
     """What the edge track's columns mean (plain text)."""
     d = edge_benchmark(track).definition()
+    if d.get("edge_protocol") == 2:
+        return edge_about_2(d)
     return (
         f"{d['benchmark_version']}: circuits as edges (MIB's graph, exact edge patching), played in the "
         f"edge-building environment (top {d['candidates']} |EAP-IG| edges as candidates, at most {d['budget']} added). "
@@ -111,14 +224,69 @@ def edge_about(track: str) -> str:
     )
 
 
+def edge_about_2(d: dict) -> str:
+    """What a protocol-2 track's columns mean, from its definition ``d``."""
+    return (
+        f"{d['benchmark_version']} (edge protocol {d['edge_protocol']}): circuits as edges (MIB's graph, exact edge "
+        f"patching), played in the edge-building environment (top {d['candidates']} |EAP-IG| edges as candidates, "
+        f"at most {d['budget']} added). The entry's ranking is {d['ranking']}. Transfer: CPR (log) [95% CI] and CMD "
+        f"(log), MIB's CPR / CMD on a log10 size axis up to 5% of the edges and at most {d['candidates']} edges "
+        "(every doubling of the circuit weighs alike), MIB's linear-axis CPR / CMD beside them, and f of the "
+        f"proposed circuit, on held-out tasks {', '.join(d['tasks'])} of the public held-out models "
+        f"{', '.join(d['held_out_models'])} ({len(d['seeds'])} test batches per pair), and on the maintainers' "
+        f"private model ('-' where it was not given). Planted (generator v{d['planted_generator']}, kinds "
+        f"{', '.join(d['planted_kinds'])}): precision / recall of the proposed circuit and AUC of the entry's order "
+        "of its candidates against the planted edge truth among them, on "
+        f"{len(d['planted_public_seeds'])} public seeds per kind and "
+        f"{d['planted_private_models']} secret models per kind. 'To next': the paired difference to the entry ranked "
+        "below, the mean over the public episodes both played of this entry's score minus that entry's, with its "
+        f"95% t-interval. A reference's circuit is {d['reference_proposed']}. LM passes / episode: the environment's "
+        "count for a policy, the ranking's own record for a reference."
+    )
+
+
 def _prt(values: tuple) -> str:
     if any(v is None for v in values):
         return "-"
     return f"{values[0]:.2f} / {values[1]:.2f} / {values[2]:.3f}"
 
 
+def _paired_cell(d: dict | None, digits: int = 3) -> str:
+    if d is None:
+        return "-"
+    low, high = d["ci95"]
+    interval = "" if low != low else f" [{low:+.{digits}f}, {high:+.{digits}f}]"  # NaN below two pairs
+    return f"{d['mean']:+.{digits}f}{interval}"
+
+
+def edge_markdown_2(rows: list[dict], track: str) -> str:
+    """The Markdown section of a protocol-2 edge track (rows ranked): the log-axis columns, MIB's
+    linear pair, and each entry's paired differences to the entry below."""
+    lines = [f"### Edge track ({track})", "", edge_about(track), ""]
+    cols = ["private model: CPR (log)", "held-out models: CPR (log)", "CMD (log)", "MIB CPR / CMD (linear)",
+            "f (circuit)", "LM passes / episode (transfer)", "to next: paired CPR (log) [95% CI]",
+            "planted secret: P / R / AUC (candidates)", "planted public: P / R / AUC (candidates)",
+            "to next: paired AUC (candidates) [95% CI]",
+            "LM passes / episode (planted)"]  # fmt: skip
+    lines.append("| # | entry | check | " + " | ".join(cols) + " |")
+    lines.append("|---" * (3 + len(cols)) + "|")
+    transfer, planted = adjacent_paired(rows, "transfer"), adjacent_paired(rows, "planted")
+    for i, r in enumerate(rows):
+        ci = r.get("cpr_ci")
+        interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else ""
+        name = f"{r['name']} (reference)" if r["reference"] else r["name"]
+        linear = "-" if r["mib_cpr"] is None else f"{_num(r['mib_cpr'])} / {_num(r['mib_cmd'])}"
+        cells = [_num(r["private_cpr"]), f"{_num(r['cpr'])}{interval}", _num(r["cmd"]), linear,
+                 _num(r["faithfulness"]), _num(r["transfer_passes"], 0), _paired_cell(transfer[i]),
+                 _prt(r["secret"]), _prt(r["public"]), _paired_cell(planted[i]), _num(r["planted_passes"], 0)]  # fmt: skip
+        lines.append(f"| {i + 1} | {name} | {r['check']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def edge_markdown(rows: list[dict], track: str) -> str:
-    """The Markdown section of one edge track (rows ranked)."""
+    """The Markdown section of one edge track (rows ranked; protocol 2: :func:`edge_markdown_2`)."""
+    if protocol_of(track) == 2:
+        return edge_markdown_2(rows, track)
     lines = [f"### Edge track ({track})", "", edge_about(track), ""]
     cols = ["private model: edge CPR", "held-out models: edge CPR", "edge CMD", "f (circuit)",
             "LM passes / episode (transfer)", "planted secret: P / R / AUC", "planted public: P / R / AUC",
