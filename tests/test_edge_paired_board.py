@@ -137,3 +137,16 @@ def test_the_report_holds_each_entrys_mean_and_the_named_pairs(entries):
         [v.mean() - half, v.mean() + half]
     )
     assert report["means"]["transfer_cpr_log"]["d"]["episodes"] == len(TRANSFER_KEYS) - 1
+
+
+def test_a_sample_without_a_part_is_left_out_of_that_parts_order(entries):
+    """A sampled result (its first public episodes: transfer only) pairs on the transfer part and
+    is absent from the planted part's order, instead of breaking the table."""
+    sample = _entry("s", [0.5] * len(TRANSFER_KEYS), [0.5] * len(PLANTED_KEYS))
+    sample["scores"] = {"episodes": [e for e in sample["scores"]["episodes"] if e["part"] == "transfer"]}
+    results = {**{e["name"]: e for e in entries}, "s": sample}
+    planted = paired_table(results, "auc_candidates", "planted")
+    assert "s" not in {d["above"] for d in planted} | {d["below"] for d in planted} and len(planted) == 3
+    report = paired_report(results, (("s", "a"),))
+    assert report["versus"]["s_vs_a"]["transfer_cpr_log"]["n"] == len(TRANSFER_KEYS)
+    assert report["versus"]["s_vs_a"]["planted_auc_candidates"]["n"] == 0

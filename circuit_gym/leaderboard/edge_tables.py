@@ -67,7 +67,8 @@ def episode_scores(result: dict, metric: str = "cpr_log", part: str = "transfer"
 def paired_table(results: dict[str, dict], metric: str = "cpr_log", part: str = "transfer") -> list[dict]:
     """The order of ``results`` (name -> scored result) by mean ``metric`` (higher first; CMD lower
     first; ties by name) and each adjacent pair's paired difference with its 95% interval."""
-    per_entry = {name: episode_scores(r, metric, part) for name, r in results.items()}
+    scored = {name: episode_scores(r, metric, part) for name, r in results.items()}
+    per_entry = {name: s for name, s in scored.items() if s}  # a sample may hold none of this part
     lower_better = metric.startswith("cmd")
     means = {n: sum(s.values()) / len(s) for n, s in per_entry.items()}
     order = sorted(means, key=lambda n: (means[n] if lower_better else -means[n], n))
@@ -79,6 +80,8 @@ REPORT_COLUMNS = (
     ("transfer", "cpr_log"),
     ("transfer", "cmd_log"),
     ("transfer", "cpr"),
+    ("transfer", "cmd"),
+    ("transfer", "faithfulness"),
     ("planted", "recall"),
     ("planted", "auc_candidates"),
     ("planted", "auc"),
