@@ -24,7 +24,9 @@ Parts (``--parts``, default all):
   and README's score command run as ``python -m circuit_gym.cli ...`` from the clone (so the
   clone's package is imported; checked and recorded), cold cache then warm: cold wall <= 180 s,
   the printed estimate within 30% of the wall time on both; ``doctor``'s exit status and the
-  models it reports missing, and cursor/ANSI codes in the redirected score log (each 0).
+  models it reports missing, and cursor/ANSI codes in the redirected score log (each 0);
+- ``render``: in a fresh ``git clone``, ``python -m circuit_gym.cli leaderboard render`` (no
+  ``--rescore``) with an empty cache: wall seconds, target <= 30 (issue 59).
 
 The idle run (about 25-30 minutes on the idle 2-core machine; writes
 ``benchmarks/results/speed_targets.json`` and its sources in ``benchmarks/results/speed_targets/``)::
@@ -234,9 +236,18 @@ def score_figures(sources: Path, commands: dict) -> list[dict]:
     return out
 
 
+def render_figures(sources: Path, commands: dict) -> list[dict]:
+    path = sources / "render.json"
+    record = read_source(path)
+    if record["returncode"] != 0:
+        raise MissingSourceError(f"{_shown(path)}: render exited {record['returncode']} (see its log)")
+    return [figure("leaderboard render without --rescore, fresh clone, empty cache: wall seconds", record["wall_s"],
+                   "s", 30, "<=", commands["render"], _shown(path))]  # fmt: skip
+
+
 FIGURES: dict[str, Callable[[Path, dict], list[dict]]] = {
     "main_job": main_job_figures, "attention": attention_figures, "edges": edges_figures, "ppo": ppo_figures,
-    "planted": planted_figures, "score": score_figures,
+    "planted": planted_figures, "score": score_figures, "render": render_figures,
 }  # fmt: skip
 
 
@@ -291,6 +302,7 @@ def commands_of(sources: Path, quick: bool) -> dict[str, str]:
     shown["score"] = ("in a fresh git clone, README's myteam/policy.py written, then twice (cold, warm cache): python -m "
                       "circuit_gym.cli leaderboard score --name my-team --policy myteam.policy:make_policy"
                       + (" (benchmark shrunk by a sitecustomize: --quick)" if quick else ""))  # fmt: skip
+    shown["render"] = "in a fresh git clone, empty cache: python -m circuit_gym.cli leaderboard render"
     return shown
 
 
@@ -315,6 +327,8 @@ def run_part(part: str, sources: Path, quick: bool) -> None:
     args = child_args(sources, quick)
     if part == "score":
         (sources / "score.json").write_text(json.dumps(score_submission(quick), indent=1) + "\n")
+    elif part == "render":
+        (sources / "render.json").write_text(json.dumps(render_board(), indent=1) + "\n")
     elif part == "ppo":
         _run([sys.executable, *args["ppo"]], OMP_NUM_THREADS="1")
         with tempfile.TemporaryDirectory(prefix="before_46-") as old:
@@ -391,6 +405,28 @@ def score_submission(quick: bool) -> dict:
                         "missing": [m for m in models if "sha256 missing" in m or "(0 files" in m],
                         "first_line": (doctor.stdout.splitlines() or [""])[0].replace(str(work), "<tmp>")}  # fmt: skip
     return record
+
+
+def render_board() -> dict:
+    """``leaderboard render`` (no ``--rescore``) in a fresh clone with an empty cache: what a user who
+    just cloned waits for (issue 59's target: 30 s on the idle machine)."""
+    work = Path(tempfile.mkdtemp(prefix="speed_targets_render-"))
+    clone = work / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    env = _env(CIRCUIT_GYM_CACHE=str(work / "cache"), CIRCUIT_GYM_PROGRESS="", PYTHONPATH="")
+    _imported_from(clone, env)
+    argv = [sys.executable, "-m", "circuit_gym.cli", "leaderboard", "render"]
+    print(f"$ (in the clone) {' '.join(argv)}", flush=True)
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    log = (done.stdout + done.stderr)[-3000:].replace(str(work), "<tmp>")
+    return {
+        "wall_s": wall,
+        "returncode": done.returncode,
+        "log": log,
+        "clone_commit": _git(clone, "rev-parse", "HEAD"),
+    }
 
 
 def _git(cwd: Path, *args: str) -> str:

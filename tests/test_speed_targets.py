@@ -117,3 +117,14 @@ def test_a_part_whose_run_failed_is_not_read_from_an_older_file(tmp_path):
         ["main_job"], tmp_path, COMMANDS
     )  # the same file, the run did not fail
     assert failures == [] and figures[0]["met"] is True and figures[0]["key"] == "main_job-0"
+
+
+def test_render_is_met_at_30_seconds_and_a_failed_render_is_a_named_failure(tmp_path):
+    _write(tmp_path, "render.json", {"wall_s": 30.0001, "returncode": 0, "log": ""})
+    figures, failures = st.build_figures(["render"], tmp_path, COMMANDS)
+    assert failures == [] and _by_name(figures, "leaderboard render")["met"] is False
+    _write(tmp_path, "render.json", {"wall_s": 29.9, "returncode": 0, "log": ""})
+    assert _by_name(st.build_figures(["render"], tmp_path, COMMANDS)[0], "leaderboard render")["met"] is True
+    _write(tmp_path, "render.json", {"wall_s": 3.0, "returncode": 1, "log": "Traceback"})
+    figures, failures = st.build_figures(["render"], tmp_path, COMMANDS)
+    assert figures == [] and failures[0]["part"] == "render" and "exited 1" in failures[0]["error"]
