@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from circuit_gym.leaderboard import costs
 from circuit_gym.leaderboard.planted_scorer import TRACK, definition, planted_benchmark
 from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.leaderboard.tracks import track as track_row
@@ -45,18 +46,28 @@ def _cell(summary: dict, column: str) -> str:
     return f"{row['precision']:.2f} / {row['recall']:.2f} / {row['auc']:.2f}"
 
 
+def _costs(result: dict) -> list[str]:
+    """LM passes and the policy's own CPU seconds per public episode (the public table's last columns)."""
+    episodes = result["scores"].get("episodes") or []
+    passes = [e["forward_passes"] for e in episodes if e.get("forward_passes") is not None]
+    mean_passes = f"{sum(passes) / len(passes):.0f}" if passes else "-"
+    return [mean_passes, costs.cpu_cell(costs.policy_cpu_per_episode(result, len(episodes)))]
+
+
 def planted_table(results: list[dict], secret: bool = False, track: str = TRACK) -> str:
     """The Markdown table of ``results`` on the public seeds, or (``secret``) on the secret
-    models (entries scored without them are left out)."""
+    models (entries scored without them are left out). The public table adds what each entry's
+    episodes cost: LM passes and the policy's own CPU seconds per episode."""
     shown = columns(track)
-    header = "| entry | " + " | ".join(shown) + " |"
-    lines = [header, "|---|" + "---|" * len(shown)]
+    extra = [] if secret else ["LM passes / episode", "policy CPU s / episode"]
+    header = "| entry | " + " | ".join([*shown, *extra]) + " |"
+    lines = [header, "|---|" + "---|" * (len(shown) + len(extra))]
     for r in results:
         scores = r.get("private", {}).get("scores") if secret else r["scores"]
         if scores is None:
             continue
-        cells = " | ".join(_cell(scores["summary"], c) for c in shown)
-        lines.append(f"| {r['name']} | {cells} |")
+        cells = [_cell(scores["summary"], c) for c in shown] + ([] if secret else _costs(r))
+        lines.append(f"| {r['name']} | {' | '.join(cells)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -13,6 +13,7 @@ maintainers' private score" until they score it.
 from __future__ import annotations
 
 from circuit_gym import benchmark as B
+from circuit_gym.leaderboard import costs
 from circuit_gym.reporting import transfer_tables as T
 from circuit_gym.reporting.transfer_tables import SHORT, number, quadrant_cell, transfer_heading
 
@@ -53,13 +54,8 @@ def _public_episodes(entry: dict) -> int:
 
 
 def policy_cpu_per_episode(entry: dict) -> float | None:
-    """A submitted policy's CPU seconds per public episode (``diagnostics.policy_cpu``), or None
-    where the result has no measurement (a builtin reference, or no ``/proc``)."""
-    cpu = (entry.get("diagnostics") or {}).get("policy_cpu") or {}
-    episodes = _public_episodes(entry)
-    if not cpu.get("measured") or cpu.get("calls_s") is None or episodes == 0:
-        return None
-    return float(cpu["calls_s"]) / episodes
+    """A submitted policy's CPU seconds per public episode (``costs.policy_cpu_per_episode``)."""
+    return costs.policy_cpu_per_episode(entry, _public_episodes(entry))
 
 
 def transfer_row(entry: dict) -> dict:
@@ -94,8 +90,7 @@ def transfer_about(track: str) -> str:
     return T.transfer_about(track, board_note())
 
 
-def _cpu(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2g}"
+_cpu = costs.cpu_cell
 
 
 def transfer_markdown(rows: list[dict], track: str) -> str:
