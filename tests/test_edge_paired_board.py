@@ -29,7 +29,7 @@ def _summary(values: list[float]) -> dict:
 def _entry(name: str, transfer: list[float], planted: list[float], keys=TRANSFER_KEYS) -> dict:
     """A scored protocol-2 result: per-episode cpr_log on ``keys`` and the candidates' AUC on the planted seeds."""
     episodes = [{"part": "transfer", "model": m, "task": t, "seed": s, "cpr_log": v, "cmd_log": 0.1, "cpr": 1.0,
-                 "cmd": 0.0, "auc": None} for (m, t, s), v in zip(keys, transfer, strict=True)]  # fmt: skip
+                 "cmd": 0.0, "faithfulness": 0.5, "auc": None} for (m, t, s), v in zip(keys, transfer, strict=True)]  # fmt: skip
     episodes += [{"part": "planted", "kind": k, "seed": s, "auc_candidates": v, "auc": 0.9, "recall": 0.5} for (k, _, s), v in zip(PLANTED_KEYS, planted, strict=True)]  # fmt: skip
     summary = {
         **_summary(transfer),
@@ -150,3 +150,13 @@ def test_a_sample_without_a_part_is_left_out_of_that_parts_order(entries):
     report = paired_report(results, (("s", "a"),))
     assert report["versus"]["s_vs_a"]["transfer_cpr_log"]["n"] == len(TRANSFER_KEYS)
     assert report["versus"]["s_vs_a"]["planted_auc_candidates"]["n"] == 0
+
+
+def test_an_entry_scored_before_a_column_existed_is_left_out_of_that_column_only(entries):
+    old = _entry("o", [0.7] * len(TRANSFER_KEYS), [0.5] * len(PLANTED_KEYS))
+    for e in old["scores"]["episodes"]:
+        e.pop("auc_candidates", None)
+    report = paired_report({**{e["name"]: e for e in entries}, "o": old}, (("o", "a"),))
+    assert report["missing"] == {"planted_auc_candidates": ["o"]}
+    assert "o" not in report["means"]["planted_auc_candidates"] and "o" in report["means"]["transfer_cpr_log"]
+    assert set(report["versus"]["o_vs_a"]) == {c for c in report["means"] if c != "planted_auc_candidates"}

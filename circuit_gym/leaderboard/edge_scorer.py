@@ -539,8 +539,9 @@ def main(argv: list[str] | None = None) -> None:
     versus = tuple((a, b) for a, _, b in (pair.partition(":") for pair in args.versus))
     report = paired_report(results, versus)
     column = f"{args.part}_{args.metric}"
-    if versus and column in report["missing"]:
-        parser.error(f"some of these results have no {args.metric} in their {args.part} rows")
+    lacking = [n for pair in versus for n in pair if n in report["missing"].get(column, [])]
+    if lacking:
+        parser.error(f"{', '.join(lacking)}: no {args.metric} in the {args.part} rows")
     shown = [*paired_table(results, args.metric, args.part),
              *({"above": a, "below": b, **report["versus"][f"{a}_vs_{b}"][column]} for a, b in versus)]  # fmt: skip
     for d in shown:

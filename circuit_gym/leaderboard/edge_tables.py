@@ -92,28 +92,29 @@ def paired_report(results: dict[str, dict], versus: tuple[tuple[str, str], ...] 
     """Per column of :data:`REPORT_COLUMNS` (keyed ``{part}_{metric}``): each entry's mean and 95%
     interval over its public episodes (``means``), the adjacent paired differences in the order of
     :func:`paired_table` (``adjacent``), and ``a - b`` for each named pair of ``versus``
-    (``versus``, keyed ``{a}_vs_{b}``). A column some result's rows lack (a result scored before
-    the column existed) is left out and named in ``missing``."""
-    out: dict = {"entries": sorted(results), "means": {}, "adjacent": {}, "versus": {}, "missing": []}
+    (``versus``, keyed ``{a}_vs_{b}``). An entry whose rows lack a column (scored before the
+    column existed) is left out of that column and named under it in ``missing``."""
+    out: dict = {"entries": sorted(results), "means": {}, "adjacent": {}, "versus": {}, "missing": {}}
     for part, metric in REPORT_COLUMNS:
         column = f"{part}_{metric}"
-        rows = [e for r in results.values() for e in r["scores"]["episodes"] if e["part"] == part]
-        if not all(metric in e for e in rows):
-            out["missing"].append(column)
-            continue
-        per_entry = {n: episode_scores(r, metric, part) for n, r in results.items()}
+        has = {n: r for n, r in results.items()
+               if all(metric in e for e in r["scores"]["episodes"] if e["part"] == part)}  # fmt: skip
+        if len(has) < len(results):
+            out["missing"][column] = sorted(set(results) - set(has))
+        per_entry = {n: episode_scores(r, metric, part) for n, r in has.items()}
         out["means"][column] = {}
         for name, scores in per_entry.items():
             mean, ci = mean_ci95(list(scores.values()))
             out["means"][column][name] = {"mean": mean, "ci95": ci, "episodes": len(scores)}
-        out["adjacent"][column] = paired_table(results, metric, part)
+        out["adjacent"][column] = paired_table(has, metric, part)
         for a, b in versus:
-            d = paired_difference(per_entry[a], per_entry[b])
-            low, high = d["ci95"]
-            out["versus"].setdefault(f"{a}_vs_{b}", {})[column] = {
-                **d,
-                "separated": bool(low > 0 or high < 0),
-            }
+            if a in per_entry and b in per_entry:
+                d = paired_difference(per_entry[a], per_entry[b])
+                low, high = d["ci95"]
+                out["versus"].setdefault(f"{a}_vs_{b}", {})[column] = {
+                    **d,
+                    "separated": bool(low > 0 or high < 0),
+                }
     return out
 
 
