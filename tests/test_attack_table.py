@@ -9,8 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = {"A": "test_attacks.py", "O": "test_attacks_other_tracks.py", "P": "test_planted_track.py",
-         "L": "test_probing_ledger.py"}  # fmt: skip
-TRACK_COLUMNS = ("single-head (v5)", "circuit (v1)", "transfer (v6)", "Planted")
+         "L": "test_probing_ledger.py", "E": "test_edge_track.py"}  # fmt: skip
+TRACK_COLUMNS = ("single-head (v5)", "circuit (v1)", "transfer (v7)", "Planted (v7)", "edges (v7)")
 
 
 def _table() -> list[list[str]]:
@@ -29,17 +29,17 @@ def test_every_test_the_table_names_exists_where_it_says():
         for cell in row[1:]:
             # "A `test_x` [p, q], `test_y`": each test name belongs to the file of the letter before it
             for letter, names in re.findall(
-                r"\b([AOPL]) ((?:`test_[a-z0-9_.]+`(?: \[[^\]]*\])?,? ?)+)", cell
+                r"\b([AOPLE]) ((?:`test_[a-z0-9_.]+`(?: \[[^\]]*\])?,? ?)+)", cell
             ):
                 for name in re.findall(r"`(test_[a-z0-9_]+)`", names):
                     assert f"def {name}(" in sources[letter], (name, FILES[letter])
                 for params in re.findall(r"\[([^\]]*)\]", names):
                     for param in re.split(r",\s*", params):
                         assert f'"{param}"' in sources[letter], (param, FILES[letter])
-            assert cell == "shared" or cell.startswith("shared (") or re.search(r"\b[AOPL] ", cell), cell
+            assert cell == "shared" or cell.startswith("shared (") or re.search(r"\b[AOPLE] ", cell), cell
 
 
 def test_each_track_has_tests_of_its_own():
     header, *rows = _table()
     for column in range(1, len(header)):
-        assert any(re.search(r"\b[AOPL] `test_", row[column]) for row in rows), header[column]
+        assert any(re.search(r"\b[AOPLE] `test_", row[column]) for row in rows), header[column]

@@ -21,8 +21,8 @@ MANIFEST = load_manifest()
 # In-process white-box references cost seconds; a sandboxed one's child imports torch and the
 # package (some 10 s each on an idle machine) and exact greedy search plays ~2,000 passes: those
 # run with `make test` (CI), not `make test-fast`.
-CHEAP = {("single-head", "greedy"), ("circuit", "attribution"), ("transfer-single-head", "greedy"),
-         ("transfer-circuit", "attribution")}  # fmt: skip
+CHEAP = {("single-head", "greedy"), ("circuit", "attribution"), ("v7-single-head", "greedy"),
+         ("v7-circuit", "attribution")}  # fmt: skip
 EDGE_TRACKS = {"edges", "v7-edges"}
 
 

@@ -150,3 +150,47 @@ def test_an_older_id_that_builds_warns_with_the_newest_version():
     said = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
     assert any("CircuitDiscovery-Toy-IOI-v1 is out of date" in s and "`v4`" in s for s in said), said
     assert env.unwrapped.model.cfg.n_layers * env.unwrapped.model.cfg.n_heads == 16  # v1's 4 x 4 model
+
+
+# ------------------------------------------------------------------ retired board tracks (issue 56)
+# Track names are IDs too: `leaderboard score --track NAME`, a result file's "track". A retired
+# track's name is refused naming the benchmark in force, never answered by another track's row.
+def _removed() -> dict[str, str]:
+    from circuit_gym.leaderboard.tracks import REMOVED
+
+    return REMOVED
+
+
+@pytest.mark.parametrize("name", sorted(_removed()))
+def test_a_retired_track_is_refused_naming_the_benchmark_in_force(name, capsys):
+    from circuit_gym.benchmark import IN_FORCE
+    from circuit_gym.cli import build_parser
+    from circuit_gym.leaderboard import tracks
+
+    assert name not in tracks.TRACKS
+    with pytest.raises(ValueError) as refused:
+        tracks.track(name)
+    in_force = [t for t, row in tracks.TRACKS.items() if row.benchmark == IN_FORCE]
+    assert f"benchmark {IN_FORCE}" in str(refused.value) and all(t in str(refused.value) for t in in_force)
+    assert "docs/archive.md" in str(refused.value)
+    for command in (["score", "--name", "x"], ["canary"], ["rescore-references"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["leaderboard", *command, "--track", name])
+        assert f"benchmark {IN_FORCE}" in capsys.readouterr().err
+
+
+def test_a_result_file_of_a_retired_track_is_refused_not_shown_under_another(tmp_path):
+    """A result scored on a retired track (its provenance and content hash intact) is refused by
+    the board's verification as a track it does not have, whatever its numbers."""
+    import json
+
+    from circuit_gym.leaderboard.provenance import content_hash
+    from circuit_gym.leaderboard.verification import RefusedResultError, verify
+
+    for name in _removed():
+        result = {"name": "old", "track": name, "status": "scored", "provenance": {}, "scores": {}}
+        result["content_hash"] = content_hash(result)
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(result))
+        with pytest.raises(RefusedResultError, match=f"unknown track '{name}'"):
+            verify(path, None)

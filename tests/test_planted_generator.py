@@ -225,30 +225,28 @@ def test_bad_seeds_are_refused():
 
 
 @pytest.mark.slow
-def test_acdc_at_head_level_recovers_the_true_circuit_on_most_seeds():
+def test_acdc_at_head_level_recovers_the_true_circuit_on_most_seeds(monkeypatch):
     """ACDC as the Planted track runs it (its head-level threshold sweep; its circuit: the heads
     kept at the track's alpha) on 5 seeds per kind outside the board's public ones, against the
     truth; precision and recall per kind are printed. It must find the whole induction and
     multi-hop circuits on at least 4 of 5 seeds, and on the redundant and suppression kinds every
     head but the one its design cannot see (a redundant retriever: removing one alone costs
     nothing; the suppressor: removing it raises the metric)."""
-    from circuit_gym.leaderboard.planted_scorer import (
-        BATCH_INDEX,
-        PUBLIC_SEEDS,
-        episode_scores,
-        make_planted_envs,
-        reference_solver,
-    )
+    from circuit_gym.leaderboard import planted_scorer as PS
     from circuit_gym.solvers.episodes import play_episode
     from circuit_gym.tasks.planted import task_name
 
+    # generator version 2's kinds, as the Planted track's scorer plays them (a row of its own here:
+    # the board's rows are the benchmark in force's, on generator 3)
+    row = PS.PlantedBenchmark("generator-2", "generator-2-acdc", 2, KINDS)
+    monkeypatch.setitem(PS.PLANTED_BENCHMARKS, row.track, row)
     seeds = tuple(range(100, 105))
-    assert not set(seeds) & set(PUBLIC_SEEDS)
-    envs = make_planted_envs(seeds)
-    solver, _ = reference_solver("acdc", envs)
+    assert not set(seeds) & (set(row.public_seeds) | set(PS.planted_benchmark().public_seeds))
+    envs = PS.make_planted_envs(seeds, row.track)
+    solver, _ = PS.reference_solver("acdc", envs, row.track)
     for kind in KINDS:
-        rows = [episode_scores(kind, s, play_episode(envs[kind].unwrapped.inner_for(s), solver, task_name(kind),
-                                                     BATCH_INDEX)) for s in seeds]  # fmt: skip
+        rows = [PS.episode_scores(kind, s, play_episode(envs[kind].unwrapped.inner_for(s), solver, task_name(kind),
+                                                        PS.BATCH_INDEX), row.track) for s in seeds]  # fmt: skip
         precision, recall = (float(np.mean([r[m] for r in rows])) for m in ("precision", "recall"))
         print(f"ACDC {kind}: precision {precision:.2f}, recall {recall:.2f}, "
               f"recall per seed {[round(r['recall'], 2) for r in rows]}")  # fmt: skip

@@ -13,12 +13,14 @@ from circuit_gym.baselines import circuit_ppo, planted_ppo
 from circuit_gym.baselines.ppo_trainer import training_env
 from circuit_gym.envs.planted import TRUTH_KEY
 from circuit_gym.leaderboard import planted_scorer
-from circuit_gym.leaderboard.planted_scorer import PUBLIC_SEEDS
 from circuit_gym.models.planted.generator import truth_of
-from circuit_gym.tasks.planted import KINDS
+from circuit_gym.tasks.planted import KINDS, KINDS_V3
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "docs" / "results" / "planted" / "ppo_planted"
+
+
+PUBLIC_SEEDS = planted_scorer.planted_benchmark().public_seeds  # the Planted track in force's
 
 
 def test_training_and_selection_seeds_never_meet_the_boards_seeds():
@@ -53,15 +55,16 @@ def test_f1():
 def test_it_plays_the_tracks_ids_and_scores_episodes_as_the_track_does():
     """Baselines do not import the leaderboard, so the Planted PPO names the track's IDs and scores
     its selection episodes itself: both as the track's scorer does."""
-    assert [planted_ppo.kind_env_id(k) for k in KINDS] == [planted_scorer.env_id(k) for k in KINDS]
+    generator = planted_scorer.planted_benchmark().generator  # the track in force's: ID version 1
+    assert [planted_ppo.kind_env_id(k, 1) for k in KINDS_V3] == [planted_scorer.env_id(k) for k in KINDS_V3]
     ranking = np.random.default_rng(0).permutation(144)  # every head of a planted model
-    for kind in KINDS:
-        truth = sorted(truth_of(1000).circuit(kind))
+    for kind in KINDS_V3:
+        truth = sorted(truth_of(1000, generator).circuit(kind))
         order = [truth[0], next(int(h) for h in ranking if h not in truth)]  # precision 1/2, recall 1/n
         played = {"order": order, "ranking": _Ranking(ranking), "circuit_size": 2, "faithfulness": 0.5,
                   "forward_passes": 7}  # fmt: skip
         ours, track = (
-            planted_ppo.truth_scores(kind, 1000, played),
+            planted_ppo.truth_scores(kind, 1000, played, generator),
             planted_scorer.episode_scores(kind, 1000, played),
         )
         assert ours == {k: track[k] for k in ours} and ours["precision"] == 0.5

@@ -25,14 +25,28 @@ MANIFEST = load_manifest()
 
 
 # Tracks with references in the manifest: every track of a benchmark the board ranks or keeps
-# (a version being built, as v7 until its zoo ships, has none yet: checked below).
+# (a version being built has none yet: checked below).
 SCORED = tuple(t for t in TRACKS if MANIFEST[t])
 
 
 def test_every_track_of_a_ranked_or_retired_benchmark_has_references():
-    shown = {b for b in tracks.BENCHMARKS if b == tracks.IN_FORCE or tracks.BENCHMARKS[b]} | {B.PLANTED}
-    missing = [t for t in TRACKS if tracks.track(t).benchmark in shown and not MANIFEST[t]]
+    shown = {b for b in tracks.BENCHMARKS if b == tracks.IN_FORCE or tracks.BENCHMARKS[b].not_ranking}
+    missing = [
+        t for t in TRACKS if tracks.track(t).benchmark in {*shown, *tracks.RETIRED} and not MANIFEST[t]
+    ]
     assert missing == []
+
+
+def test_a_version_is_one_row_whose_tracks_follow_from_its_rows():
+    """Each row of BENCHMARKS gives its four tracks (single head, circuit, Planted, edges), named
+    after its transfer row, with the folders its rows name; the in-force one's are the default."""
+    for version, bench in tracks.BENCHMARKS.items():
+        names = [t.name for t in bench.tracks()]
+        kinds = (B.SINGLE_HEAD, B.CIRCUIT, B.PLANTED)
+        assert names == [*(bench.transfer.track(k) for k in kinds), bench.edges.track]
+        assert all(tracks.TRACKS[n].benchmark == version for n in names)
+        assert bench.edges.version == bench.transfer.version == version
+    assert tracks.BENCHMARKS[tracks.IN_FORCE].transfer.track(B.SINGLE_HEAD) == tracks.DEFAULT_TRACK
 
 
 def _first_reference(track: str):
@@ -62,11 +76,15 @@ def recorded(monkeypatch):
 
 
 def test_every_board_track_is_a_row_with_its_own_folder_definition_and_references():
-    assert tuple(tracks.TRACKS) == TRACKS and B.PLANTED in TRACKS
+    assert tuple(tracks.TRACKS) == TRACKS and B.transfer_benchmark(B.IN_FORCE).track(B.PLANTED) in TRACKS
     folders = [row.results_dir for row in tracks.TRACKS.values()]
     assert len(set(folders)) == len(folders)
     for name, row in tracks.TRACKS.items():
-        assert row.benchmark in tracks.BENCHMARKS and row.builtins() and row.canary_episodes >= 1
+        assert (
+            row.benchmark in {*tracks.BENCHMARKS, *tracks.RETIRED}
+            and row.builtins()
+            and row.canary_episodes >= 1
+        )
         assert row.cost.cold_s is None or row.cost.cold_s >= row.cost.warm_s > 0
         for reference in MANIFEST[name].values():  # the references of a row live in its folder
             assert reference.result_path().parent == row.results_dir
@@ -99,11 +117,12 @@ def test_the_canary_and_both_rescores_go_through_the_rows_scorer_with_the_refere
 
 
 def test_the_command_line_scores_any_track_through_its_row(recorded, tmp_path, capsys):
-    reference = MANIFEST[B.PLANTED]["random"]
+    planted = B.transfer_benchmark(B.IN_FORCE).track(B.PLANTED)
+    reference = MANIFEST[planted]["random"]
     out = tmp_path / "r.json"
-    assert main(["leaderboard", "score", "--track", "planted", "--builtin", "random", "--out", str(out)]) == 0
+    assert main(["leaderboard", "score", "--track", planted, "--builtin", "random", "--out", str(out)]) == 0
     (track, name, request), = recorded  # fmt: skip
-    assert (track, name, request.builtin) == ("planted", "random", "random")  # --name defaults to the builtin
+    assert (track, name, request.builtin) == (planted, "random", "random")  # --name defaults to the builtin
     assert json.loads(out.read_text()) == json.loads(reference.result_path().read_text())
     assert "public seeds, all kinds: " in capsys.readouterr().out
 
@@ -112,9 +131,9 @@ def test_what_a_row_cannot_do_is_refused_before_anything_runs(recorded):
     with pytest.raises(ValueError, match="private model belongs to"):
         tracks.score_reference("single-head", "x", tracks.Request(builtin="greedy", private_model="dir"))
     with pytest.raises(ValueError, match="scores its own models"):
-        tracks.score_reference("transfer-single-head", "x", tracks.Request(builtin="greedy", model="gpt2"))
-    with pytest.raises(ValueError, match="builtin on the planted track"):
-        tracks.score_reference("planted", "x", tracks.Request(builtin="greedy"))
+        tracks.score_reference("v7-single-head", "x", tracks.Request(builtin="greedy", model="gpt2"))
+    with pytest.raises(ValueError, match="builtin on the v7-planted track"):
+        tracks.score_reference("v7-planted", "x", tracks.Request(builtin="greedy"))
     with pytest.raises(ValueError, match="features on the circuit track"):
         tracks.score_reference("circuit", "x", tracks.Request(builtin="acdc", features="causal"))
     assert recorded == []

@@ -417,17 +417,33 @@ def zoo_self_repair(which: str) -> Callable[[], str]:
     return table
 
 
-def zoo_backup_pilot() -> str:
-    """docs/zoo.md's backup objective pilot (issue 55; docs/results/zoo/backup_pilot.json, written by
-    scripts/backup_pilot.py): one row per model and recorded pair."""
-    from circuit_gym.reporting.backup_pairs import pairs_table
+def backup_pairs(name: str) -> Callable[[], str]:
+    """docs/zoo.md's backup-pair tables (issue 55; ``docs/results/zoo/<name>.json``, written by
+    scripts/backup_pilot.py): one row per model and recorded pair (the pilot's, then zoo v3's)."""
 
-    return pairs_table(load(ROOT / "docs/results/zoo/backup_pilot.json"))
+    def table() -> str:
+        from circuit_gym.reporting.backup_pairs import pairs_table
+
+        return pairs_table(load(ROOT / f"docs/results/zoo/{name}.json"))
+
+    return table
 
 
-def planted_track(track: str = "planted") -> Callable[[], str]:
-    """A Planted track's public and secret tables (``planted``: leaderboard/results/planted/;
-    ``v7-planted``: leaderboard/results/v7/planted/; docs/planted.md). In a child process: importing
+def backup_summary(name: str) -> Callable[[], str]:
+    """Per model of ``docs/results/zoo/<name>.json``: pairs meeting issue 55's bar and the median
+    rank of the backup under each method, over its performed pairs."""
+
+    def table() -> str:
+        from circuit_gym.reporting.backup_pairs import summary_table
+
+        return summary_table(load(ROOT / f"docs/results/zoo/{name}.json"))
+
+    return table
+
+
+def planted_track(track: str) -> Callable[[], str]:
+    """A Planted track's public and secret tables (``v7-planted``: leaderboard/results/v7/planted/;
+    docs/planted.md). In a child process: importing
     the track registers the planted tasks, which would change the ``registry`` counts of this one."""
 
     def table() -> str:
@@ -460,7 +476,6 @@ TABLES: dict[str, Callable[[], str]] = {
     "circuit-track-detail": circuit_track_detail,
     "circuit-track-tasks": circuit_track_tasks,
     "per-task-recovery": per_task_recovery,
-    "planted-track": planted_track(),
     "v7-planted-track": planted_track("v7-planted"),
     "planted-baselines": planted_baselines,
     "speed-targets": speed_targets,
@@ -468,5 +483,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "zoo-placement": zoo_placement,
     "zoo-self-repair-summary": zoo_self_repair("summary"),
     "zoo-self-repair": zoo_self_repair("tasks"),
-    "zoo-backup-pilot": zoo_backup_pilot,
+    "zoo-backup-pilot": backup_pairs("backup_pilot"),
+    "zoo-v3-pairs": backup_pairs("zoo_v3"),
+    "zoo-v3-summary": backup_summary("zoo_v3"),
 }

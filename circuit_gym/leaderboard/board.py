@@ -53,7 +53,7 @@ from circuit_gym.leaderboard.tables import (
     rank_rows,
     single_head_row,
 )
-from circuit_gym.leaderboard.tracks import TRACKS, in_board_order, retired
+from circuit_gym.leaderboard.tracks import IN_FORCE, TRACKS, in_board_order, retired
 from circuit_gym.leaderboard.transfer_tables import (
     rank_transfer_rows,
     transfer_about,
@@ -72,13 +72,8 @@ from circuit_gym.leaderboard.verification import (  # noqa: F401 - RefusedResult
 )
 from circuit_gym.progress import stage
 
-PLANTED = B.PLANTED
 PLANTED_TRACKS = tuple(PLANTED_BENCHMARKS)  # every version of the Planted track (planted_scorer's rows)
 RESULTS_DIR = board_paths.RESULTS_DIR
-# Each track's committed results (its row of circuit_gym/leaderboard/tracks.py says where).
-CIRCUIT_RESULTS_DIR = TRACKS[B.CIRCUIT].results_dir
-TRANSFER_RESULTS_DIRS = tuple(TRACKS[t].results_dir for t in TRANSFER_TRACKS)
-PLANTED_RESULTS_DIR = TRACKS[PLANTED].results_dir
 MARK_BEGIN, MARK_END = "<!-- board:begin -->", "<!-- board:end -->"
 
 
@@ -87,13 +82,13 @@ def board_files() -> list[Path]:
     return sorted(p for t in TRACKS.values() for p in t.results_dir.glob("*.json"))
 
 
-def planted_markdown(paths: list[Path], track_name: str = PLANTED) -> str:
+def planted_markdown(paths: list[Path], track_name: str) -> str:
     """A Planted track's section (``circuit_gym/leaderboard/planted_tables.py``), or nothing without results."""
     from circuit_gym.leaderboard.planted_tables import planted_tables
 
     if not paths:
         return ""
-    title = "Planted track" if track_name == PLANTED else f"Planted track, {track_name}"
+    title = f"Planted track, {track_name}"
     return (
         f"### {title} (every seed a new model with its circuits at new heads)\n\n"
         f"{planted_tables(sorted(paths), track_name)}\n"
@@ -223,11 +218,14 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, model
             + "\n"
         )
     readme.write_text(f"{head}{MARK_BEGIN}\n{body}{probed}{MARK_END}{tail}")
-    about = (f"Benchmark {B.BENCHMARK_VERSION}: held-out tasks {', '.join(B.HELD_OUT_TASKS)} ({B.SPLIT} split), "
-             f"{len(B.EVAL_SEEDS)} seeds, {B.ABLATION} ablation, lambda {B.LAM}. Recovery: sum of chosen rewards / "
-             "sum of oracle rewards over the episodes with a positive oracle; above memoriser: minus the fixed-head "
-             "memoriser's on the same episodes; LM passes: what the solver ran per episode inside its rank call. "
-             "Check: hash-checked, rescored (render --rescore matched) or verified (rescored with private scores).")  # fmt: skip
+    about = (f"Benchmark {IN_FORCE}, the one in force: its tracks' entries ranked on the maintainers' private "
+             "material (the private model, the secret planted models), with the public quadrants anyone can "
+             "reproduce. Check: hash-checked, rescored (render --rescore matched) or verified (rescored with "
+             "private scores). Retired benchmarks: docs/archive.md; the sections marked 'Not ranking' are "
+             f"retired ones still shown. {B.BENCHMARK_VERSION} (retired): held-out tasks "
+             f"{', '.join(B.HELD_OUT_TASKS)} ({B.SPLIT} split), {len(B.EVAL_SEEDS)} seeds, {B.ABLATION} ablation, "
+             f"lambda {B.LAM}; recovery: sum of chosen rewards / sum of oracle rewards over the episodes with a "
+             "positive oracle; above memoriser: minus the fixed-head memoriser's on the same episodes.")  # fmt: skip
     write_page(out / "index.html", rows, {e["name"]: e for e in entries}, tasks=B.HELD_OUT_TASKS, about=about,
                failed=failed, refused=refused, radar={r["name"]: radar_dir / f"{check_name(r['name'])}.png" for r in rows},
                figures=figures, circuit_rows=crows, circuit_about=circuit_about() if crows else "",

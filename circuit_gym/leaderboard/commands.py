@@ -21,6 +21,7 @@ from circuit_gym.leaderboard.paths import REPO_ROOT
 from circuit_gym.leaderboard.tracks import (
     BENCHMARKS,
     DEFAULT_TRACK,
+    RETIRED,
     TRACKS,
     Request,
     retired,
@@ -227,9 +228,10 @@ def _cmd_seal_private(args: argparse.Namespace) -> int:
 
 
 def _track_help() -> str:
-    by_benchmark = {b: [t.name for t in TRACKS.values() if t.benchmark == b] for b in BENCHMARKS}
-    listed = "; ".join(f"{b}{' (' + why.split(':')[0] + ')' if why else ''}: {', '.join(names)}"
-                       for b, why in BENCHMARKS.items() if (names := by_benchmark[b]))  # fmt: skip
+    versions = [*BENCHMARKS, *RETIRED]
+    by_benchmark = {b: [t.name for t in TRACKS.values() if t.benchmark == b] for b in versions}
+    listed = "; ".join(f"{b}{' (retired)' if b in RETIRED else ''}: {', '.join(names)}"
+                       for b in versions if (names := by_benchmark[b]))  # fmt: skip
     return (
         f"default: {DEFAULT_TRACK}, the benchmark in force. Tracks by benchmark: {listed}. Single head: "
         "rank_heads(observation); circuit: act(observation, action_mask) and rank_heads (docs/leaderboard.md)"
@@ -269,8 +271,19 @@ def _add_jobs_arg(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--jobs", type=int, default=1, help=f"{what} at once (one process each)")
 
 
+def _track_name(name: str) -> str:
+    """``--track``'s value: a board track; a retired one is refused naming the version in force
+    (``tracks.track``'s message), never replaced by another."""
+    try:
+        return track(name).name
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def _add_track_filter(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--track", choices=tuple(TRACKS), help="one track only (default: all)")
+    p.add_argument(
+        "--track", type=_track_name, metavar="TRACK", help=f"one track only of {list(TRACKS)} (default: all)"
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -282,7 +295,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = lb_sub.add_parser("score", help="score a policy (sandboxed) and write a verifiable result file")
     add_model_args(p, default=None)
     p.add_argument("--name", help="the entry's name on the board (default with --builtin: the builtin's)")
-    p.add_argument("--track", choices=tuple(TRACKS), default=DEFAULT_TRACK, help=_track_help())
+    p.add_argument("--track", type=_track_name, metavar="TRACK", default=DEFAULT_TRACK, help=_track_help())
     p.add_argument(
         "--features", default=DEFAULT_FEATURES,
         help=f"transfer tracks: the observation the policy is given, the environments' features argument "

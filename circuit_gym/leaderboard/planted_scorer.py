@@ -1,13 +1,13 @@
 """Score a circuit-building policy on the Planted track: exact ground truth, models nobody has seen.
 
 The track has one row per board version (:class:`PlantedBenchmark`, :data:`PLANTED_BENCHMARKS`):
-``planted`` (planted generator version 2, its four kinds; the v6 board's) and ``v7-planted``
-(benchmark v7: generator version 3, six kinds, its own private salt). Every function here takes the
-row's track name (default ``planted``) and reads nothing else that differs between versions.
+``v7-planted`` (benchmark v7: generator version 3, six kinds, its own private salt). Every function
+here takes the row's track name (default: the benchmark in force's) and reads nothing else that
+differs between versions. (The first Planted track, generator version 2, is retired: docs/archive.md.)
 
 A row's track (:func:`definition`): for each of its circuit kinds, the policy plays the kind's
-circuit-building Planted ID of the row's generator version (``CircuitDiscovery-Planted-{Kind}-Circuit-v0``
-on version 2, ``-v1`` on version 3; ``start="empty"``, the circuit track's budget and alpha, no
+circuit-building Planted ID of the row's generator version (``CircuitDiscovery-Planted-{Kind}-Circuit-v1``
+on version 3; ``start="empty"``, the circuit track's budget and alpha, no
 oracle fields, resample ablation) on the planted model of each seed: the row's public seeds
 (published, anyone can rescore), and, when the maintainers pass their private seed file, the row's
 number of private models drawn from its first seed (:func:`private_model_seeds`).
@@ -33,7 +33,6 @@ cache, where their directory names would give the seeds away); the result stores
 and the seed file's SHA-256, never a seed. The skeleton (checks, sandbox, episode loop,
 provenance, content hash) is ``scoring.py``'s; :class:`PlantedRun` is what differs.
 
-    circuit-gym leaderboard score --track planted --builtin acdc --out leaderboard/results/planted/acdc.json
     circuit-gym leaderboard score --track v7-planted --builtin acdc --out leaderboard/results/v7/planted/acdc.json
 """
 
@@ -69,7 +68,9 @@ from circuit_gym.track_envs import PLANTED_BATCH_SIZE as BATCH_SIZE
 from circuit_gym.track_envs import PLANTED_SPLIT as SPLIT
 from circuit_gym.track_envs import planted_env, planted_env_id
 
-TRACK = B.PLANTED  # the first row's track: every function's default
+TRACK = B.transfer_benchmark(B.IN_FORCE).track(
+    B.PLANTED
+)  # the benchmark in force's: every function's default
 RULES = ("random", "shallow_first", "feature", "memoriser")
 METRICS = ("precision", "recall", "auc", "exact", "faithfulness", "circuit_size")
 
@@ -105,13 +106,16 @@ _V7 = B.transfer_benchmark("v7")
 PLANTED_BENCHMARKS: dict[str, PlantedBenchmark] = {
     row.track: row
     for row in (
-        PlantedBenchmark(TRACK, "circuit-gym-planted-v0", DEFAULT_VERSION, kinds_of(DEFAULT_VERSION)),
-        # benchmark v7: its generator version (benchmark.TRANSFER_BENCHMARKS), all of its kinds, as
-        # many public seeds; another salt, so one seed file draws other secret models than v6's
-        PlantedBenchmark(_V7.track(TRACK), f"circuit-gym-planted-{_V7.version}", _V7.planted_generator,
+        # benchmark v7: its generator version (benchmark.TRANSFER_BENCHMARKS), all of its kinds, 20
+        # public seeds; its own salt, so one seed file draws other secret models than the first track's
+        PlantedBenchmark(_V7.track(B.PLANTED), f"circuit-gym-planted-{_V7.version}", _V7.planted_generator,
                          kinds_of(_V7.planted_generator), salt=0x5EC7A3),
     )
 }  # fmt: skip
+# How the edge track draws its secret planted models (``edge_scorer`` asks without a track): as the
+# first Planted track (retired) drew them, its salt, 20 models, public seeds 0-19 left out, so the
+# edge track's committed private scores reproduce.
+EDGE_DRAW = PlantedBenchmark("edges", "edge-track-draw", DEFAULT_VERSION, kinds_of(DEFAULT_VERSION))
 
 
 def planted_benchmark(track: str = TRACK) -> PlantedBenchmark:
@@ -119,12 +123,6 @@ def planted_benchmark(track: str = TRACK) -> PlantedBenchmark:
     if track not in PLANTED_BENCHMARKS:
         raise ValueError(f"planted track must be one of {list(PLANTED_BENCHMARKS)}, got {track!r}")
     return PLANTED_BENCHMARKS[track]
-
-
-# The first row's values under their old names (readers of the v6 board's track).
-_FIRST = PLANTED_BENCHMARKS[TRACK]
-BENCHMARK_VERSION, VERSION, KINDS = _FIRST.benchmark_version, _FIRST.generator, _FIRST.kinds
-PUBLIC_SEEDS, N_PRIVATE_MODELS = _FIRST.public_seeds, _FIRST.private_models
 
 
 def env_id(kind: str, track: str = TRACK) -> str:
@@ -144,10 +142,10 @@ def definition(track: str = TRACK) -> dict:
     }  # fmt: skip
 
 
-def private_model_seeds(file_seeds: tuple[int, ...], track: str = TRACK) -> tuple[int, ...]:
+def private_model_seeds(file_seeds: tuple[int, ...], track: str | None = None) -> tuple[int, ...]:
     """The row's number of private model seeds, drawn from the first seed of the maintainers' file
-    with the row's salt, none of them public."""
-    row = planted_benchmark(track)
+    with the row's salt, none of them public (``track`` None: the edge track's draw, :data:`EDGE_DRAW`)."""
+    row = EDGE_DRAW if track is None else planted_benchmark(track)
     rng = np.random.default_rng([row.salt, int(file_seeds[0])])
     out: list[int] = []
     while len(out) < row.private_models:

@@ -1,4 +1,14 @@
-"""Every board track in one table, and the one function that scores an entry on any of them.
+"""Every board version and track in one table, and the one function that scores an entry on any of them.
+
+A version of the board is a row of :data:`BENCHMARKS` (:class:`Benchmark`): its transfer benchmark
+(``circuit_gym.benchmark``: zoo, splits, seeds, private model), its Planted track's row
+(``planted_scorer.PLANTED_BENCHMARKS``, named after the transfer row) and its edge track's row
+(``edge_benchmark.EDGE_BENCHMARKS``). Its four tracks (single head, circuit building, Planted,
+edges) follow from those rows, and the version in force (``benchmark.IN_FORCE``) is the only
+default. Adding a version (v8: zoo v3) is its rows there and one row here. A retired version's
+tracks are refused by name, naming the version in force (:data:`REMOVED`); the two retired
+versions whose tracks the tests still play (:data:`RETIRED`) are shown under "Not ranking" until
+those tests move. Final tables of every retired version: ``docs/archive.md``.
 
 A row (:class:`Track`) holds what the rest of the leaderboard asks of a track: its definition
 (the benchmark version, tasks, models and seeds its results are checked against), how an entry
@@ -14,14 +24,14 @@ Adding a track is a row here plus its table renderer (and its scorer, if it play
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from circuit_gym import benchmark as B
 from circuit_gym.envs.features import DEFAULT_FEATURES
 from circuit_gym.leaderboard import paths
-from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS
+from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS, EdgeBenchmark
 
 
 @dataclass(frozen=True)
@@ -64,7 +74,7 @@ class Cost:
 @dataclass(frozen=True)
 class Track:
     name: str
-    benchmark: str  # the board version it belongs to (BENCHMARKS)
+    benchmark: str  # the board version it belongs to (BENCHMARKS, or RETIRED)
     definition: Callable[[], dict]
     score: Callable[[str, Request], dict]  # (entry name, request) -> result
     builtins: Callable[[], tuple[str, ...]]
@@ -75,21 +85,25 @@ class Track:
     canary_episodes: int  # the canary's prefix (exact greedy search plays ~2,000 passes an episode)
     features: Callable[[], tuple[str, ...]] = lambda: (DEFAULT_FEATURES,)
     single_model: bool = False  # scored on one named model (--model): v5's tracks
-    private_model: bool = False  # ranked on the maintainers' private model: v6's tracks
+    private_model: bool = False  # ranked on the maintainers' private model: the transfer and edge tracks
 
 
-# The board's versions, the one in force first; a retired one is scored only when named, and its
-# section of the board says why it no longer ranks.
-BENCHMARKS = {
-    "v7": None,
+IN_FORCE = B.IN_FORCE  # the one place it is set: circuit_gym.benchmark (the main job reads it too)
+# Retired versions that keep their tracks until the tests playing them move to the version in force
+# (v5's two tracks are the attack and board tests' small vehicle on `toy`; v6's edge track is the
+# edge track's tests'): scored when named, shown on the board under "Not ranking: <why>".
+RETIRED = {
     "v6": "retired: its private model is no longer kept, so no new entry can be ranked on it; v7 holds out "
     "zoo v2's members and a private model placed apart from every public member's layers",
-    "planted": "retired: planted generator 2's four kinds, superseded by v7's Planted track (generator 3: six "
-    "kinds with self-repair and AND gates, every reference rescored on its secret models)",
     "v5": "retired: one hand-picked observation column (induction_attn) tops it, above the trained PPO and "
     "greedy search; v6 (the transfer tracks) holds models out as well as tasks",
 }
-IN_FORCE = B.IN_FORCE  # the one place it is set: circuit_gym.benchmark (the main job reads it too)
+# Retired tracks that left the tree: refused by name, naming the version in force (docs/archive.md
+# holds their final tables; the tag archive/v6-last is the last commit that scores them).
+REMOVED = {
+    "transfer-single-head": "v6", "transfer-circuit": "v6",
+    "planted": "the first Planted track (planted generator 2)",
+}  # fmt: skip
 
 
 def _v5(track: str) -> Callable[[str, Request], dict]:
@@ -200,24 +214,20 @@ def _planted_row(track: str, benchmark: str, results_dir: Path, cost: Cost) -> T
 
 
 # Measured 2026-11-26 on a 2-core machine with load average 10-17 (other jobs), the random
-# reference's policy sandboxed, fixed costs (child start, model loads) included:
-# transfer-single-head on zoo1 (72 episodes) cold 845 s, then warm 111 s; single-head (v5), its
-# first 24 evaluation episodes, cold 364 s, then warm 55 s.
+# reference's policy sandboxed, fixed costs (child start, model loads) included: single-head (v5),
+# its first 24 evaluation episodes, cold 364 s, then warm 55 s.
 _MEASURED = "the random reference's policy, 2-core machine at load 10-17, 2026-11-26"
-# A submitted policy's seconds per episode, per (version, kind), measured on this machine; a row
-# without one estimates from its random reference's scoring time.
-_COSTS = {
-    ("v6", B.SINGLE_HEAD): Cost(11.7, 1.5, _MEASURED),
-    # 239.8 s cold and 46.6 s warm for 232 episodes
-    ("v7", B.SINGLE_HEAD): Cost(
-        1.03,
-        0.20,
-        "README's example policy from a fresh clone, idle 2-core machine, "
-        "2026-11-27, `python benchmarks/speed_targets.py --parts score`",
-    ),
-}
+# A submitted policy's seconds per episode on v7's single-head track, measured on this machine
+# (239.8 s cold and 46.6 s warm for 232 episodes); a track without one estimates from its random
+# reference's scoring time.
+_V7_SINGLE_HEAD_COST = Cost(
+    1.03,
+    0.20,
+    "README's example policy from a fresh clone, idle 2-core machine, "
+    "2026-11-27, `python benchmarks/speed_targets.py --parts score`",
+)
 _KIND_DIRS = {B.SINGLE_HEAD: ".", B.CIRCUIT: "circuit"}
-_ROWS = (
+_RETIRED_ROWS = (
     Track(
         name=B.SINGLE_HEAD, benchmark="v5", definition=B.definition, score=_v5(B.SINGLE_HEAD),
         builtins=_white_boxes(B.SINGLE_HEAD),
@@ -232,25 +242,6 @@ _ROWS = (
         headline=_headline("circuit_gym.leaderboard.tables", "circuit_headline"),
         results_dir=paths.RESULTS_DIR / "circuit", cost=Cost(None, None), canary_episodes=1, single_model=True,
     ),
-    *(
-        Track(
-            name=B.transfer_benchmark(version).track(kind), benchmark=version,
-            definition=lambda kind=kind, version=version: B.transfer_definition(kind, version),
-            score=_transfer(kind, version), builtins=_white_boxes(kind), episodes=_transfer_episodes(kind, version),
-            headline=_headline("circuit_gym.leaderboard.transfer_scorer", "headline"),
-            results_dir=paths.RESULTS_DIR / B.transfer_benchmark(version).results_folder / _KIND_DIRS[kind],
-            cost=_COSTS.get((version, kind), Cost(None, None)),
-            canary_episodes=2 if kind == B.SINGLE_HEAD else 1, features=_transfer_features(kind), private_model=True,
-        )
-        for version in B.TRANSFER_BENCHMARKS
-        for kind in (B.SINGLE_HEAD, B.CIRCUIT)
-    ),
-    _planted_row(B.PLANTED, "planted", paths.RESULTS_DIR / "planted", Cost(None, None)),
-    # benchmark v7's Planted track (planted generator v3, six kinds): the same function, the other row;
-    # its results beside v7's transfer tracks' (leaderboard/results/v7/)
-    _planted_row(B.transfer_benchmark("v7").track(B.PLANTED), "v7",
-                 paths.RESULTS_DIR / B.transfer_benchmark("v7").results_folder / B.PLANTED,
-                 Cost(None, None)),
 )  # fmt: skip
 
 
@@ -271,39 +262,95 @@ def _edge_builtins() -> tuple[str, ...]:
     return reference_names()
 
 
-# The edge track, one row per version (circuit_gym/leaderboard/edge_benchmark.py): its transfer part
-# ranks on the private model, its planted part on the secret models.
-_ROWS += tuple(
-    Track(
+@dataclass(frozen=True)
+class Benchmark:
+    """One version of the board (a row of :data:`BENCHMARKS`): the rows its tracks are built from."""
+
+    version: str
+    transfer: B.TransferBenchmark  # zoo, splits, seeds and pinned settings of its transfer tracks
+    edges: EdgeBenchmark  # its edge track (its transfer part reads ``transfer``'s models and tasks)
+    costs: Mapping[str, Cost] = field(default_factory=dict)  # measured seconds per episode, per kind
+    # Why the board does not rank on it yet (a version scored before it is put in force); None: it ranks.
+    not_ranking: str | None = None
+
+    def tracks(self) -> tuple[Track, ...]:
+        """Its tracks in board order: single head, circuit building, Planted, edges."""
+        folder = paths.RESULTS_DIR / self.transfer.results_folder
+        transfer = tuple(
+            Track(
+                name=self.transfer.track(kind),
+                benchmark=self.version,
+                definition=lambda kind=kind: B.transfer_definition(kind, self.version),
+                score=_transfer(kind, self.version),
+                builtins=_white_boxes(kind),
+                episodes=_transfer_episodes(kind, self.version),
+                headline=_headline("circuit_gym.leaderboard.transfer_scorer", "headline"),
+                results_dir=folder / _KIND_DIRS[kind],
+                cost=self.costs.get(kind, Cost(None, None)),
+                canary_episodes=2 if kind == B.SINGLE_HEAD else 1,
+                features=_transfer_features(kind),
+                private_model=True,
+            )
+            for kind in (B.SINGLE_HEAD, B.CIRCUIT)
+        )
+        planted = _planted_row(
+            self.transfer.track(B.PLANTED), self.version, folder / B.PLANTED, Cost(None, None)
+        )
+        return (*transfer, planted, _edge_row(self.edges))
+
+
+def _edge_row(e: EdgeBenchmark) -> Track:
+    """An edge track's row: its transfer part ranks on the private model, its planted part on the secret models."""
+    return Track(
         name=e.track, benchmark=e.version, definition=e.definition, score=_edges(e.track), builtins=_edge_builtins,
-        episodes=lambda n_private, e=e: e.episodes(n_private > 0),
+        episodes=lambda n_private: e.episodes(n_private > 0),
         headline=_headline("circuit_gym.leaderboard.edge_scorer", "headline"),
         results_dir=paths.RESULTS_DIR / e.results_folder, cost=Cost(None, None), canary_episodes=1, private_model=True,
-    )
-    for e in EDGE_BENCHMARKS.values()
-)  # fmt: skip
+    )  # fmt: skip
+
+
+# The board's versions, the one in force first. v7 (issue 41): zoo v2's members held out, a private
+# model placed apart from every public member's layers (docs/private_model.md), planted generator 3.
+BENCHMARKS: dict[str, Benchmark] = {
+    "v7": Benchmark(
+        "v7", B.transfer_benchmark("v7"), EDGE_BENCHMARKS["v7"], {B.SINGLE_HEAD: _V7_SINGLE_HEAD_COST}
+    ),
+}
+_ROWS = (
+    *(row for bench in BENCHMARKS.values() for row in bench.tracks()),
+    *_RETIRED_ROWS,
+    _edge_row(EDGE_BENCHMARKS["v6"]),
+)
 TRACKS: dict[str, Track] = {t.name: t for t in _ROWS}
 # The track `leaderboard score` plays unless told: the single-head track of the benchmark in force.
 DEFAULT_TRACK = next(t.name for t in _ROWS if t.benchmark == IN_FORCE)
 
 
 def track(name: str) -> Track:
-    """The row ``name``; ValueError naming the tracks otherwise."""
+    """The row ``name``; ValueError naming the tracks otherwise (a removed one's: naming the version
+    in force and where its final tables are)."""
+    if name in REMOVED:
+        in_force = [t for t in TRACKS if TRACKS[t].benchmark == IN_FORCE]
+        raise ValueError(
+            f"track {name!r} ({REMOVED[name]}) is retired: the board ranks on benchmark {IN_FORCE}, tracks "
+            f"{in_force}; its final tables are docs/archive.md, and tag archive/v6-last still scores it"
+        )
     if name not in TRACKS:
         raise ValueError(f"track must be one of {list(TRACKS)}, got {name!r}")
     return TRACKS[name]
 
 
 def in_board_order(names: Iterable[str]) -> list[str]:
-    """Track ``names`` as the board shows them: the benchmark in force first, then the retired ones
-    in ``BENCHMARKS``' order (the order given within one benchmark)."""
-    versions = list(BENCHMARKS)
+    """Track ``names`` as the board shows them: the benchmark in force first, then the others in
+    ``BENCHMARKS``' order, then the retired ones (the order given within one benchmark)."""
+    versions = [*BENCHMARKS, *RETIRED]
     return sorted(names, key=lambda name: versions.index(track(name).benchmark))
 
 
 def retired(name: str) -> str | None:
-    """Why the board no longer ranks on track ``name`` (None: it does)."""
-    return BENCHMARKS[track(name).benchmark]
+    """Why the board does not rank on track ``name`` (None: it does)."""
+    version = track(name).benchmark
+    return RETIRED[version] if version in RETIRED else BENCHMARKS[version].not_ranking
 
 
 def check(row: Track, request: Request) -> None:

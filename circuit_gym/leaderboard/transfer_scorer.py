@@ -1,4 +1,4 @@
-"""Score a policy on benchmark v6's transfer tracks: held-out *models* as well as held-out tasks.
+"""Score a policy on a transfer track (benchmark v7's, in force): held-out *models* as well as held-out tasks.
 
 ``benchmark.transfer_definition(track)`` says what is scored. Every policy plays, on the test
 split, every task of both splits on every public zoo member (training models and held-out
@@ -271,8 +271,8 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
                    private_model: str | Path | None = None, private_seeds: str | Path | None = None,
                    require_isolation: bool | None = None, models: tuple[str, ...] | None = None,
                    sample: int | None = None, features: str = DEFAULT_FEATURES, version: str = B.IN_FORCE) -> dict:  # fmt: skip
-    """Score one policy (sandboxed) or builtin on a transfer track; the result dict (``track``
-    ``"transfer-single-head"`` or ``"transfer-circuit"``, ``status`` "scored" or "failed").
+    """Score one policy (sandboxed) or builtin on a transfer track; the result dict (``track`` the
+    version's, e.g. ``"v7-single-head"`` or ``"v7-circuit"``, ``status`` "scored" or "failed").
 
     ``private_model`` needs ``private_seeds`` (the private model is played at the seed file's
     first seeds, without disk cache). ``models``: only these public models (a quick look; such a
