@@ -81,6 +81,10 @@ def summary(tasks: Mapping[str, dict], training_only: bool) -> dict:
         "median_self_repair": median([m["primary_self_repair"] for m in rows]),
         "median_backup_damage": median([m["backup_damage"] for m in rows]),
         "median_backup_rank": {k: median([m["backup_rank"][k] for m in rows]) for k in methods},
+        # issue 55's blindness target reads the pairs that meet the bar
+        "median_backup_rank_on_bar": {
+            k: median([m["backup_rank"][k] for m in rows if m["meets_bar"]]) for k in methods
+        },
     }
 
 
@@ -130,5 +134,27 @@ def pairs_table(rep: dict) -> str:
                      f"{m['primary_damage']:.2f} / {m['backup_damage']:.2f} / {m['pair_damage']:.2f}",
                      _fmt(m["redundancy"], ".2f"), _fmt(m["primary_self_repair"], ".2f"), ranks,
                      "yes" if m["meets_bar"] else "no"]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def summary_table(rep: dict) -> str:
+    """Markdown: per model, over its performed pairs (all tasks, then training tasks only), how many
+    meet the bar, the median redundancy and self-repair, and the median rank of the backup Q per
+    method (issue 55: first-order methods are blind to Q at a median rank of 20 or worse)."""
+    header = ["model", "tasks", "pairs performed", "meet the bar", "median redundancy", "median P self-repair",
+              "median rank of Q: sweep / attr / EAP-IG / GIM", "the same on the pairs that meet the bar"]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    for name, entry in rep["models"].items():
+        for label, key in (("all", "summary_all"), ("training", "summary_training_tasks")):
+            s = entry[key]
+            ranks, on_bar = (
+                " / ".join(
+                    _fmt(s.get(field, {}).get(k), ".0f") for k in ("oracle", "attribution", "eap_ig", "gim")
+                )
+                for field in ("median_backup_rank", "median_backup_rank_on_bar")
+            )
+            cells = [f"`{name}`", label, str(s["performed"]), str(s["meet_bar"]), _fmt(s["median_redundancy"], ".2f"),
+                     _fmt(s["median_self_repair"], ".2f"), ranks, on_bar]  # fmt: skip
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
