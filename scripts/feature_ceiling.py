@@ -2,7 +2,7 @@
 training tasks) and unfairly (the ceiling, chosen on the held-out tasks); circuit_gym.baselines
 .feature_ceiling says how.
 
-    python scripts/feature_ceiling.py --out docs/results/feature_ceiling   # v5: toy, benchmark tasks
+    python scripts/feature_ceiling.py --benchmark v5 --out docs/results/feature_ceiling   # v5: toy, benchmark tasks
     python scripts/feature_ceiling.py --benchmark v6 --out docs/results/feature_ceiling   # v6: the zoo
 """
 
@@ -22,7 +22,7 @@ from circuit_gym.envs.features import FEATURE_SETS  # noqa: E402
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--benchmark", default="v5", choices=BENCHMARKS,
+    p.add_argument("--benchmark", required=True, choices=BENCHMARKS,  # both retired: named, never a default
                    help="v5: one model (--model), v6: the zoo's training and held-out models")  # fmt: skip
     p.add_argument("--model", default=B.MODEL, help="v5 only")
     p.add_argument(

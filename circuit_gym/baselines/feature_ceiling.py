@@ -138,7 +138,7 @@ def v6_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(benchmark: str = "v5", *, model: str = B.MODEL, train_episodes: int = 16, features: str = "attention",
+def run(benchmark: str, *, model: str = B.MODEL, train_episodes: int = 16, features: str = "attention",
         out: Path | None = None) -> dict:  # fmt: skip
     """The benchmark's report (``model`` serves v5 only), written to ``out`` (a folder:
     ``feature_ceiling_<model>.json`` / ``.md`` for v5, ``v6.json`` / ``.md`` for v6) when given."""
