@@ -14,10 +14,10 @@ from circuit_gym.baselines.ppo_trainer import training_env
 from circuit_gym.envs.planted import TRUTH_KEY
 from circuit_gym.leaderboard import planted_scorer
 from circuit_gym.models.planted.generator import truth_of
-from circuit_gym.tasks.planted import KINDS, KINDS_V3
+from circuit_gym.tasks.planted import KINDS_V3
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = ROOT / "docs" / "results" / "planted" / "ppo_planted"
+RUN = ROOT / "docs" / "results" / "v7" / "ppo_planted"  # the Planted track in force's PPO
 
 
 PUBLIC_SEEDS = planted_scorer.planted_benchmark().public_seeds  # the Planted track in force's
@@ -35,11 +35,12 @@ def test_training_and_selection_seeds_never_meet_the_boards_seeds():
 
 
 def test_the_training_environments_play_the_kinds_in_turn_on_training_seeds_and_carry_no_truth():
-    config = planted_ppo.PlantedPPOConfig(batch_size_prompts=4)
-    for seed in range(len(KINDS)):
+    config = planted_ppo.PlantedPPOConfig(batch_size_prompts=4)  # the default: the track in force's kinds
+    assert config.n_envs == len(KINDS_V3)
+    for seed in range(len(KINDS_V3)):
         env = training_env(planted_ppo.RECIPE, config, seed)  # as the trainer makes it
         base = env.unwrapped
-        assert base.kind == KINDS[seed % len(KINDS)] and base.seeds == planted_ppo.TRAIN_SEEDS
+        assert base.kind == KINDS_V3[seed % len(KINDS_V3)] and base.seeds == planted_ppo.TRAIN_SEEDS
         obs, info = env.reset(seed=seed)
         assert int(info["model"].rsplit("-", 1)[1]) in planted_ppo.TRAIN_SEEDS
         obs, reward, terminated, _, info = env.step(base.stop_action)

@@ -11,9 +11,9 @@ heads raise faithfulness; from scratch at the track's alpha it learns to STOP at
 learns to stop once the circuit is whole). On the four ``CircuitDiscovery-Planted-{Kind}-Circuit-v0``
 IDs over :data:`TRAIN_SEEDS` (train split, batches ``0 .. pool_size - 1``): the ``n_envs`` parallel
 environments play the kinds in turn (environment ``i`` plays kind ``i % n_kinds``), so every collect
-holds the kinds alike. The ID version in ``--env-id`` picks the generator: ``-v0`` (default) the v6
-board's (version 2, four kinds), ``-v1`` benchmark v7's (version 3, six kinds; :data:`V1_ENV_ID`,
-``--n-envs`` a multiple of 6). The observation is the track's (``features="attention"``: the scorer's
+holds the kinds alike. The ID version in ``--env-id`` picks the generator: ``-v1`` (default)
+benchmark v7's (version 3, six kinds; :data:`V1_ENV_ID`, ``--n-envs`` a multiple of 6), ``-v0`` the
+retired first Planted track's (version 2, four kinds). The observation is the track's (``features="attention"``: the scorer's
 environments have no other), so the policy can be scored on the track unchanged.
 
 Checkpoint selection (:func:`selection`), on training-side seeds only: after every epoch the
@@ -70,7 +70,12 @@ class PlantedPPOConfig(CircuitPPOConfig):
     """``CircuitPPOConfig`` with this run's defaults (the same fields: ``circuit_ppo.load_policy``
     reads the run's ``config.json`` as a ``CircuitPPOConfig``)."""
 
-    env_id: str = "CircuitDiscovery-Planted-{Induction,MultiHop,Redundant,Suppression}-Circuit-v0"
+    # benchmark v7's Planted track (generator 3, six kinds, ID version 1: ``V1_ENV_ID``), one
+    # environment per kind; ``-v0`` with ``--n-envs 4`` trains the retired first track's generator 2
+    env_id: str = (
+        "CircuitDiscovery-Planted-{Induction,MultiHop,Redundant,Suppression,SelfRepair,And}-Circuit-v1"
+    )
+    n_envs: int = 6
     # Training batches per (model, kind). Each batch an episode has visited holds ~10 MB (its
     # runner's passes), kept while its model is: 4 per cell on the 32 seeds and 4 kinds took
     # 10 GB, so the run keeps one (and gets its variety from the seeds).
@@ -88,7 +93,7 @@ class PlantedPPOConfig(CircuitPPOConfig):
 # generator (version 2, four kinds), v1 benchmark v7's (version 3, six kinds). The run's config stays a
 # ``CircuitPPOConfig`` (``circuit_ppo.load_policy`` reads it), so the version lives in its ID.
 ID_VERSIONS = {0: (2, KINDS, PLANTED_TASK_SETS_V0), 1: (PLANTED_GENERATOR_V1, KINDS_V3, PLANTED_TASK_SETS_V1)}
-V1_ENV_ID = "CircuitDiscovery-Planted-{Induction,MultiHop,Redundant,Suppression,SelfRepair,And}-Circuit-v1"
+V1_ENV_ID = PlantedPPOConfig.env_id
 
 
 def id_version(config: CircuitPPOConfig) -> int:
@@ -111,7 +116,7 @@ def kinds_of_run(config: CircuitPPOConfig) -> tuple[str, ...]:
     return ID_VERSIONS[id_version(config)][1]
 
 
-def kind_env_id(kind: str, version: int = 0) -> str:
+def kind_env_id(kind: str, version: int) -> str:
     """The circuit-building Planted ID of ``kind`` at ID ``version`` (the one the Planted track plays)."""
     key = next(key for key, tasks in ID_VERSIONS[version][2].items() if tasks == (task_name(kind),))
     return PLANTED_CIRCUIT.env_id("Planted", key, version)
@@ -147,7 +152,7 @@ def f1(precision: float, recall: float) -> float:
     return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
 
 
-def truth_scores(kind: str, seed: int, played: dict, generator: int = 2) -> dict[str, float]:
+def truth_scores(kind: str, seed: int, played: dict, generator: int) -> dict[str, float]:
     """Precision, recall (of the proposed circuit), AUC (of the ranking) against the planted truth,
     and the circuit's size, of one played episode (a row of ``solvers.episodes.play``): the
     Planted track's measures (``tests/test_planted_ppo.py`` checks them against its scorer's)."""
