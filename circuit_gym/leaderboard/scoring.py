@@ -333,6 +333,8 @@ PRIVATE_SCORE_FIELDS = frozenset({
     "recovery", "recovery_ci95", "recovery_clipped_mean", "recovery_clipped_mean_ci95", "recovery_clip",
     "top1_rate", "top1_ci95", "cpr", "cpr_ci95", "cmd", "cmd_ci95", "auc", "auc_ci95",
     "precision", "precision_ci95", "recall", "recall_ci95", "episodes",
+    # the knock-out track's (issue 60): its area against exact greedy's and its backup recall
+    "relative_area", "relative_area_ci95", "backup_recall", "backup_recall_ci95",
 })  # fmt: skip
 # The record's own fields besides ``scores``: what the scorer scored on (never a seed).
 PRIVATE_RECORD_FIELDS = frozenset({"seed_file_sha256", "n_seeds", "n_models", "tasks", "weights_hash"})

@@ -1,0 +1,508 @@
+"""Score a knock-out policy on the knock-out track (issue 60): which few ablations remove a behaviour?
+
+A draft track, ``v8-knockout`` (:data:`KNOCKOUT_V8_DRAFT`; benchmark v8 adopts it later, as the edge
+track's ``v8-edges``). Each episode is one ``CircuitDiscovery-Planted-{Kind}-KnockOut-v0`` episode
+(``circuit_gym.envs.knockout.KnockOutEnv`` on a planted model of generator 3: up to K heads ablated one
+at a time, cumulatively, the observation recomputed on the ablated model after each; no oracle
+fields) on test-split batch 0, for each kind of the generator, on the row's **public** seeds and,
+when the maintainers pass their seed file, on **secret** planted models: the Planted track's secret
+draw from the file's first seed (``planted_scorer.private_model_seeds`` of the row named by
+``planted_draw``; generated into a temporary cache, never the disk's), the first
+``private_models`` of them.
+
+**What an entry submits**: a policy (``package.module:factory``, run in the sealed sandbox of
+``circuit_gym/leaderboard/sandbox.py``, the circuit track's machinery) answering
+``act(observation, action_mask)``: a head to ablate, or ``n`` = STOP. It sees the observation and
+the mask only: never ``info`` (which holds the truth at the episode's end), the weights, the
+planted generator or the greedy cache. Every action is checked (``circuit_gym.policy.check_action``:
+an integer, in range, not masked); anything else fails the run with the check's message (in the
+private part, in fixed words), never a silently wrong score. Its passes are the environment's count
+(``info["forward_passes"]``: the reset's and every step's observation and metric), never the
+policy's word.
+
+**References** (``builtin``): ``circuit_gym.solvers.knockout.REFERENCES``, white-box, in the
+scorer's process, on the episode's runner; each order is then played through the same environment,
+so its curve is read exactly as an entry's. Their passes are the reference's own count.
+
+**Scores per episode** (``circuit_gym.circuits.knockout_scores``): the knock-out curve (metric left
+after k = 1..K ablations, as a fraction of the clean metric), its area **relative to exact greedy's**
+on the same batch (1 = as fast as exact greedy), and against the planted truth (backups and
+suppressors counted): precision, recall, backup recall and the AUC of the order. Exact greedy's
+curve on the public episodes comes from :data:`GREEDY_CACHE` (computed once by ``greedy-cache``,
+checked against the model's weights hash and clean metric when read; a missing entry is computed);
+on the secret models it is computed at scoring time and never written. Per kind and over all
+episodes: means with 95% t-intervals (``circuit_gym.stats.mean_ci95``, as every track's), and the
+entry's paired differences against the row's ``versus`` references on the same episodes
+(``circuit_gym.edges.paired.paired_difference``). The private record is sealed
+(``scoring.sealed_private``): scores and their intervals only.
+
+    python -m circuit_gym.leaderboard.knockout_scorer score --builtin conditional_attribution --out F.json
+    python -m circuit_gym.leaderboard.knockout_scorer score --policy circuit_gym.baselines.knockout_ppo:load_policy \
+        --checkpoint runs/knockout_ppo --out F.json [--private-seeds SEEDS]
+    python -m circuit_gym.leaderboard.knockout_scorer paired A.json B.json ... [--metric relative_area]
+    python -m circuit_gym.leaderboard.knockout_scorer greedy-cache   # (re)compute the public greedy curves
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import gymnasium as gym
+import numpy as np
+
+import circuit_gym  # noqa: F401  (registers the environment IDs)
+from circuit_gym.circuits.knockout_scores import relative_area, remaining_curve, truth_scores
+from circuit_gym.edges.paired import adjacent_differences, paired_difference
+from circuit_gym.envs.knockout import DEFAULT_BATCH, DEFAULT_STEPS, KnockOutEnv
+from circuit_gym.envs.planted import PlantedEnv
+from circuit_gym.envs.registration import PLANTED_KNOCKOUT, PLANTED_TASK_SETS_V1
+from circuit_gym.leaderboard.paths import REPO_ROOT
+from circuit_gym.leaderboard.planted_scorer import (
+    PrivateCache,
+    planted_benchmark,
+    private_model_seeds,
+    weights_hash,
+)
+from circuit_gym.leaderboard.sandbox import SandboxedPolicy
+from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, score_track
+from circuit_gym.models.planted.versions import kinds_of
+from circuit_gym.policy import check_action
+from circuit_gym.solvers.knockout import REFERENCES
+from circuit_gym.stats import mean_ci95
+from circuit_gym.tasks.planted import task_name
+
+GREEDY_CACHE = REPO_ROOT / "docs" / "results" / "knockout" / "greedy_curves.json"
+METHODS = ("act",)  # what a submitted policy must have
+METRICS = ("relative_area", "precision", "recall", "backup_recall", "auc", "lm_passes")
+PAIRED_METRICS = ("relative_area", "backup_recall", "recall", "auc")  # the ranking scores, entry - reference
+CLEAN_RTOL = 1e-4  # a cached greedy curve is this batch's when its clean metric agrees this closely
+
+
+@dataclass(frozen=True)
+class KnockOutBenchmark:
+    """One version of the knock-out track. Episode counts are chosen for cost only (exact greedy's
+    curve, the score's denominator, costs 1-5 minutes an episode on a loaded 2-core machine), never
+    on results."""
+
+    version: str
+    track: str
+    generator: int = 3  # the planted generator's version
+    public_seeds: tuple[int, ...] = (0, 1, 2)
+    private_models: int = 8  # secret models per kind: the first of the ``planted_draw`` row's draw
+    planted_draw: str = "v7-planted"  # the Planted row whose secret draw (salt) the secret models are
+    kinds: tuple[str, ...] | None = None  # None: every kind of the generator
+    steps: int = DEFAULT_STEPS  # K
+    split: str = "test"
+    batch_index: int = 0
+    batch_size: int = DEFAULT_BATCH
+    ablation: str = "resample"
+    versus: tuple[str, ...] = ("conditional_attribution",)  # references every entry is paired with
+    results_folder: str = "v8/knockout"  # under leaderboard/results/
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.kinds or ()) - set(kinds_of(self.generator)))
+        if unknown or (self.kinds is not None and not self.kinds):
+            raise ValueError(f"kinds must be some of {kinds_of(self.generator)}, got {self.kinds}")
+        if planted_benchmark(self.planted_draw).generator != self.generator:
+            raise ValueError(f"the secret draw of {self.planted_draw} is of another generator version")
+        if sorted(set(self.versus) - set(REFERENCES)):
+            raise ValueError(f"versus must name references of {sorted(REFERENCES)}, got {self.versus}")
+
+    @property
+    def kinds_played(self) -> tuple[str, ...]:
+        return self.kinds if self.kinds is not None else kinds_of(self.generator)
+
+    def definition(self) -> dict:
+        """What the track's results are comparable under (checked against every result's provenance)."""
+        return {
+            "benchmark_version": f"circuit-gym-knockout-{self.version}", "track": self.track,
+            "kinds": list(self.kinds_played), "env_ids": [env_id(k) for k in self.kinds_played],
+            "generator_version": self.generator, "public_seeds": list(self.public_seeds),
+            "private_models": self.private_models, "private_draw": self.planted_draw, "split": self.split,
+            "batch_index": self.batch_index, "batch_size": self.batch_size, "steps": self.steps,
+            "ablation": self.ablation, "versus": list(self.versus),
+            "score": "knock-out area over k = 1..K relative to exact greedy's on the same batch; truth scores "
+                     "with backups and suppressors counted",
+        }  # fmt: skip
+
+    def episodes(self, private: bool) -> int:
+        return len(self.kinds_played) * (len(self.public_seeds) + (self.private_models if private else 0))
+
+
+# Benchmark v8's knock-out track, not on the board yet (the lead adds it when v8 is assembled).
+KNOCKOUT_V8_DRAFT = KnockOutBenchmark("v8", "v8-knockout")
+KNOCKOUT_BENCHMARKS_DRAFT: dict[str, KnockOutBenchmark] = {KNOCKOUT_V8_DRAFT.track: KNOCKOUT_V8_DRAFT}
+
+
+def knockout_benchmark(track: str) -> KnockOutBenchmark:
+    """The row whose track is ``track``; ValueError naming the knock-out tracks otherwise."""
+    if track not in KNOCKOUT_BENCHMARKS_DRAFT:
+        raise ValueError(f"knock-out track must be one of {list(KNOCKOUT_BENCHMARKS_DRAFT)}, got {track!r}")
+    return KNOCKOUT_BENCHMARKS_DRAFT[track]
+
+
+def env_id(kind: str) -> str:
+    """The kind's ``CircuitDiscovery-Planted-{Key}-KnockOut-v0`` (generator 3's task sets)."""
+    for key, tasks in PLANTED_TASK_SETS_V1.items():
+        if tasks == (task_name(kind),):
+            return PLANTED_KNOCKOUT.env_id("Planted", key, 0)
+    raise ValueError(f"no knock-out ID of kind {kind!r}")
+
+
+def make_env(bench: KnockOutBenchmark, kind: str, seeds: tuple[int, ...]) -> gym.Env:
+    """The kind's knock-out environment over the models of ``seeds``, the row's settings, no oracle."""
+    return gym.make(env_id(kind), seeds=tuple(seeds), version=bench.generator, split=bench.split,
+                    pool_size=bench.batch_index + 1, batch_size=bench.batch_size, steps=bench.steps,
+                    ablation=bench.ablation, oracle=False, oracle_info=False,
+                    inner_cache=max(1, len(seeds)))  # fmt: skip
+
+
+def _inner(env: gym.Env, seed: int) -> KnockOutEnv:
+    planted = env.unwrapped
+    if not isinstance(planted, PlantedEnv):
+        raise TypeError(f"expected a Planted environment, got {type(planted).__name__}")
+    inner = planted.inner_for(int(seed))
+    if not isinstance(inner, KnockOutEnv):
+        raise TypeError(f"expected a knock-out environment, got {type(inner).__name__}")
+    return inner
+
+
+# ------------------------------------------------------------------ playing
+@dataclass(frozen=True)
+class Played:
+    """One knock-out episode: the heads ablated in order, the task metric after each, the clean
+    metric, the passes it cost."""
+
+    order: tuple[int, ...]
+    metrics: tuple[float, ...]
+    clean: float
+    passes: int
+
+
+Play = Callable[[KnockOutEnv, str, int], Played]  # (environment, task, batch index) -> episode
+
+
+def play_actions(
+    env: KnockOutEnv, task: str, index: int, act: Callable[[np.ndarray, np.ndarray], int]
+) -> Played:
+    """One episode on ``env``'s batch ``index`` of ``task``: ``act(observation, action_mask)`` until
+    the episode ends; the curve read from the environment's ``info["metric"]``."""
+    obs, info = env.reset(options={"task": task, "batch_index": index})
+    metrics: list[float] = []
+    done = False
+    while not done:
+        action = act(obs, info["action_mask"])
+        obs, _, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+        if len(info["ablated"]) > len(metrics):  # the step ablated a head (not STOP)
+            metrics.append(float(info["metric"]))
+    return Played(tuple(int(h) for h in info["ablated"]), tuple(metrics), float(info["clean_metric"]),
+                  int(info["forward_passes"]))  # fmt: skip
+
+
+def builtin_play(name: str) -> Play:
+    """Reference ``name`` on the episode's runner, its order then played through the environment
+    (so its curve is read as an entry's); its passes, the reference's own count."""
+    reference = REFERENCES[name]
+
+    def play(env: KnockOutEnv, task: str, index: int) -> Played:
+        env.reset(options={"task": task, "batch_index": index})
+        run = reference(env.state, env.steps)
+        todo = list(run.order)
+        played = play_actions(env, task, index, lambda obs, mask: todo.pop(0) if todo else env.stop_action)
+        return Played(played.order, played.metrics, played.clean, run.passes)
+
+    return play
+
+
+def sandbox_play(sandbox: SandboxedPolicy) -> Play:
+    """The sandboxed policy plays the episode, every action checked before the environment sees it."""
+
+    def play(env: KnockOutEnv, task: str, index: int) -> Played:
+        played = play_actions(env, task, index, lambda obs, mask: check_action(sandbox.act(obs, mask), mask))
+        # the sandbox counts episodes at rank_heads, which this track never calls: the scorer counts
+        # them here (a sealed failure says after how many public episodes it came)
+        sandbox.episodes_answered += 1
+        return played
+
+    return play
+
+
+# ------------------------------------------------------------------ greedy's curves
+def greedy_key(bench: KnockOutBenchmark, kind: str, seed: int) -> str:
+    """The cache key of exact greedy's curve: generator, seed, kind, split, batch, batch size, K."""
+    return (f"g{bench.generator}/seed{int(seed)}/{kind}/{bench.split}/batch{bench.batch_index}"
+            f"x{bench.batch_size}/k{bench.steps}/{bench.ablation}")  # fmt: skip
+
+
+def read_greedy_cache(path: Path = GREEDY_CACHE) -> dict[str, dict]:
+    """The committed greedy curves by :func:`greedy_key` (``{}`` without the file)."""
+    return json.loads(Path(path).read_text())["curves"] if Path(path).exists() else {}
+
+
+def greedy_entry(env: KnockOutEnv, bench: KnockOutBenchmark, kind: str) -> dict:
+    """Exact greedy's order and curve on ``env``'s batch (reset there), with what identifies the batch."""
+    env.reset(options={"task": task_name(kind), "batch_index": bench.batch_index})
+    order, metrics = env.state.greedy_curve(bench.steps)
+    return {"weights_hash": env.model.circuit_gym_info.weights_hash, "clean_metric": float(env.state.clean_metric),
+            "order": [int(h) for h in order], "metrics": [float(m) for m in metrics]}  # fmt: skip
+
+
+def greedy_metrics(env: KnockOutEnv, bench: KnockOutBenchmark, kind: str, seed: int | None,
+                   cache: dict[str, dict]) -> list[float]:  # fmt: skip
+    """Exact greedy's metric after each ablation on this episode's batch: the cache's entry when it
+    is this model's and batch's (weights hash and clean metric agree), else computed (secret models:
+    ``seed`` None, always computed, never written)."""
+    key = None if seed is None else greedy_key(bench, kind, seed)
+    if key is None or key not in cache:
+        return greedy_entry(env, bench, kind)["metrics"]
+    entry = cache[key]
+    env.reset(options={"task": task_name(kind), "batch_index": bench.batch_index})
+    same = entry["weights_hash"] == env.model.circuit_gym_info.weights_hash and np.isclose(
+        entry["clean_metric"], env.state.clean_metric, rtol=CLEAN_RTOL, atol=0.0
+    )
+    if not same:
+        raise ValueError(f"the greedy cache's entry {key} is not this model's batch: rebuild it "
+                         "(python -m circuit_gym.leaderboard.knockout_scorer greedy-cache)")  # fmt: skip
+    return list(entry["metrics"])
+
+
+def build_greedy_cache(bench: KnockOutBenchmark, path: Path = GREEDY_CACHE, kinds: tuple[str, ...] | None = None,
+                       seeds: tuple[int, ...] | None = None) -> dict[str, dict]:  # fmt: skip
+    """Compute exact greedy's curve on the row's public episodes (or ``kinds`` x ``seeds`` of them)
+    missing from the file at ``path`` and write it after each (a run stopped halfway keeps its work)."""
+    seeds = bench.public_seeds if seeds is None else seeds
+    if sorted(set(seeds) - set(bench.public_seeds)):
+        raise ValueError(f"only the row's public seeds {bench.public_seeds} are cached, got {seeds}")
+    curves = read_greedy_cache(path)
+    for kind in kinds or bench.kinds_played:
+        env = make_env(bench, kind, tuple(seeds))
+        try:
+            for seed in seeds:
+                key = greedy_key(bench, kind, seed)
+                if key not in curves:
+                    curves[key] = greedy_entry(_inner(env, seed), bench, kind)
+                    Path(path).parent.mkdir(parents=True, exist_ok=True)
+                    text = {"about": "exact greedy knock-out on public planted episodes "
+                                     "(circuit_gym/leaderboard/knockout_scorer.py greedy-cache)",
+                            "curves": dict(sorted(curves.items()))}  # fmt: skip
+                    Path(path).write_text(json.dumps(text, indent=1) + "\n")
+        finally:
+            env.close()
+    return curves
+
+
+# ------------------------------------------------------------------ scores
+def scores_of(played: Played, greedy: list[float], truth, kind: str, k: int, n_total: int) -> dict:
+    """One episode's scores: curve, area relative to greedy's, truth scores (backups counted), passes."""
+    return {"curve": remaining_curve(played.metrics, played.clean, k).tolist(),
+            "relative_area": relative_area(played.metrics, greedy, played.clean, k),
+            **truth_scores(played.order, truth.circuit(kind), truth.backups(kind), n_total),
+            "lm_passes": played.passes}  # fmt: skip
+
+
+def summary(rows: list[dict], metrics: tuple[str, ...] = METRICS) -> dict:
+    """Per kind and ``"all"``: episodes, and the mean and 95% t-interval of each metric (NaN values,
+    e.g. backup recall on a kind without backups, left out)."""
+    out: dict = {}
+    for key in (*dict.fromkeys(r["kind"] for r in rows), "all"):
+        sel = [r for r in rows if key in ("all", r["kind"])]
+        if sel:
+            out[key] = {"episodes": len(sel)}
+            for m in metrics:
+                out[key][m], out[key][f"{m}_ci95"] = mean_ci95([float(r[m]) for r in sel])
+    return out
+
+
+def versus_summary(rows: list[dict], references: tuple[str, ...]) -> dict:
+    """Per reference, per kind and ``"all"``: the entry's paired difference (entry - reference) of
+    each of :data:`PAIRED_METRICS` over the episodes both played, its mean and 95% t-interval."""
+    out: dict = {}
+    for ref in references:
+        out[ref] = {}
+        for key in (*dict.fromkeys(r["kind"] for r in rows), "all"):
+            sel = [(i, r) for i, r in enumerate(rows) if key in ("all", r["kind"])]
+            cell: dict = {"episodes": len(sel)}
+            for m in PAIRED_METRICS:
+                d = paired_difference({i: r[m] for i, r in sel}, {i: r["versus"][ref][m] for i, r in sel})
+                cell[m], cell[f"{m}_ci95"] = d["mean"], d["ci95"]
+            out[ref][key] = cell
+    return out
+
+
+# ------------------------------------------------------------------ the run
+class KnockOutRun(TrackRun):
+    """A run on the knock-out track ``track``: one part per kind on the public seeds and, with the
+    seed file, one per kind on the secret models (a :class:`~planted_scorer.PrivateCache`)."""
+
+    methods = METHODS
+    builtin_spec = "circuit_gym.solvers.knockout:REFERENCES"
+
+    def __init__(self, track: str, greedy_cache: Path = GREEDY_CACHE) -> None:
+        self.bench, self.name = knockout_benchmark(track), track
+        self.greedy = read_greedy_cache(greedy_cache)
+        self.weights: dict[int, str] = {}
+        self.secret: tuple[int, ...] = ()
+        self.cache: PrivateCache | None = None
+        self.versus = {ref: builtin_play(ref) for ref in self.bench.versus}
+
+    def builtins(self) -> tuple[str, ...]:
+        return tuple(REFERENCES)
+
+    def parts(self, sample: bool) -> list[Part]:
+        b = self.bench
+        return [self._part(f"{self.name}: public seeds ({k})", tuple((k, int(s)) for s in b.public_seeds), True)
+                for k in b.kinds_played]  # fmt: skip
+
+    def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
+        self.secret = private_model_seeds(seeds, self.bench.planted_draw)[: self.bench.private_models]
+        self.cache = PrivateCache()
+        return [self._part(f"{self.name}: secret models ({k})", tuple((k, int(s)) for s in self.secret), False,
+                           self.cache.scope) for k in self.bench.kinds_played]  # fmt: skip
+
+    def _part(self, label: str, jobs: tuple[tuple[str, int], ...], public: bool, scope=nullcontext) -> Part:
+        from circuit_gym.models.planted.generator import truth_of
+
+        bench, kind = self.bench, jobs[0][0]
+
+        def play(env: gym.Env, who: Play) -> PlayOne:
+            def one(kind: str, seed: int, detailed: bool = True) -> dict:
+                inner = _inner(env, seed)
+                if public:
+                    self.weights[seed] = inner.model.circuit_gym_info.weights_hash
+                truth, task = truth_of(seed, bench.generator), task_name(kind)
+                greedy = greedy_metrics(inner, bench, kind, seed if public else None, self.greedy)
+                row = scores_of(
+                    who(inner, task, bench.batch_index), greedy, truth, kind, bench.steps, inner.n_total
+                )
+                versus = {ref: scores_of(p(inner, task, bench.batch_index), greedy, truth, kind, bench.steps,
+                                         inner.n_total) for ref, p in self.versus.items()}  # fmt: skip
+                return {"kind": kind, **({"seed": int(seed)} if public else {}), **row, "versus": versus}
+
+            return one
+
+        return Part(
+            label, jobs, lambda jobs: make_env(bench, kind, tuple(s for _, s in jobs)), play, scope=scope
+        )
+
+    def builtin_player(self, name: str) -> Play:
+        return builtin_play(name)
+
+    def sandbox_player(self, sandbox: SandboxedPolicy) -> Play:
+        return sandbox_play(sandbox)
+
+    def scores(self, main: list[dict], other: list[dict]) -> dict:
+        return {"summary": summary(main), "versus": versus_summary(main, self.bench.versus), "episodes": main}
+
+    def private_record(self, hidden: list[dict]) -> dict:
+        return {"n_models": len(self.secret),
+                "scores": {"summary": summary(hidden), "versus": versus_summary(hidden, self.bench.versus)}}  # fmt: skip
+
+    def definition(self) -> dict:
+        return self.bench.definition()
+
+    def model(self) -> SimpleNamespace:
+        """The public models, by their weights hashes (None after a sample run, which plays some only)."""
+        whole = set(self.weights) == set(self.bench.public_seeds)
+        models = weights_hash(self.weights, self.bench.public_seeds) if whole else None
+        return SimpleNamespace(circuit_gym_info=SimpleNamespace(name=f"planted-v{self.bench.generator}",
+                                                                weights_hash=models))  # fmt: skip
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+
+def score_knockout(name: str, track: str = KNOCKOUT_V8_DRAFT.track, policy_spec: str | None = None,
+                   checkpoint: str | None = None, builtin: str | None = None,
+                   private_seeds: str | Path | None = None, require_isolation: bool | None = None,
+                   sample: int | None = None, greedy_cache: Path = GREEDY_CACHE) -> dict:  # fmt: skip
+    """Score one knock-out policy (``policy_spec``, sandboxed) or reference (``builtin``) on the
+    knock-out track ``track``; the result dict (``status`` "scored", "failed" or, with ``sample``,
+    "sample"). ``private_seeds``: the maintainers' seed file (the secret planted models)."""
+    run = KnockOutRun(track, greedy_cache)
+    return score_track(run, name, policy_spec, checkpoint, builtin, private_seeds, require_isolation, sample)
+
+
+def paired_table(results: dict[str, dict], metric: str = "relative_area") -> list[dict]:
+    """Adjacent entries' paired differences of ``metric`` over the public episodes both played
+    (matched by kind and seed), entries ordered by their public mean, best first."""
+    scores = {name: {(r["kind"], r["seed"]): r[metric] for r in res["scores"]["episodes"]}
+              for name, res in results.items() if res.get("status") == "scored"}  # fmt: skip
+    means = {n: mean_ci95(list(s.values()))[0] for n, s in scores.items()}
+    order = sorted(scores, key=lambda n: (-means[n] if np.isfinite(means[n]) else np.inf, n))
+    return adjacent_differences(scores, order)
+
+
+def headline(result: dict) -> list[str]:
+    """A scored knock-out result, for the terminal."""
+    if result["status"] != "scored":
+        return [f"{result['status']}: {result.get('failure', {}).get('reason', '')}"]
+
+    def line(part: str, s: dict) -> str:
+        return (f"{part}: area / greedy {s['relative_area']:.3f} {_ci(s['relative_area_ci95'])}, backup recall "
+                f"{s['backup_recall']:.2f}, recall {s['recall']:.2f}, precision {s['precision']:.2f}, AUC {s['auc']:.3f}")  # fmt: skip
+
+    lines = [line("public seeds", result["scores"]["summary"]["all"])]
+    private = (result.get("private") or {}).get("scores") or {}
+    if "summary" in private:
+        lines.append(line("secret models", private["summary"]["all"]))
+    return lines
+
+
+def _ci(ci) -> str:
+    return "[-]" if ci is None or None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``score``: one entry on the knock-out track; ``paired``: adjacent paired differences of result
+    files; ``greedy-cache``: compute exact greedy's public curves missing from the cache."""
+    import argparse
+
+    from circuit_gym.leaderboard.scoring import write_result
+
+    parser = argparse.ArgumentParser(description="the knock-out track's scorer (issue 60)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    score = sub.add_parser("score")
+    score.add_argument("--track", default=KNOCKOUT_V8_DRAFT.track)
+    score.add_argument("--name")
+    who = score.add_mutually_exclusive_group(required=True)
+    who.add_argument("--builtin", choices=tuple(REFERENCES))
+    who.add_argument("--policy", help="package.module:factory")
+    score.add_argument("--checkpoint")
+    score.add_argument("--private-seeds", help="the maintainers' seed file (the secret planted models)")
+    score.add_argument("--sample", type=int, help="the first N public episodes only (status 'sample')")
+    score.add_argument("--out", required=True)
+    paired = sub.add_parser("paired")
+    paired.add_argument("results", nargs="+")
+    paired.add_argument("--metric", default="relative_area", choices=PAIRED_METRICS)
+    cache = sub.add_parser("greedy-cache")
+    cache.add_argument("--track", default=KNOCKOUT_V8_DRAFT.track)
+    cache.add_argument("--kinds", nargs="+")
+    cache.add_argument("--seeds", nargs="+", type=int)
+    args = parser.parse_args(argv)
+    if args.command == "score":
+        name = args.name or args.builtin or "entry"
+        result = score_knockout(name, args.track, args.policy, args.checkpoint, args.builtin,
+                                args.private_seeds, sample=args.sample)  # fmt: skip
+        write_result(result, args.out)
+        print("\n".join(headline(result)) if result["status"] != "sample" else "sample")
+    elif args.command == "paired":
+        results = {Path(p).stem: json.loads(Path(p).read_text()) for p in args.results}
+        for d in paired_table(results, args.metric):
+            print(f"{d['above']} - {d['below']}: {d['mean']:+.3f} {_ci(d['ci95'])} over {d['n']} episodes"
+                  + (" (separated)" if d["separated"] else ""))  # fmt: skip
+    else:
+        bench = knockout_benchmark(args.track)
+        got = build_greedy_cache(bench, GREEDY_CACHE, tuple(args.kinds) if args.kinds else None,
+                                 tuple(args.seeds) if args.seeds else None)  # fmt: skip
+        print(f"{len(got)} greedy curves in {GREEDY_CACHE.relative_to(REPO_ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

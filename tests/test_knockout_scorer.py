@@ -1,0 +1,191 @@
+"""The knock-out track's scorer (circuit_gym/leaderboard/knockout_scorer.py) against independent
+computations: one tiny cell (public planted seed 0, the self-repair kind, K = 3, 8 prompts), its
+area and truth scores recomputed here from the reference's order with the stacked prefix curve and
+an exact greedy search written here; the greedy cache used and checked; the private record sealed;
+the paired differences against numpy. The scoring tests shrink the track's row (one public seed,
+one secret model, one kind) so that they run in a minute; what they check does not depend on its size."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from circuit_gym.circuits import Circuit
+from circuit_gym.circuits.knockout_scores import ranking_auc, relative_area
+from circuit_gym.leaderboard import knockout_scorer as KS
+from circuit_gym.leaderboard.scoring import PRIVATE_RECORD_FIELDS, PRIVATE_SCORE_FIELDS
+from circuit_gym.models.planted.generator import truth_of
+from circuit_gym.solvers.knockout import conditional, knockout_curve
+
+TINY = "tiny-knockout"
+SECRET = "# maintainers only\n734512987\n"
+
+
+@pytest.fixture
+def tiny(monkeypatch, tmp_path) -> KS.KnockOutBenchmark:
+    """The v8 row on public seed 0, one secret model, the self-repair kind, K = 3, 8 prompts."""
+    row = dataclasses.replace(KS.KNOCKOUT_V8_DRAFT, track=TINY, public_seeds=(0,), private_models=1,
+                              kinds=("self_repair",), steps=3, batch_size=8)  # fmt: skip
+    monkeypatch.setitem(KS.KNOCKOUT_BENCHMARKS_DRAFT, TINY, row)
+    return row
+
+
+def exact_greedy(state, k: int) -> np.ndarray:
+    """Exact greedy knock-out written here: each step every free head is tried on top of the order
+    (``runner.metric`` of the circuits without them, not the environment's ``knockout_metrics``),
+    the lowest metric kept (ties: the lower head id); the metric after each step."""
+    runner = state.runner
+    n = runner.n_layers * runner.n_heads
+    full, order, metrics = frozenset(range(n)), [], []
+    for _ in range(k):
+        free = [h for h in range(n) if h not in order]
+        tried = runner.metric(
+            [Circuit(full - frozenset([*order, h]), runner.n_layers, runner.n_heads) for h in free]
+        )
+        j = int(np.argmin(np.asarray(tried, dtype=np.float64)))
+        order.append(free[j])
+        metrics.append(float(tried[j]))
+    return np.asarray(metrics)
+
+
+def independent_cell(row: KS.KnockOutBenchmark, seed: int) -> dict:
+    """Conditional attribution's order on the cell, its stacked prefix curve and exact greedy's,
+    from a fresh environment without memo (``cache=False``)."""
+    env = gym.make(KS.env_id("self_repair"), seeds=(seed,), split=row.split, pool_size=1,
+                   batch_size=row.batch_size, steps=row.steps, cache=False)  # fmt: skip
+    try:
+        env.reset(options={"model_seed": seed, "batch_index": row.batch_index})
+        state = env.unwrapped.current.unwrapped.state
+        order = list(conditional(state, row.steps).order)
+        return {"order": order, "curve": knockout_curve(state, order), "greedy": exact_greedy(state, row.steps),
+                "clean": state.clean_metric}  # fmt: skip
+    finally:
+        env.close()
+
+
+@pytest.fixture
+def scored(tiny, tmp_path):
+    """Conditional attribution scored on the tiny cell, no greedy cache (greedy computed)."""
+    result = KS.score_knockout(
+        "ca", TINY, builtin="conditional_attribution", greedy_cache=tmp_path / "none.json"
+    )
+    assert result["status"] == "scored", result.get("failure")
+    return result
+
+
+def test_the_area_of_conditional_attribution_is_the_independent_one(tiny, scored):
+    """The scorer's curve and area against the prefix curve of the reference's order and an exact
+    greedy search written here; its truth scores against the planted truth read here (backup counted)."""
+    [episode] = scored["scores"]["episodes"]
+    cell = independent_cell(tiny, 0)
+    assert episode["curve"] == pytest.approx((cell["curve"] / cell["clean"]).tolist(), rel=1e-5, abs=1e-6)
+    expected = relative_area(cell["curve"], cell["greedy"], cell["clean"], tiny.steps)
+    assert np.isfinite(expected) and episode["relative_area"] == pytest.approx(expected, rel=1e-5)
+    truth = truth_of(0, tiny.generator)
+    circuit, backups = set(truth.circuit("self_repair")), set(truth.backups("self_repair"))
+    assert backups  # the self-repair kind has its backup
+    ablated = set(cell["order"])
+    assert episode["recall"] == pytest.approx(len(ablated & circuit) / len(circuit))
+    assert episode["precision"] == pytest.approx(len(ablated & circuit) / len(ablated))
+    assert episode["backup_recall"] == pytest.approx(len(ablated & backups) / len(backups))
+    assert episode["auc"] == pytest.approx(ranking_auc(cell["order"], circuit, 144))
+    assert episode["lm_passes"] == 2 * tiny.steps  # the reference's own count: 2 passes a step
+    # against itself, the paired difference is 0 on every metric
+    versus = scored["scores"]["versus"]["conditional_attribution"]["all"]
+    assert versus["relative_area"] == 0 and versus["episodes"] == 1
+
+
+def test_the_greedy_cache_is_used_and_checked(tiny, scored, tmp_path):
+    """A cache built by ``build_greedy_cache`` gives the same scores as greedy computed at scoring
+    time; an entry that is not this batch's (its clean metric changed) stops the scoring."""
+    path = tmp_path / "greedy.json"
+    curves = KS.build_greedy_cache(tiny, path)
+    assert list(curves) == [KS.greedy_key(tiny, "self_repair", 0)]
+    cached = KS.score_knockout("ca", TINY, builtin="conditional_attribution", greedy_cache=path)
+    assert cached["scores"]["summary"] == scored["scores"]["summary"]
+    stale = json.loads(path.read_text())
+    stale["curves"][KS.greedy_key(tiny, "self_repair", 0)]["clean_metric"] *= 2
+    path.write_text(json.dumps(stale))
+    with pytest.raises(ValueError, match="greedy cache"):
+        KS.score_knockout("ca", TINY, builtin="conditional_attribution", greedy_cache=path)
+
+
+def test_the_private_record_keeps_scores_and_intervals_only(tiny, tmp_path):
+    """With a secret seed file: the private part holds the ranking scores (area against greedy,
+    backup recall, recall, precision, AUC), their intervals, the paired differences and the counts;
+    never a seed, an order, a curve or a pass count."""
+    seeds = tmp_path / "secret.txt"
+    seeds.write_text(SECRET)
+    result = KS.score_knockout("ca", TINY, builtin="conditional_attribution", private_seeds=seeds,
+                               greedy_cache=tmp_path / "none.json")  # fmt: skip
+    assert result["status"] == "scored", result.get("failure")
+    private = result["private"]
+    assert set(private) <= PRIVATE_RECORD_FIELDS | {"scores"} and private["n_models"] == 1
+    leaves = []
+
+    def walk(tree: dict) -> None:
+        for key, value in tree.items():
+            walk(value) if isinstance(value, dict) else leaves.append(key)
+
+    walk(private["scores"])
+    assert set(leaves) <= PRIVATE_SCORE_FIELDS
+    summary = private["scores"]["summary"]["self_repair"]
+    assert {"relative_area", "backup_recall", "recall", "precision", "auc"} <= set(summary)
+    assert np.isfinite(summary["relative_area"]) and summary["episodes"] == 1
+    assert "734512987" not in json.dumps(result)
+    assert "lm_passes" not in json.dumps(private) and "curve" not in json.dumps(private)
+
+
+def test_paired_differences_against_numpy():
+    """Adjacent entries' paired differences of the public episodes, matched by (kind, seed), against
+    numpy's mean and scipy's t-interval of the differences by hand."""
+    from scipy import stats
+
+    a = [0.9, 0.8, 1.0, 0.7]
+    b = [0.5, 0.6, 0.4, 0.65]
+    keys = [("self_repair", 0), ("self_repair", 1), ("and", 0), ("and", 1)]
+
+    def result(values):
+        return {"status": "scored", "scores": {"episodes": [{"kind": k, "seed": s, "relative_area": v}
+                                                            for (k, s), v in zip(keys, values, strict=True)]}}  # fmt: skip
+
+    # b's episodes listed in another order: matched by key, not by position
+    shuffled = result(b)
+    shuffled["scores"]["episodes"].reverse()
+    [d] = KS.paired_table({"low": shuffled, "high": result(a)})
+    diff = np.subtract(a, b)
+    ci = stats.t.interval(0.95, len(diff) - 1, loc=diff.mean(), scale=stats.sem(diff))
+    assert (d["above"], d["below"], d["n"]) == ("high", "low", 4)
+    assert d["mean"] == pytest.approx(diff.mean()) and d["ci95"] == pytest.approx(list(ci))
+
+
+def test_the_draft_row():
+    """``v8-knockout``: generator 3's six kinds on public seeds, secret models of the v7 Planted
+    draw, K = 8; its definition names every episode setting; an unknown track is refused."""
+    row = KS.knockout_benchmark("v8-knockout")
+    assert row is KS.KNOCKOUT_V8_DRAFT and len(row.kinds_played) == 6
+    d = row.definition()
+    assert d["track"] == "v8-knockout" and d["steps"] == 8 and d["generator_version"] == 3
+    assert d["env_ids"][4] == "CircuitDiscovery-Planted-SelfRepair-KnockOut-v0"
+    assert row.episodes(False) == 6 * len(row.public_seeds)
+    assert row.episodes(True) == 6 * (len(row.public_seeds) + row.private_models)
+    with pytest.raises(ValueError, match="knock-out track"):
+        KS.knockout_benchmark("v7-knockout")
+    with pytest.raises(ValueError, match="versus"):
+        dataclasses.replace(row, versus=("nope",))
+
+
+def test_the_committed_greedy_cache_covers_the_public_episodes():
+    """Every public episode of the draft row has its greedy curve committed (K values, each below the
+    clean metric: greedy never raises it), so scoring never recomputes them."""
+    row = KS.KNOCKOUT_V8_DRAFT
+    curves = KS.read_greedy_cache()
+    for kind in row.kinds_played:
+        for seed in row.public_seeds:
+            entry = curves[KS.greedy_key(row, kind, seed)]
+            assert len(entry["order"]) == len(entry["metrics"]) == row.steps == len(set(entry["order"]))
+            assert entry["metrics"][0] < entry["clean_metric"]
