@@ -38,6 +38,10 @@ def top_heads(model, episodes: int, split: str = "eval", batch_size: int = 16) -
     return out
 
 
+# eval-split prompts per recorded backup pair (as the zoo v3 report, scripts/backup_pilot.py)
+BACKUP_PROMPTS = 32
+
+
 def write_card(model_name: str, path: Path | None = None, episodes: int = 48, top_episodes: int = 8,
                render_only: bool = False) -> None:  # fmt: skip
     """Measure model ``model_name`` (or the model directory ``path``) and write its
@@ -64,7 +68,12 @@ def write_card(model_name: str, path: Path | None = None, episodes: int = 48, to
               "induction_seen": induction_metrics(model, "test", task="induction_seen"), "suite": suite,
               "top_heads": top_heads(model, top_episodes), "ablation": default_ablation(model_name),
               "reference": reference_batch(model, None).name}  # fmt: skip
-    (directory / "card_metrics.json").write_text(json.dumps(result, indent=1))
     log = json.loads((directory / "training_log.json").read_text())
+    if log.get("backup_pairs"):  # zoo v3: the trained truth and the numbers that verify it
+        from circuit_gym.reporting.backup_pairs import model_entry
+
+        result["backup_pairs"] = model_entry(model, log["backup_pairs"], prompts=BACKUP_PROMPTS, seed=0,
+                                             accuracy_batches=4)  # fmt: skip
+    (directory / "card_metrics.json").write_text(json.dumps(result, indent=1))
     (directory / "MODEL_CARD.md").write_text(render_card(model, log, result))
     print(f"wrote {directory / 'MODEL_CARD.md'}")

@@ -28,11 +28,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prompts", type=int, default=32, help="eval-split prompts per pair (one batch)")
     p.add_argument("--tasks", nargs="*", default=None, help="measure only these tasks' pairs (default: all)")
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument(
+        "--from-cards",
+        action="store_true",
+        help="read the measures from each model's card_metrics.json (scripts/model_card.py) instead",
+    )
     args = p.parse_args(argv)
     missing = [str(d) for d in args.models if not (d / "model.safetensors").is_file()]
     if missing:
         p.error(f"no exported model in {missing}")
-    new = backup_pairs.report({d.name: d for d in args.models}, prompts=args.prompts, tasks=args.tasks)
+    models = {d.name: d for d in args.models}
+    if args.from_cards:
+        from circuit_gym.card_measurement import BACKUP_PROMPTS
+
+        new = backup_pairs.report_from_cards(models, prompts=BACKUP_PROMPTS)
+    else:
+        new = backup_pairs.report(models, prompts=args.prompts, tasks=args.tasks)
     old = json.loads(args.out.read_text()) if args.out.is_file() else None
     try:
         merged = merge(old, new)

@@ -63,11 +63,12 @@ def measure(kind: str, seed: int, k: int, names: list[str]) -> list[dict]:
         env.close()
 
 
-def measure_zoo(member: str, k: int, names: list[str]) -> list[dict]:
-    """Every gated task of zoo v3 ``member`` that records a backup pair (module docstring)."""
+def measure_zoo(member: str, k: int, names: list[str], tasks: list[str] | None = None) -> list[dict]:
+    """Every gated task of zoo v3 ``member`` that records a backup pair (module docstring), or
+    those of ``tasks``."""
     truth = trained_truth(embedded_dir(member), member)
     rows = []
-    for task in [t for t in truth.tasks if t in gated_tasks(member)]:
+    for task in [t for t in truth.tasks if t in gated_tasks(member) and (tasks is None or t in tasks)]:
         env = KnockOutEnv(model=member, tasks=(task,), split="test", pool_size=1, steps=k)
         try:
             env.reset(seed=0, options={"batch_index": 0})
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         "--merge", type=Path, nargs="+", default=None, help="print the table of these runs' rows"
     )
     parser.add_argument("--zoo", default=None, help="a public zoo v3 member instead of planted seeds")
+    parser.add_argument("--tasks", nargs="+", default=None, help="with --zoo: only these tasks")
     args = parser.parse_args(argv)
     if args.zoo is not None:
         if args.zoo not in ZOO_GENERATIONS.get("v3", ()):
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rows = measure_zoo(args.zoo, args.k, args.references)
+            rows = measure_zoo(args.zoo, args.k, args.references, args.tasks)
         tasks = list(dict.fromkeys(r["kind"] for r in rows))
         print(
             f"K = {args.k}, {args.zoo}, every gated task with a recorded pair, test split batch 0 (16 prompts)"

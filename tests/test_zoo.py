@@ -46,7 +46,10 @@ def _recipe_member(name: str):
 
 def test_shipped_members_are_the_recipes():
     for generation, names in ZOO_GENERATIONS.items():
-        assert [m.name for m in public_members(generation=GENERATIONS[generation])] == list(names)
+        recipe = [m.name for m in public_members(generation=GENERATIONS[generation])]
+        # a generation still training ships its first members, in the recipe's order (zoo v3)
+        assert list(names) == recipe[: len(names)] and names, generation
+        assert len(names) == len(recipe) or generation == max(ZOO_GENERATIONS)
     assert MODEL_SETS["zoo"] == ZOO and set(ZOO) <= set(SHIPPED_ZOO)
     assert all(name in EMBEDDED for name in SHIPPED_ZOO)
 

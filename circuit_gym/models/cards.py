@@ -135,8 +135,37 @@ def render_card(model, log: dict, result: dict) -> str:
     ]
     for name, top in result["top_heads"].items():
         lines.append(f"| {name} | " + ", ".join(f"{h} ({r:.2f})" for h, r in top) + " |")
+    if "backup_pairs" in result:
+        lines += ["", *_backup_lines(result["backup_pairs"], result["suite"]["included"])]
     lines += ["", "## What was tried", "", what_was_tried(info.name, result, log)]
     return "\n".join(lines) + "\n"
+
+
+def _backup_lines(pairs: dict, gated: list[str]) -> list[str]:
+    """Zoo v3's trained truth: per task, the primary P and dormant backup Q the backup objective
+    trained (``training_log.json``, ``backup_pairs``) and what verifies them on an eval-split batch."""
+    lines = ["## Trained truth: primary and backup per task (backup objective, eval split, 32 prompts)", "",
+             "Damage = the task metric's drop when the head(s) are resample-ablated. Redundancy = damage of both over "
+             "the sum of the single damages; P's self-repair = 1 - total / direct effect (final LayerNorm scale frozen); "
+             "rank of Q among 144 heads by the exhaustive single-head sweep and by attribution patching, EAP-IG and GIM "
+             "(1 = most important). Bar: redundancy >= 2 and self-repair >= 0.5.", "",
+             "| task | gated | P | Q | damage P / Q / both | redundancy | P self-repair | rank of Q: sweep / attr / EAP-IG / GIM | bar |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for task, row in pairs.items():
+        gate = "yes" if task in gated else "no"
+        if not row["performed"]:
+            lines.append(
+                f"| {task} | {gate} | - | - | not performed (accuracy {row['accuracy']:.2f}) | | | | |"
+            )
+            continue
+        m = row["measures"]
+        ranks = " / ".join(str(m["backup_rank"][k]) for k in ("oracle", "attribution", "eap_ig", "gim"))
+        redundancy = "-" if m["redundancy"] is None else f"{m['redundancy']:.2f}"
+        repair = "-" if m["primary_self_repair"] is None else f"{m['primary_self_repair']:.2f}"
+        p, q = m["pair_names"]
+        lines.append(f"| {task} | {gate} | {p} | {q} | {m['primary_damage']:.2f} / {m['backup_damage']:.2f} / "
+                     f"{m['pair_damage']:.2f} | {redundancy} | {repair} | {ranks} | {'yes' if m['meets_bar'] else 'no'} |")  # fmt: skip
+    return lines
 
 
 def what_was_tried(name: str, result: dict, log: dict) -> str:

@@ -88,6 +88,19 @@ def summary(tasks: Mapping[str, dict], training_only: bool) -> dict:
     }
 
 
+def _setup(prompts: int, seed: int) -> dict:
+    return {"ablation": ABLATION, "measure_split": MEASURE_SPLIT, "prompts": prompts, "seed": seed,
+            "redundancy_bar": REDUNDANCY_BAR, "self_repair_bar": SELF_REPAIR_BAR,
+            "training_tasks": list(TRANSFER_TRAIN_TASKS)}  # fmt: skip
+
+
+def _model_report(log: dict, weights_hash: str, tasks: dict) -> dict:
+    setup = log["setup"]
+    return {"setup": {k: v for k, v in setup.items() if k.startswith("backup") or k in ("init_from", "steps")},
+            "weights_hash": weights_hash, "tasks": tasks,
+            "summary_all": summary(tasks, False), "summary_training_tasks": summary(tasks, True)}  # fmt: skip
+
+
 def report(models: Mapping[str, Path], *, prompts: int = 32, seed: int = 0, accuracy_batches: int = 4,
            threads: int | None = 1, tasks: list[str] | None = None) -> dict:  # fmt: skip
     """Every model of ``models`` (name -> exported directory) that recorded pairs (only the pairs of
@@ -99,17 +112,25 @@ def report(models: Mapping[str, Path], *, prompts: int = 32, seed: int = 0, accu
             raise ValueError(f"{directory} records no backup pairs (trained without --backup-weight?)")
         pairs = [p for p in log["backup_pairs"] if tasks is None or p["task"] in tasks]
         model = load_model(name, path=directory, threads=threads)
-        setup = log["setup"]
-        tasks = model_entry(model, pairs, prompts=prompts, seed=seed, accuracy_batches=accuracy_batches)
-        out[name] = {"setup": {k: v for k, v in setup.items() if k.startswith("backup") or k in ("init_from", "steps")},
-                     "weights_hash": model.circuit_gym_info.weights_hash, "tasks": tasks,
-                     "summary_all": summary(tasks, False), "summary_training_tasks": summary(tasks, True)}  # fmt: skip
-    return {
-        "setup": {"ablation": ABLATION, "measure_split": MEASURE_SPLIT, "prompts": prompts, "seed": seed,
-                  "redundancy_bar": REDUNDANCY_BAR, "self_repair_bar": SELF_REPAIR_BAR,
-                  "training_tasks": list(TRANSFER_TRAIN_TASKS)},
-        "models": out,
-    }  # fmt: skip
+        measured = model_entry(model, pairs, prompts=prompts, seed=seed, accuracy_batches=accuracy_batches)
+        out[name] = _model_report(log, model.circuit_gym_info.weights_hash, measured)
+    return {"setup": _setup(prompts, seed), "models": out}
+
+
+def report_from_cards(models: Mapping[str, Path], *, prompts: int, seed: int = 0) -> dict:
+    """:func:`report`'s document from the shipped models' cards (``card_metrics.json``'s
+    ``backup_pairs``, measured by ``scripts/model_card.py`` with ``prompts`` and ``seed``), nothing
+    measured again."""
+    out = {}
+    for name, directory in models.items():
+        card = json.loads((Path(directory) / "card_metrics.json").read_text())
+        if "backup_pairs" not in card:
+            raise ValueError(
+                f"{directory}/card_metrics.json holds no backup pairs: run scripts/model_card.py"
+            )
+        log = json.loads((Path(directory) / "training_log.json").read_text())
+        out[name] = _model_report(log, card["weights_hash"], card["backup_pairs"])
+    return {"setup": _setup(prompts, seed), "models": out}
 
 
 def _fmt(value, spec: str) -> str:
