@@ -539,9 +539,9 @@ def main(argv: list[str] | None = None) -> None:
     versus = tuple((a, b) for a, _, b in (pair.partition(":") for pair in args.versus))
     report = paired_report(results, versus)
     column = f"{args.part}_{args.metric}"
-    lacking = [n for pair in versus for n in pair if n in report["missing"].get(column, [])]
+    lacking = [f"{a}:{b}" for a, b in versus if column not in report["versus"].get(f"{a}_vs_{b}", {})]
     if lacking:
-        parser.error(f"{', '.join(lacking)}: no {args.metric} in the {args.part} rows")
+        parser.error(f"{', '.join(lacking)}: no {args.metric} of the {args.part} part on both sides")
     shown = [*paired_table(results, args.metric, args.part),
              *({"above": a, "below": b, **report["versus"][f"{a}_vs_{b}"][column]} for a, b in versus)]  # fmt: skip
     for d in shown:

@@ -101,7 +101,8 @@ def paired_report(results: dict[str, dict], versus: tuple[tuple[str, str], ...] 
                if all(metric in e for e in r["scores"]["episodes"] if e["part"] == part)}  # fmt: skip
         if len(has) < len(results):
             out["missing"][column] = sorted(set(results) - set(has))
-        per_entry = {n: episode_scores(r, metric, part) for n, r in has.items()}
+        scored = {n: episode_scores(r, metric, part) for n, r in has.items()}
+        per_entry = {n: s for n, s in scored.items() if s}  # a sample may hold none of this part
         out["means"][column] = {}
         for name, scores in per_entry.items():
             mean, ci = mean_ci95(list(scores.values()))
