@@ -1,6 +1,7 @@
 """Build the leaderboard from scorer-written result files only: verification
 (``circuit_gym/leaderboard/verification.py``), then tables (``tables.py``), figures (``charts.py``) and the
-HTML page (``html_page.py``).
+HTML page (``html_page.py``). A figure or an edge entry's MIB export is re-made only when what goes into
+it changed (``stamps.py``): re-compressing the exports took most of a render's CPU.
 
 Each file is verified before it is shown: its entry name must be valid, its content hash
 must match its content, and it must be current (``circuit_gym/leaderboard/protocol.py``: the scorer
@@ -28,6 +29,9 @@ the board), and shown in their own "Circuit track" table. Their default place is
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +40,19 @@ from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import paths as board_paths
 from circuit_gym.leaderboard.charts import bar_chart, per_task_chart, radar
 from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS
-from circuit_gym.leaderboard.edge_tables import edge_markdown, edge_row, rank_edge_rows, write_mib_export
+from circuit_gym.leaderboard.edge_tables import (
+    edge_markdown,
+    edge_row,
+    mib_path,
+    rank_edge_rows,
+    write_mib_export,
+)
 from circuit_gym.leaderboard.html_page import Figure, write_page
 from circuit_gym.leaderboard.planted_scorer import PLANTED_BENCHMARKS
 from circuit_gym.leaderboard.probing import probing_markdown
 from circuit_gym.leaderboard.references import References, load_manifest
 from circuit_gym.leaderboard.scoring import check_name
+from circuit_gym.leaderboard.stamps import refresh
 from circuit_gym.leaderboard.tables import (
     above_memoriser,
     circuit_about,
@@ -106,6 +117,12 @@ def with_status(section: str, track_name: str) -> str:
     return f"{lead}{heading}\n\n**Not ranking: {status}.**\n{rest}"
 
 
+def draw(chart: Callable[[Any, Path], None], data: Any, path: Path) -> None:
+    """``chart(data, path)``, unless ``path`` already holds that chart of that data (``stamps.py``)."""
+    inputs = json.dumps([chart.__name__, data], sort_keys=True, default=repr, allow_nan=True).encode()
+    refresh(path, inputs, lambda: chart(data, path))
+
+
 def render(result_paths: list[Path] | None = None, out: Path | None = None, **kwargs: Any) -> dict:
     """:func:`build` (every argument), as a stage a person waits for: in a log a line at least every
     30 s while it verifies, rescores and draws (``circuit_gym.progress.stage``), a bar in a terminal."""
@@ -162,7 +179,10 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, model
         if t_entries:
             missing_references(t_entries, references[t], refused, f"{t} track: ")
             for e in t_entries:
-                write_mib_export(e["board"]["path"])
+                result_path = Path(e["board"]["path"])
+                refresh(
+                    mib_path(result_path), result_path.read_bytes(), partial(write_mib_export, result_path)
+                )
             edges.append((t, rank_edge_rows([edge_row(e) for e in t_entries])))
     entries = [e for e in entries if track(e) not in (*TRANSFER_TRACKS, *PLANTED_TRACKS, *EDGE_TRACKS)]
     circuit_entries = [e for e in entries if track(e) == CIRCUIT]
@@ -181,11 +201,11 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, model
     radar_dir = out / "radar"
     figures = []
     if single:
-        bar_chart(rows, out / "board.png")
-        per_task_chart(rows, out / "per_task.png")
+        draw(bar_chart, rows, out / "board.png")
+        draw(per_task_chart, rows, out / "per_task.png")
         radar_dir.mkdir(exist_ok=True)
         for r in rows:
-            radar(r, radar_dir / f"{check_name(r['name'])}.png")
+            draw(radar, r, radar_dir / f"{check_name(r['name'])}.png")
         figures = [Figure("held-out best-of-5 recovery per entry (95% CI)", out / "board.png"),
                    Figure("best-of-5 recovery per held-out task; memoriser and chance as lines", out / "per_task.png")]  # fmt: skip
     readme = out / "README.md"
