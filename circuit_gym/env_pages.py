@@ -171,6 +171,11 @@ def families() -> list[FamilyPage]:
                               "its circuit at seeded heads (docs/planted.md)",
                    ablation="resample"),
     ]  # fmt: skip
+    planted_knockout = knockout[0]
+    knockout.append(FamilyPage(FAMILIES["zoo-knockout"], ZooEnv, planted_knockout.action, planted_knockout.observation,
+                               planted_knockout.reward,
+                               planted_knockout.episode.replace("planted model of the seed", "member"),
+                               _play_knockout))  # fmt: skip
     return out + zoo + planted + [edges] + drawn + knockout
 
 

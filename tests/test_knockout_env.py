@@ -130,11 +130,26 @@ def test_episode_ends_after_k_steps_and_return_is_the_damage():
         env.close()
 
 
-def test_knockout_ids_are_registered_per_planted_kind():
-    assert sorted(KNOCKOUT_IDS) == sorted(
-        f"CircuitDiscovery-Planted-{k}-KnockOut-v0"
-        for k in ("Induction", "MultiHop", "Redundant", "Suppression", "SelfRepair", "And")
-    )
+def test_knockout_ids_are_registered_per_planted_kind_and_zoo_task():
+    planted = {f"CircuitDiscovery-Planted-{k}-KnockOut-v0"
+               for k in ("Induction", "MultiHop", "Redundant", "Suppression", "SelfRepair", "And")}  # fmt: skip
+    zoo = {f"CircuitDiscovery-ZooV2-{t}-KnockOut-v0" for t in ("Agreement", "Brackets", "Capital", "Docstring",
+                                                                "GreaterThan", "IOI", "Minimum", "Pronoun",
+                                                                "Successor", "Multi")}  # fmt: skip
+    assert sorted(KNOCKOUT_IDS) == sorted(planted | zoo)
+
+
+def test_a_zoo_knockout_episode_draws_a_member_and_ablates_cumulatively():
+    env = gym.make("CircuitDiscovery-ZooV2-IOI-KnockOut-v0", model=["zoo7"], pool_size=1, steps=2)
+    try:
+        obs, info = env.reset(seed=0)
+        assert info["model"] == "zoo7" and obs.shape == (144, 6)
+        first = int(np.argmax(obs[:, 0]))
+        obs, reward, _, _, info = env.step(first)
+        assert info["ablated"] == [first] and obs[first, 2] == 1.0
+        assert reward == pytest.approx(info["clean_metric"] - info["metric"], abs=1e-5)
+    finally:
+        env.close()
 
 
 def _strict_warnings() -> None:
@@ -151,7 +166,9 @@ def test_gymnasium_and_sb3_checkers_pass(env_id):
     from gymnasium.utils.env_checker import check_env
 
     sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
-    env = gym.make(env_id, seeds=[SEED], pool_size=2)
+    # one planted seed, or one zoo member (each drawn member loads its model: one is the same class)
+    only = {"seeds": [SEED]} if "-Planted-" in env_id else {"model": ["zoo7"]}
+    env = gym.make(env_id, pool_size=2, **only)
     try:
         with warnings.catch_warnings():
             _strict_warnings()

@@ -89,6 +89,8 @@ PLANTED_EDGES = Family("planted-edges", "edge-circuit building on generated plan
 KNOCKOUT = Family("knockout", "knock-out", "circuit_gym.envs.knockout:KnockOutEnv", "-KnockOut")
 PLANTED_KNOCKOUT = Family("planted-knockout", "knock-out on generated planted models",
                           "circuit_gym.envs.planted:PlantedEnv", "-KnockOut")  # fmt: skip
+ZOO_KNOCKOUT = Family("zoo-knockout", "knock-out over the model zoo", "circuit_gym.envs.model_draw:ZooEnv",
+                      "-KnockOut")  # fmt: skip
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
@@ -103,6 +105,7 @@ FAMILIES: dict[str, Family] = {
         PLANTED_EDGES,
         KNOCKOUT,
         PLANTED_KNOCKOUT,
+        ZOO_KNOCKOUT,
     )
 }
 
@@ -261,6 +264,8 @@ REGISTRY: tuple[Line, ...] = (
          "first release (issue 60): ablate heads one at a time on a planted model of generator version 3, the "
          "observation recomputed on the ablated model after each; the ground truth in info only at the episode's end",
          kwargs={"inner": "knockout", "version": PLANTED_GENERATOR_V1}),
+    Line(ZOO_KNOCKOUT, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the knock-out environment {ZOO_V2_NOTES}",
+         kwargs={"inner": "knockout"}),
 )  # fmt: skip
 
 
