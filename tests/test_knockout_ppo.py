@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from circuit_gym.baselines import knockout_ppo as K
+from circuit_gym.baselines.knockout_policy import load_policy
 from circuit_gym.circuits.knockout_scores import relative_area
 from circuit_gym.solvers.knockout import knockout_curve
 
@@ -42,7 +43,7 @@ def test_trains_resumes_and_its_selection_score_is_the_replayed_knockout_area(tm
     assert [row["env_steps"] for row in curve] == [0, 8, 16]
 
     # the kept policy, replayed: its order's exact curve against exact greedy's, computed here
-    policy = K.load_policy(str(out))
+    policy = load_policy(str(out))
     env = K.make_env(config, "self_repair", K.SELECTION_SEEDS, K.SELECTION_SPLIT, K.SELECTION_BATCH + 1)
     seed = K.SELECTION_SEEDS[0]
     played = K.play(env, policy.act, seed, K.SELECTION_BATCH)

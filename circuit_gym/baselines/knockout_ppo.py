@@ -29,9 +29,7 @@ scoring, never read here).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -39,14 +37,14 @@ from torch import nn
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym.baselines import ppo_trainer
-from circuit_gym.baselines.circuit_ppo import CircuitScorer
+from circuit_gym.baselines.knockout_policy import KnockOutPPOConfig, KnockOutPPOPolicy, make_net
 from circuit_gym.baselines.planted_ppo import SELECTION_SEEDS as PLANTED_SELECTION_SEEDS
 from circuit_gym.baselines.planted_ppo import TRAIN_SEEDS
-from circuit_gym.baselines.ppo_trainer import PolicyAdapter, PPOConfigBase
 from circuit_gym.circuits.knockout_scores import relative_area, truth_scores
-from circuit_gym.envs.knockout import ABLATED_COLUMN, DEFAULT_STEPS, N_COLUMNS
+from circuit_gym.envs.knockout import N_COLUMNS
 from circuit_gym.envs.planted import TRUTH_KEY
 from circuit_gym.envs.registration import PLANTED_GENERATOR_V1, PLANTED_KNOCKOUT, PLANTED_TASK_SETS_V1
+from circuit_gym.envs.wrappers import WithoutInfoKeys
 from circuit_gym.models.planted.generator import truth_of
 
 # The knock-out Planted IDs' keys (``SelfRepair``, ...) by kind (``self_repair``, ...), in the generator's order.
@@ -64,28 +62,6 @@ def knockout_env_id(kind: str) -> str:
     return PLANTED_KNOCKOUT.env_id("Planted", KEY_OF_KIND[kind], 0)
 
 
-@dataclass
-class KnockOutPPOConfig(PPOConfigBase):
-    NETWORKS: ClassVar[tuple[str, ...]] = ("circuit_scorer",)
-
-    env_id: str = "CircuitDiscovery-Planted-{Kind}-KnockOut-v0"  # every kind, one per environment
-    pool_size: int = 1  # training batches per (model, kind): variety comes from the 32 models
-    selection_episodes: int = 1  # the selection plays batch SELECTION_BATCH of each selection model
-    n_envs: int = 6
-    epochs: int = 10
-    steps_per_epoch: int = 384
-    steps_per_collect: int = 96
-    lr: float = 1e-3
-    ent_coef: float = 0.01
-    network: str = "circuit_scorer"
-    batch_size_prompts: int = 16  # the knock-out environments' default batch
-    steps: int = DEFAULT_STEPS  # K: ablations per episode
-
-    @property
-    def gamma(self) -> float:
-        return 1.0  # finite episodes: the return is the damage after K ablations
-
-
 def make_env(
     config: KnockOutPPOConfig, kind: str, seeds: tuple[int, ...], split: str, pool_size: int
 ) -> gym.Env:
@@ -95,37 +71,18 @@ def make_env(
                     device=config.device)  # fmt: skip
 
 
-class FixedShapeInfo(gym.Wrapper):
-    """Drops the info keys whose shape changes within an episode (``ablated`` grows every step; the
-    truth comes with the last step only): Tianshou's buffer stores every info key in arrays of one
-    shape, and the trainer reads neither."""
-
-    DROPPED = ("ablated", TRUTH_KEY)
-
-    def _kept(self, info: dict) -> dict:
-        return {k: v for k, v in info.items() if k not in self.DROPPED}
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        return obs, self._kept(info)
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, self._kept(info)
+# The info keys whose shape changes within an episode (``ablated`` grows every step; the truth comes
+# with the last step only): Tianshou's buffer stores every info key in arrays of one shape, and the
+# trainer reads neither.
+VARIABLE_INFO_KEYS = ("ablated", TRUTH_KEY)
 
 
 def make_training_env(config: KnockOutPPOConfig, seed: int) -> gym.Env:
     """Training environment ``seed`` (the trainer numbers its environments ``seed + i``): kind ``seed % 6``."""
     kind = KINDS[seed % len(KINDS)]
-    return FixedShapeInfo(make_env(config, kind, TRAIN_SEEDS, config.split, config.pool_size))
-
-
-class KnockOutPPOPolicy(PolicyAdapter):
-    """A trained :class:`CircuitScorer` as a knock-out policy: ``act(observation, action_mask)``;
-    heads already ablated rank last."""
-
-    def __init__(self, net: nn.Module) -> None:
-        super().__init__(net, ABLATED_COLUMN)
+    return WithoutInfoKeys(
+        make_env(config, kind, TRAIN_SEEDS, config.split, config.pool_size), VARIABLE_INFO_KEYS
+    )
 
 
 def play(env: gym.Env, act, seed: int, batch_index: int) -> dict:
@@ -190,10 +147,6 @@ def selection(config: KnockOutPPOConfig, out: Path, reference: dict | None) -> t
     return score, reference
 
 
-def make_net(config: KnockOutPPOConfig, n_features: int) -> nn.Module:
-    return CircuitScorer(n_features=n_features, hidden=config.hidden)
-
-
 RECIPE = ppo_trainer.Recipe(
     config_type=KnockOutPPOConfig,
     score_key="selection_score",
@@ -203,11 +156,6 @@ RECIPE = ppo_trainer.Recipe(
     warm_up=lambda config, progress: 0.0,
     selection=selection,
 )  # fmt: skip  (episodes are built on first use)
-
-
-def load_policy(checkpoint: str) -> KnockOutPPOPolicy:
-    """The trained policy of a run folder (its ``config.json`` and ``policy.pt``)."""
-    return KnockOutPPOPolicy(ppo_trainer.load_network(RECIPE, checkpoint))
 
 
 def train(config: KnockOutPPOConfig, out: Path, progress: bool | None = True) -> dict:

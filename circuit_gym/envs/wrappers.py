@@ -1,4 +1,5 @@
-"""Wrappers for evaluation on held-out tasks."""
+"""Wrappers that take keys out of ``info``: for evaluation on held-out tasks, and for learners
+whose buffers need every step's info in one shape."""
 
 from __future__ import annotations
 
@@ -9,7 +10,26 @@ from circuit_gym.envs.circuit_env import ORACLE_INFO_KEYS
 HIDDEN_KEYS = (*ORACLE_INFO_KEYS, "batch_index")
 
 
-class HideOracleInfo(gym.Wrapper):
+class WithoutInfoKeys(gym.Wrapper):
+    """``info`` without the keys ``dropped`` (at reset and every step)."""
+
+    def __init__(self, env: gym.Env, dropped: tuple[str, ...]) -> None:
+        super().__init__(env)
+        self.dropped = tuple(dropped)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return obs, self._strip(info)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, self._strip(info)
+
+    def _strip(self, info: dict) -> dict:
+        return {k: v for k, v in info.items() if k not in self.dropped}
+
+
+class HideOracleInfo(WithoutInfoKeys):
     """Remove the task name, oracle fields and batch index from ``info``.
 
     What a policy sees under evaluation on a held-out task: observations, rewards, the
@@ -23,18 +43,6 @@ class HideOracleInfo(gym.Wrapper):
     """
 
     def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
+        super().__init__(env, HIDDEN_KEYS)
         if hasattr(env.unwrapped, "oracle_info"):
             env.unwrapped.oracle_info = False
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        return obs, self._strip(info)
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, self._strip(info)
-
-    @staticmethod
-    def _strip(info: dict) -> dict:
-        return {k: v for k, v in info.items() if k not in HIDDEN_KEYS}

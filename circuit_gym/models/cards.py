@@ -141,6 +141,18 @@ def render_card(model, log: dict, result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def pair_measure_cells(m: dict) -> list[str]:
+    """A performed backup pair's cells (card and zoo v3 report): damage P / Q / both, redundancy,
+    P's self-repair, Q's ranks (sweep, attribution, EAP-IG, GIM), whether it meets the bar."""
+
+    def fmt(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    ranks = " / ".join(str(m["backup_rank"][k]) for k in ("oracle", "attribution", "eap_ig", "gim"))
+    return [f"{m['primary_damage']:.2f} / {m['backup_damage']:.2f} / {m['pair_damage']:.2f}",
+            fmt(m["redundancy"]), fmt(m["primary_self_repair"]), ranks, "yes" if m["meets_bar"] else "no"]  # fmt: skip
+
+
 def _backup_lines(pairs: dict, gated: list[str]) -> list[str]:
     """Zoo v3's trained truth: per task, the primary P and dormant backup Q the backup objective
     trained (``training_log.json``, ``backup_pairs``) and what verifies them on an eval-split batch."""
@@ -159,12 +171,8 @@ def _backup_lines(pairs: dict, gated: list[str]) -> list[str]:
             )
             continue
         m = row["measures"]
-        ranks = " / ".join(str(m["backup_rank"][k]) for k in ("oracle", "attribution", "eap_ig", "gim"))
-        redundancy = "-" if m["redundancy"] is None else f"{m['redundancy']:.2f}"
-        repair = "-" if m["primary_self_repair"] is None else f"{m['primary_self_repair']:.2f}"
         p, q = m["pair_names"]
-        lines.append(f"| {task} | {gate} | {p} | {q} | {m['primary_damage']:.2f} / {m['backup_damage']:.2f} / "
-                     f"{m['pair_damage']:.2f} | {redundancy} | {repair} | {ranks} | {'yes' if m['meets_bar'] else 'no'} |")  # fmt: skip
+        lines.append("| " + " | ".join([task, gate, p, q, *pair_measure_cells(m)]) + " |")
     return lines
 
 

@@ -23,6 +23,7 @@ from circuit_gym.benchmark import ABLATION, TRANSFER_TRAIN_TASKS
 from circuit_gym.circuits.self_repair import pair_measures
 from circuit_gym.heads import head_name
 from circuit_gym.models.behaviour import task_metrics
+from circuit_gym.models.cards import pair_measure_cells
 from circuit_gym.models.loading import load_model
 from circuit_gym.suite import MIN_ACCURACY
 from circuit_gym.tasks import get_task
@@ -150,11 +151,8 @@ def pairs_table(rep: dict) -> str:
                 )
                 continue
             m = row["measures"]
-            ranks = " / ".join(str(m["backup_rank"][k]) for k in ("oracle", "attribution", "eap_ig", "gim"))
             cells = [f"`{name}`", task + ("" if row["training_task"] else " (held out)"), " + ".join(m["pair_names"]),
-                     f"{m['primary_damage']:.2f} / {m['backup_damage']:.2f} / {m['pair_damage']:.2f}",
-                     _fmt(m["redundancy"], ".2f"), _fmt(m["primary_self_repair"], ".2f"), ranks,
-                     "yes" if m["meets_bar"] else "no"]  # fmt: skip
+                     *pair_measure_cells(m)]  # fmt: skip
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

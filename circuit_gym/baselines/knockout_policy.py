@@ -1,0 +1,66 @@
+"""The knock-out track's learned agent as a policy: its config, network and ``load_policy``
+(``circuit_gym.baselines.knockout_ppo`` trains it). Kept apart from the training module, which
+builds planted environments: a policy's sandbox hides the planted generator (issue 58), and what a
+policy loads there must not import it.
+
+    python -m circuit_gym.leaderboard.knockout_scorer score --track v8-knockout \
+        --policy circuit_gym.baselines.knockout_policy:load_policy --checkpoint RUN_DIR --out R.json
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from circuit_gym.baselines.circuit_ppo import CircuitScorer
+from circuit_gym.baselines.ppo_trainer import PolicyAdapter, PPOConfigBase
+from circuit_gym.envs.knockout import ABLATED_COLUMN, DEFAULT_STEPS, N_COLUMNS
+
+
+@dataclass
+class KnockOutPPOConfig(PPOConfigBase):
+    NETWORKS: ClassVar[tuple[str, ...]] = ("circuit_scorer",)
+
+    env_id: str = "CircuitDiscovery-Planted-{Kind}-KnockOut-v0"  # every kind, one per environment
+    pool_size: int = 1  # training batches per (model, kind): variety comes from the 32 models
+    selection_episodes: int = 1  # the selection plays one batch of each selection model
+    n_envs: int = 6
+    epochs: int = 10
+    steps_per_epoch: int = 384
+    steps_per_collect: int = 96
+    lr: float = 1e-3
+    ent_coef: float = 0.01
+    network: str = "circuit_scorer"
+    batch_size_prompts: int = 16  # the knock-out environments' default batch
+    steps: int = DEFAULT_STEPS  # K: ablations per episode
+
+    @property
+    def gamma(self) -> float:
+        return 1.0  # finite episodes: the return is the damage after K ablations
+
+
+def make_net(config: KnockOutPPOConfig, n_features: int = N_COLUMNS) -> nn.Module:
+    """A logit per head from its knock-out observation row (and every other head's), and STOP."""
+    return CircuitScorer(n_features=n_features, hidden=config.hidden)
+
+
+class KnockOutPPOPolicy(PolicyAdapter):
+    """A trained network as a knock-out policy: ``act(observation, action_mask)``; heads already
+    ablated rank last."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__(net, ABLATED_COLUMN)
+
+
+def load_policy(checkpoint: str) -> KnockOutPPOPolicy:
+    """The kept policy of a run folder (its ``config.json`` and ``policy.pt``)."""
+    directory = Path(checkpoint)
+    config = KnockOutPPOConfig(**json.loads((directory / "config.json").read_text()))
+    net = make_net(config)
+    net.load_state_dict(torch.load(directory / "policy.pt", weights_only=True))
+    return KnockOutPPOPolicy(net.eval())
