@@ -42,3 +42,20 @@ def test_an_unmeasured_or_empty_run_has_no_cpu_figure():
     )
     assert costs.policy_cpu_per_episode({}, 4) is None
     assert costs.cpu_cell(0.0123) == "0.012" and costs.cpu_cell(None) == "-"
+
+
+def test_the_edge_tables_show_policy_cpu_per_public_episode():
+    import json
+    from pathlib import Path
+
+    from circuit_gym.leaderboard.edge_tables import edge_markdown, edge_row
+
+    path = sorted((Path(__file__).resolve().parents[1] / "leaderboard/results/v7/edges").glob("*.json"))[0]
+    entry = json.loads(path.read_text())
+    entry["board"] = {"check": "verified", "reference": False}
+    episodes = len(entry["scores"]["episodes"])
+    entry["diagnostics"] = {"policy_cpu": {"measured": True, "calls_s": 2.0 * episodes}}
+    row = edge_row(entry)
+    assert row["policy_cpu"] == 2.0  # 2 s an episode, computed here
+    table = edge_markdown([row], entry["track"]).splitlines()
+    assert table[4].endswith("policy CPU s / episode |") and table[6].endswith("| 2 |")

@@ -30,6 +30,7 @@ import tarfile
 from pathlib import Path
 
 from circuit_gym.edges.paired import adjacent_differences, paired_difference
+from circuit_gym.leaderboard import costs
 from circuit_gym.leaderboard.edge_benchmark import edge_benchmark
 from circuit_gym.stats import mean_ci95
 
@@ -119,17 +120,32 @@ def paired_report(results: dict[str, dict], versus: tuple[tuple[str, str], ...] 
     return out
 
 
+def _entry_head(entry: dict) -> dict:
+    """Who the entry is, and its policy's own CPU seconds per public episode (issue 58)."""
+    episodes = len(entry["scores"].get("episodes") or [])
+    return {"name": entry["name"], "check": entry["board"]["check"], "reference": entry["board"]["reference"],
+            "policy": entry["provenance"]["policy"], "white_box": bool(entry["provenance"].get("white_box")),
+            "policy_cpu": costs.policy_cpu_per_episode(entry, episodes)}  # fmt: skip
+
+
+def _parts(entry: dict) -> tuple[dict, dict, dict, dict]:
+    """The "all" summaries of the public transfer and planted parts, then of the private ones."""
+    scores, private = entry["scores"], (entry.get("private") or {}).get("scores")
+    return (
+        _all(scores, "transfer"),
+        _all(scores, "planted"),
+        _all(private, "transfer"),
+        _all(private, "planted"),
+    )
+
+
 def edge_row(entry: dict) -> dict:
     """The table's fields of one verified edge entry (protocol 2: :func:`edge_row_2`)."""
     if protocol_of(entry.get("track")) == 2:
         return edge_row_2(entry)
-    scores, private = entry["scores"], (entry.get("private") or {}).get("scores")
-    transfer, planted = _all(scores, "transfer"), _all(scores, "planted")
-    hidden_t, hidden_p = _all(private, "transfer"), _all(private, "planted")
+    head, (transfer, planted, hidden_t, hidden_p) = _entry_head(entry), _parts(entry)
     return {
-        "name": entry["name"], "check": entry["board"]["check"], "reference": entry["board"]["reference"],
-        "policy": entry["provenance"]["policy"], "white_box": bool(entry["provenance"].get("white_box")),
-        "private_cpr": hidden_t.get("cpr"), "cpr": transfer.get("cpr"), "cpr_ci": transfer.get("cpr_ci95"),
+        **head, "private_cpr": hidden_t.get("cpr"), "cpr": transfer.get("cpr"), "cpr_ci": transfer.get("cpr_ci95"),
         "cmd": transfer.get("cmd"), "faithfulness": transfer.get("faithfulness"),
         "transfer_passes": transfer.get("lm_passes"),
         "secret": tuple(hidden_p.get(m) for m in ("precision", "recall", "auc")),
@@ -142,13 +158,9 @@ def edge_row_2(entry: dict) -> dict:
     """A protocol-2 entry's fields: the ranking columns are ``cpr_log`` / ``cmd_log`` (under the
     keys ``cpr`` / ``cmd``, so the board ranks on them), MIB's linear pair under ``mib_cpr`` /
     ``mib_cmd``, and ``paired``: per part, the per-episode scores its paired differences read."""
-    scores, private = entry["scores"], (entry.get("private") or {}).get("scores")
-    transfer, planted = _all(scores, "transfer"), _all(scores, "planted")
-    hidden_t, hidden_p = _all(private, "transfer"), _all(private, "planted")
+    head, (transfer, planted, hidden_t, hidden_p) = _entry_head(entry), _parts(entry)
     return {
-        "name": entry["name"], "check": entry["board"]["check"], "reference": entry["board"]["reference"],
-        "policy": entry["provenance"]["policy"], "white_box": bool(entry["provenance"].get("white_box")),
-        "protocol": 2, "private_cpr": hidden_t.get("cpr_log"), "cpr": transfer.get("cpr_log"),
+        **head, "protocol": 2, "private_cpr": hidden_t.get("cpr_log"), "cpr": transfer.get("cpr_log"),
         "cpr_ci": transfer.get("cpr_log_ci95"), "cmd": transfer.get("cmd_log"), "mib_cpr": transfer.get("cpr"),
         "mib_cmd": transfer.get("cmd"), "faithfulness": transfer.get("faithfulness"),
         "transfer_passes": transfer.get("lm_passes"),
@@ -272,7 +284,7 @@ def edge_markdown_2(rows: list[dict], track: str) -> str:
             "f (circuit)", "LM passes / episode (transfer)", "to next: paired CPR (log) [95% CI]",
             "planted secret: P / R / AUC (candidates)", "planted public: P / R / AUC (candidates)",
             "to next: paired AUC (candidates) [95% CI]",
-            "LM passes / episode (planted)"]  # fmt: skip
+            "LM passes / episode (planted)", "policy CPU s / episode"]  # fmt: skip
     lines.append("| # | entry | check | " + " | ".join(cols) + " |")
     lines.append("|---" * (3 + len(cols)) + "|")
     transfer, planted = adjacent_paired(rows, "transfer"), adjacent_paired(rows, "planted")
@@ -283,7 +295,8 @@ def edge_markdown_2(rows: list[dict], track: str) -> str:
         linear = "-" if r["mib_cpr"] is None else f"{_num(r['mib_cpr'])} / {_num(r['mib_cmd'])}"
         cells = [_num(r["private_cpr"]), f"{_num(r['cpr'])}{interval}", _num(r["cmd"]), linear,
                  _num(r["faithfulness"]), _num(r["transfer_passes"], 0), _paired_cell(transfer[i]),
-                 _prt(r["secret"]), _prt(r["public"]), _paired_cell(planted[i]), _num(r["planted_passes"], 0)]  # fmt: skip
+                 _prt(r["secret"]), _prt(r["public"]), _paired_cell(planted[i]), _num(r["planted_passes"], 0),
+                 costs.cpu_cell(r.get("policy_cpu"))]  # fmt: skip
         lines.append(f"| {i + 1} | {name} | {r['check']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -295,7 +308,7 @@ def edge_markdown(rows: list[dict], track: str) -> str:
     lines = [f"### Edge track ({track})", "", edge_about(track), ""]
     cols = ["private model: edge CPR", "held-out models: edge CPR", "edge CMD", "f (circuit)",
             "LM passes / episode (transfer)", "planted secret: P / R / AUC", "planted public: P / R / AUC",
-            "LM passes / episode (planted)"]  # fmt: skip
+            "LM passes / episode (planted)", "policy CPU s / episode"]  # fmt: skip
     lines.append("| # | entry | check | " + " | ".join(cols) + " |")
     lines.append("|---" * (3 + len(cols)) + "|")
     for i, r in enumerate(rows, 1):
@@ -305,7 +318,8 @@ def edge_markdown(rows: list[dict], track: str) -> str:
             f"{r['name']} (reference)" if r["reference"] else r["name"]
         )  # plain: the HTML page shows it as text
         cells = [_num(r["private_cpr"]), f"{_num(r['cpr'])}{interval}", _num(r["cmd"]), _num(r["faithfulness"]),
-                 _num(r["transfer_passes"], 0), _prt(r["secret"]), _prt(r["public"]), _num(r["planted_passes"], 0)]  # fmt: skip
+                 _num(r["transfer_passes"], 0), _prt(r["secret"]), _prt(r["public"]), _num(r["planted_passes"], 0),
+                 costs.cpu_cell(r.get("policy_cpu"))]  # fmt: skip
         lines.append(f"| {i} | {name} | {r['check']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
