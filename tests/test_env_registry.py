@@ -39,7 +39,9 @@ def test_list_envs_covers_every_family_and_every_registered_id():
     assert len(knockout) == 6 and all(r["id"].endswith("-KnockOut-v0") for r in knockout)
     # knock-out over zoo v2 (the board in force's public models): its 10 task parts
     zoo_knockout = [r for r in current if r["family"] == "zoo-knockout"]
-    assert len(zoo_knockout) == 10 and all(r["id"].startswith("CircuitDiscovery-ZooV2-") for r in zoo_knockout)
+    assert len(zoo_knockout) == 10 and all(
+        r["id"].startswith("CircuitDiscovery-ZooV2-") for r in zoo_knockout
+    )
     assert len(edges) == 36 and len(current) == 144
     assert all(r["id"].endswith("-Edges-v1" if "-Planted-" in r["id"] else "-Edges-v0") for r in edges)
     assert all(r["id"].endswith("-Circuit-v0") for r in circuit)
