@@ -237,7 +237,10 @@ def test_what_a_policy_can_learn_about_the_private_seeds(small_benchmark, tmp_pa
     assert not any(str(s) in json.dumps(result) for s in seeds)
 
 
-def test_rebuilding_the_public_pool_scores_on_public_seeds_only(small_benchmark, monkeypatch, tmp_path):
+def test_rebuilding_the_public_pool_finds_no_model_in_the_sandbox(small_benchmark, monkeypatch, tmp_path):
+    """A policy that rebuilds the public pool with the packaged model (loading it in its sandbox) to
+    look up the oracle: before issue 58's third round it scored 1.0 on the public seeds (and below 0.5
+    on the private ones); the sandbox now hides the package's weights, so it gets nothing to load."""
     monkeypatch.setattr(B, "CALL_TIMEOUT_S", 120.0)  # the first call rebuilds the pool in the child
     told = tmp_path / "checkpoint.json"
     told.write_text(json.dumps({"public_seeds": max(B.EVAL_SEEDS + B.REPRO_SEEDS) + 1}))
@@ -247,11 +250,8 @@ def test_rebuilding_the_public_pool_scores_on_public_seeds_only(small_benchmark,
     )
     result = score("cheat", policy_spec="policies_for_tests:pool_rebuilder", checkpoint=str(told),
                    private_seeds=seed_file)  # fmt: skip
-    assert result["status"] == "scored", result.get("failure")
-    public = result["scores"]["overall"]["k1"]
-    private = result["private"]["scores"]["overall"]["k1"]
-    assert public["recovery"] > 0.99 and public["top1_rate"] == 1.0
-    assert private["recovery"] < 0.5 and private["top1_rate"] < 0.5, private
+    assert result["status"] == "failed" and "scores" not in result
+    assert "model.safetensors" in result["failure"]["reason"]  # the weights are not there to load
 
 
 def test_private_seed_files():
