@@ -22,7 +22,7 @@ ZOO_GENERATIONS: dict[str, tuple[str, ...]] = {
     "v2": ("zoo5", "zoo6", "zoo7", "zoo8"),
     # zoo v3 (issue 55: the backup objective), the members shipped so far; its IDs and model sets
     # come when all four ship (an ID's model draw must not change under it)
-    "v3": ("zoo9",),
+    "v3": ("zoo9", "zoo10"),
 }
 ZOO = ZOO_GENERATIONS["v1"]
 ZOO_V2 = ZOO_GENERATIONS["v2"]
