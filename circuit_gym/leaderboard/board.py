@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS
 from circuit_gym.leaderboard.edge_tables import (
     edge_markdown,
     edge_row,
-    mib_path,
+    mib_export_is_current,
     rank_edge_rows,
     write_mib_export,
 )
@@ -180,9 +179,8 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, model
             missing_references(t_entries, references[t], refused, f"{t} track: ")
             for e in t_entries:
                 result_path = Path(e["board"]["path"])
-                refresh(
-                    mib_path(result_path), result_path.read_bytes(), partial(write_mib_export, result_path)
-                )
+                if not mib_export_is_current(result_path):  # its committed source record says so
+                    write_mib_export(result_path)
             edges.append((t, rank_edge_rows([edge_row(e) for e in t_entries])))
     entries = [e for e in entries if track(e) not in (*TRANSFER_TRACKS, *PLANTED_TRACKS, *EDGE_TRACKS)]
     circuit_entries = [e for e in entries if track(e) == CIRCUIT]

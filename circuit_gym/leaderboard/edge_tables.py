@@ -24,6 +24,7 @@ member order, times and owners, so the same result always gives the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import tarfile
@@ -365,12 +366,43 @@ def mib_export(result: dict) -> bytes:
     return buffer.getvalue()
 
 
+# The export's layout: bump it when mib_export's bytes change for the same result, so every
+# committed export (and its source record) is made again.
+MIB_EXPORT_FORMAT = 1
+
+
+def mib_source_path(result_path: str | Path) -> Path:
+    """The committed record beside an export of what it was made from (``X.mib.source.json``)."""
+    return mib_path(result_path).with_name(
+        mib_path(result_path).name.removesuffix(".tar.xz") + ".source.json"
+    )
+
+
+def _source_record(result_path: Path, export: bytes) -> dict:
+    return {"format": MIB_EXPORT_FORMAT, "result_sha256": hashlib.sha256(result_path.read_bytes()).hexdigest(),
+            "export_sha256": hashlib.sha256(export).hexdigest()}  # fmt: skip
+
+
+def mib_export_is_current(result_path: str | Path) -> bool:
+    """Whether the export beside ``result_path`` was made from these result bytes, in this layout, and
+    is unchanged since: then ``render`` keeps it instead of rebuilding it (rebuilding every export,
+    mostly xz compression, was most of a fresh clone's render)."""
+    result_path = Path(result_path)
+    out, record = mib_path(result_path), mib_source_path(result_path)
+    if not (out.is_file() and record.is_file()):
+        return False
+    return json.loads(record.read_text()) == _source_record(result_path, out.read_bytes())
+
+
 def write_mib_export(result_path: str | Path) -> Path | None:
-    """Write (or refresh) the MIB export beside a scored edge result; None for a result with no episodes."""
-    result = json.loads(Path(result_path).read_text())
+    """Write (or refresh) the MIB export beside a scored edge result, and its source record; None
+    for a result with no episodes."""
+    result_path = Path(result_path)
+    result = json.loads(result_path.read_text())
     if result.get("status") != "scored":
         return None
     out, data = mib_path(result_path), mib_export(result)
     if not out.is_file() or out.read_bytes() != data:
         out.write_bytes(data)
+    mib_source_path(result_path).write_text(json.dumps(_source_record(result_path, data), indent=1) + "\n")
     return out

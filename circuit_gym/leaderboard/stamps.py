@@ -1,4 +1,4 @@
-"""Skip re-making a file ``render`` derives (a chart, an edge entry's MIB export) whose inputs are unchanged.
+"""Skip re-making a chart ``render`` draws whose inputs are unchanged (edge exports: their committed source record, ``edge_tables.mib_export_is_current``).
 
 A stamp per output, in this user's cache (``circuit_gym.ablation.cache.cache_dir``, never committed),
 records a digest of what made it (the caller's input bytes, this package's Python sources and the
