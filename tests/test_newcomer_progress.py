@@ -6,6 +6,7 @@ few intervals."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
@@ -117,7 +118,9 @@ def test_the_main_jobs_ppo_stage_is_never_silent(tmp_path, monkeypatch):
     from circuit_gym.baselines import main_job
 
     monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))
-    config = main_job.ppo_config(main_job.QUICK, seed=0)
+    # the quick job's stage, six times longer: at a 1 s interval it lasted 2.7 s, too short to show a silence
+    quick = main_job.ppo_config(main_job.QUICK, seed=0)
+    config = dataclasses.replace(quick, steps_per_epoch=6 * quick.steps_per_epoch)
     stages = main_job.Stages()
     log = timed_log(monkeypatch)
     start = time.monotonic()
