@@ -41,3 +41,7 @@ def test_a_changed_result_export_or_layout_is_rebuilt(tmp_path, monkeypatch):
     E.write_mib_export(result)
     monkeypatch.setattr(E, "MIB_EXPORT_FORMAT", E.MIB_EXPORT_FORMAT + 1)  # a new layout
     assert not E.mib_export_is_current(result)
+
+
+def test_a_record_is_not_read_as_a_result_file():
+    assert not E.mib_source_path(_result_of(EXPORTS[0])).name.endswith(".json")

@@ -372,10 +372,9 @@ MIB_EXPORT_FORMAT = 1
 
 
 def mib_source_path(result_path: str | Path) -> Path:
-    """The committed record beside an export of what it was made from (``X.mib.source.json``)."""
-    return mib_path(result_path).with_name(
-        mib_path(result_path).name.removesuffix(".tar.xz") + ".source.json"
-    )
+    """The committed record beside an export of what it was made from (``X.mib.source``, JSON; not
+    ``.json``: a result folder's ``.json`` files are read as results)."""
+    return mib_path(result_path).with_name(mib_path(result_path).name.removesuffix(".tar.xz") + ".source")
 
 
 def _source_record(result_path: Path, export: bytes) -> dict:
