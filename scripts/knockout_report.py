@@ -37,23 +37,21 @@ import circuit_gym  # noqa: E402,F401  (registers the IDs)
 from circuit_gym.circuits.knockout_scores import relative_area, truth_scores  # noqa: E402
 from circuit_gym.embedded import ZOO_GENERATIONS  # noqa: E402
 from circuit_gym.envs.knockout import KnockOutEnv  # noqa: E402
-from circuit_gym.envs.registration import PLANTED_TASK_SETS_V1  # noqa: E402
+from circuit_gym.envs.registration import planted_knockout_id  # noqa: E402
 from circuit_gym.models.cards import gated_tasks  # noqa: E402
 from circuit_gym.models.loading import embedded_dir  # noqa: E402
 from circuit_gym.models.planted.generator import truth_of  # noqa: E402
+from circuit_gym.models.planted.versions import kinds_of  # noqa: E402
 from circuit_gym.models.trained_truth import trained_truth  # noqa: E402
 from circuit_gym.solvers.knockout import REFERENCES, knockout_curve  # noqa: E402
 
 PUBLIC_SEEDS = range(20)  # circuit_gym.leaderboard.planted_scorer.PlantedBenchmark.public_seeds
 GENERATOR = 3
-KIND_OF_KEY = {key: tasks[0].removeprefix("planted_") for key, tasks in PLANTED_TASK_SETS_V1.items()}
+KINDS = kinds_of(GENERATOR)
 
 
 def measure(kind: str, seed: int, k: int, names: list[str]) -> list[dict]:
-    key = next(key for key, value in KIND_OF_KEY.items() if value == kind)
-    env = gym.make(
-        f"CircuitDiscovery-Planted-{key}-KnockOut-v0", seeds=[seed], split="test", pool_size=1, steps=k
-    )
+    env = gym.make(planted_knockout_id(kind), seeds=[seed], split="test", pool_size=1, steps=k)
     try:
         env.reset(seed=0, options={"model_seed": seed, "batch_index": 0})
         return measure_state(
@@ -124,7 +122,7 @@ def table(rows: list[dict], kinds: list[str], names: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--kinds", nargs="+", default=list(KIND_OF_KEY.values()))
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS))
     parser.add_argument("--references", nargs="+", default=list(REFERENCES))
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
@@ -162,9 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [s for s in args.seeds if s not in PUBLIC_SEEDS]
     if bad:
         parser.error(f"only public planted seeds (0-19) are measured here, got {bad}")
-    unknown = sorted(set(args.kinds) - set(KIND_OF_KEY.values())) + sorted(
-        set(args.references) - set(REFERENCES)
-    )
+    unknown = sorted(set(args.kinds) - set(KINDS)) + sorted(set(args.references) - set(REFERENCES))
     if unknown:
         parser.error(f"unknown kinds or references: {unknown}")
     rows: list[dict] = []

@@ -12,7 +12,8 @@ import pytest
 from circuit_gym.baselines import knockout_ppo as K
 from circuit_gym.baselines.knockout_policy import load_policy
 from circuit_gym.circuits.knockout_scores import relative_area
-from circuit_gym.solvers.knockout import knockout_curve
+from circuit_gym.envs.registration import planted_knockout_id
+from circuit_gym.solvers.knockout import knockout_curve, play_actions
 
 PUBLIC_PLANTED_SEEDS = set(range(20))  # the board's public planted models (leaderboard.planted_scorer)
 
@@ -25,7 +26,8 @@ def test_training_and_selection_seeds_are_apart_from_each_other_and_the_boards()
 
 def test_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="kind must be one of"):
-        K.knockout_env_id("backup")
+        planted_knockout_id("backup")
+    assert planted_knockout_id("self_repair") == "CircuitDiscovery-Planted-SelfRepair-KnockOut-v0"
 
 
 @pytest.mark.slow
@@ -46,12 +48,11 @@ def test_trains_resumes_and_its_selection_score_is_the_replayed_knockout_area(tm
     policy = load_policy(str(out))
     env = K.make_env(config, "self_repair", K.SELECTION_SEEDS, K.SELECTION_SPLIT, K.SELECTION_BATCH + 1)
     seed = K.SELECTION_SEEDS[0]
-    played = K.play(env, policy.act, seed, K.SELECTION_BATCH)
-    state = env.unwrapped.current.unwrapped.state
-    exact = knockout_curve(state, played["order"])
-    np.testing.assert_allclose(
-        played["metrics"], exact, rtol=1e-4, atol=1e-4
-    )  # a wrong step's metric breaks it
+    inner = K.selection_episode(env, "self_repair", seed)
+    played = play_actions(inner, "planted_self_repair", K.SELECTION_BATCH, policy.act)
+    state = inner.state
+    exact = knockout_curve(state, played.order)
+    np.testing.assert_allclose(played.metrics, exact, rtol=1e-4, atol=1e-4)  # a wrong step's metric breaks it
     greedy = state.greedy_curve(config.steps)[1]
     expected = relative_area(exact, greedy, state.clean_metric, config.steps)
     # policy.pt is the first epoch with the best score (a later tie does not replace it), as max() picks

@@ -16,6 +16,7 @@ import pytest
 
 from circuit_gym.circuits import Circuit
 from circuit_gym.circuits.knockout_scores import ranking_auc, relative_area
+from circuit_gym.envs.registration import planted_knockout_id
 from circuit_gym.leaderboard import knockout_scorer as KS
 from circuit_gym.leaderboard.scoring import PRIVATE_RECORD_FIELDS, PRIVATE_SCORE_FIELDS
 from circuit_gym.models.planted.generator import truth_of
@@ -55,7 +56,7 @@ def exact_greedy(state, k: int) -> np.ndarray:
 def independent_cell(row: KS.KnockOutBenchmark, seed: int) -> dict:
     """Conditional attribution's order on the cell, its stacked prefix curve and exact greedy's,
     from a fresh environment without memo (``cache=False``)."""
-    env = gym.make(KS.env_id("self_repair"), seeds=(seed,), split=row.split, pool_size=1,
+    env = gym.make(planted_knockout_id("self_repair"), seeds=(seed,), split=row.split, pool_size=1,
                    batch_size=row.batch_size, steps=row.steps, cache=False)  # fmt: skip
     try:
         env.reset(options={"model_seed": seed, "batch_index": row.batch_index})

@@ -28,7 +28,6 @@ scoring, never read here).
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -41,32 +40,26 @@ from circuit_gym.baselines.knockout_policy import KnockOutPPOConfig, KnockOutPPO
 from circuit_gym.baselines.planted_ppo import SELECTION_SEEDS as PLANTED_SELECTION_SEEDS
 from circuit_gym.baselines.planted_ppo import TRAIN_SEEDS
 from circuit_gym.circuits.knockout_scores import relative_area, truth_scores
-from circuit_gym.envs.knockout import N_COLUMNS
+from circuit_gym.envs.knockout import N_COLUMNS, KnockOutEnv
 from circuit_gym.envs.planted import TRUTH_KEY
-from circuit_gym.envs.registration import PLANTED_GENERATOR_V1, PLANTED_KNOCKOUT, PLANTED_TASK_SETS_V1
+from circuit_gym.envs.registration import PLANTED_GENERATOR_V1, planted_knockout_id
 from circuit_gym.envs.wrappers import WithoutInfoKeys
 from circuit_gym.models.planted.generator import truth_of
+from circuit_gym.models.planted.versions import kinds_of
+from circuit_gym.solvers.knockout import play_actions
+from circuit_gym.tasks.planted import task_name
 
-# The knock-out Planted IDs' keys (``SelfRepair``, ...) by kind (``self_repair``, ...), in the generator's order.
-KEY_OF_KIND = {tasks[0].removeprefix("planted_"): key for key, tasks in PLANTED_TASK_SETS_V1.items()}
-KINDS = tuple(KEY_OF_KIND)
+KINDS = kinds_of(PLANTED_GENERATOR_V1)  # the knock-out IDs' kinds, in the generator's order
 SELECTION_SEEDS = PLANTED_SELECTION_SEEDS[:4]  # four held-back models per kind (greedy's curves cost most)
 SELECTION_SPLIT, SELECTION_BATCH = "train", 0
 INNER_CACHE = 8  # planted models each environment keeps built (rebuilding one costs seconds)
-
-
-def knockout_env_id(kind: str) -> str:
-    """``CircuitDiscovery-Planted-{Key}-KnockOut-v0`` of a planted kind."""
-    if kind not in KEY_OF_KIND:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    return PLANTED_KNOCKOUT.env_id("Planted", KEY_OF_KIND[kind], 0)
 
 
 def make_env(
     config: KnockOutPPOConfig, kind: str, seeds: tuple[int, ...], split: str, pool_size: int
 ) -> gym.Env:
     """The kind's knock-out environment over ``seeds``."""
-    return gym.make(knockout_env_id(kind), seeds=seeds, inner_cache=min(INNER_CACHE, len(seeds)), split=split,
+    return gym.make(planted_knockout_id(kind), seeds=seeds, inner_cache=min(INNER_CACHE, len(seeds)), split=split,
                     pool_size=pool_size, batch_size=config.batch_size_prompts, steps=config.steps,
                     device=config.device)  # fmt: skip
 
@@ -85,22 +78,12 @@ def make_training_env(config: KnockOutPPOConfig, seed: int) -> gym.Env:
     )
 
 
-def play(env: gym.Env, act, seed: int, batch_index: int) -> dict:
-    """One knock-out episode on planted model ``seed``: the ablation order, the metric after each
-    ablation and the clean metric. ``act(obs, action_mask) -> action``."""
-    obs, info = env.reset(seed=0, options={"model_seed": seed, "batch_index": batch_index})
-    metrics: list[float] = []
-    done = False
-    while not done:
-        obs, _, terminated, truncated, info = env.step(act(obs, info["action_mask"]))
-        done = terminated or truncated
-        metrics.append(float(info["metric"]))
-    ablated = [int(h) for h in info["ablated"]]
-    return {
-        "order": ablated,
-        "metrics": metrics[: len(ablated)] if ablated else [],
-        "clean": float(info["clean_metric"]),
-    }
+def selection_episode(env: gym.Env, kind: str, seed: int) -> KnockOutEnv:
+    """The knock-out environment of selection model ``seed`` inside ``env`` (a kind's Planted
+    environment over the selection seeds), reset on the selection batch."""
+    inner = env.unwrapped.inner_for(seed)
+    inner.reset(options={"task": task_name(kind), "batch_index": SELECTION_BATCH})
+    return inner
 
 
 def greedy_reference(
@@ -111,8 +94,7 @@ def greedy_reference(
     for kind, env in envs.items():
         out[kind] = {}
         for seed in SELECTION_SEEDS:
-            env.reset(seed=0, options={"model_seed": seed, "batch_index": SELECTION_BATCH})
-            state = env.unwrapped.current.unwrapped.state
+            state = selection_episode(env, kind, seed).state
             out[kind][str(seed)] = [float(m) for m in state.greedy_curve(config.steps)[1]]
     return out
 
@@ -131,16 +113,15 @@ def selection(config: KnockOutPPOConfig, out: Path, reference: dict | None) -> t
         for kind, env in envs.items():
             rows = []
             for seed in SELECTION_SEEDS:
-                played = play(env, policy.act, seed, SELECTION_BATCH)
+                inner = selection_episode(env, kind, seed)
+                played = play_actions(inner, task_name(kind), SELECTION_BATCH, policy.act)
                 truth = truth_of(seed, PLANTED_GENERATOR_V1)
-                n_total = int(env.unwrapped.action_space.n) - 1
-                rows.append({"relative_area": relative_area(played["metrics"], reference[kind][str(seed)],
-                                                            played["clean"], config.steps),
-                             **truth_scores(played["order"], truth.circuit(kind), truth.backups(kind), n_total)})  # fmt: skip
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # a kind without backups: NaN recall
-                per_kind[kind] = {m: float(np.nanmean([r[m] for r in rows])) if any(np.isfinite(r[m]) for r in rows)
-                                  else float("nan") for m in rows[0]}  # fmt: skip
+                rows.append({"relative_area": relative_area(played.metrics, reference[kind][str(seed)],
+                                                            played.clean, config.steps),
+                             **truth_scores(played.order, truth.circuit(kind), truth.backups(kind), inner.n_total)})  # fmt: skip
+            # a kind without backups has NaN backup recall on every model: NaN, not a warning
+            per_kind[kind] = {m: float(np.nanmean([r[m] for r in rows])) if any(np.isfinite(r[m]) for r in rows)
+                              else float("nan") for m in rows[0]}  # fmt: skip
         value = float(np.mean([m["relative_area"] for m in per_kind.values()]))
         return {"selection_score": value, "selection_per_kind": per_kind}
 

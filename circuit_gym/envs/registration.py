@@ -269,6 +269,15 @@ REGISTRY: tuple[Line, ...] = (
 )  # fmt: skip
 
 
+def planted_knockout_id(kind: str) -> str:
+    """``CircuitDiscovery-Planted-{Key}-KnockOut-v0`` of a planted kind of generator version 3
+    (``self_repair`` -> ``...-SelfRepair-KnockOut-v0``); ValueError naming the kinds otherwise."""
+    by_kind = {tasks[0].removeprefix("planted_"): key for key, tasks in PLANTED_TASK_SETS_V1.items()}
+    if kind not in by_kind:
+        raise ValueError(f"kind must be one of {tuple(by_kind)}, got {kind!r}")
+    return PLANTED_KNOCKOUT.env_id("Planted", by_kind[kind], 0)
+
+
 class RefusedEnvError(gym.error.DeprecatedEnv):
     """``gym.make`` of an ID whose behaviour cannot be reproduced (a superseded version): refused,
     never substituted (Gymnasium's rule); the message names the newest version of the ID."""

@@ -60,7 +60,7 @@ from circuit_gym.circuits.knockout_scores import relative_area, remaining_curve,
 from circuit_gym.edges.paired import adjacent_differences, paired_difference
 from circuit_gym.envs.knockout import DEFAULT_BATCH, DEFAULT_STEPS, KnockOutEnv
 from circuit_gym.envs.planted import PlantedEnv
-from circuit_gym.envs.registration import PLANTED_KNOCKOUT, PLANTED_TASK_SETS_V1
+from circuit_gym.envs.registration import planted_knockout_id
 from circuit_gym.leaderboard.paths import REPO_ROOT
 from circuit_gym.leaderboard.planted_scorer import (
     PrivateCache,
@@ -72,7 +72,7 @@ from circuit_gym.leaderboard.sandbox import SandboxedPolicy
 from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, score_track
 from circuit_gym.models.planted.versions import kinds_of
 from circuit_gym.policy import check_action
-from circuit_gym.solvers.knockout import REFERENCES
+from circuit_gym.solvers.knockout import REFERENCES, Played, play_actions
 from circuit_gym.stats import mean_ci95
 from circuit_gym.tasks.planted import task_name
 
@@ -121,7 +121,7 @@ class KnockOutBenchmark:
         """What the track's results are comparable under (checked against every result's provenance)."""
         return {
             "benchmark_version": f"circuit-gym-knockout-{self.version}", "track": self.track,
-            "kinds": list(self.kinds_played), "env_ids": [env_id(k) for k in self.kinds_played],
+            "kinds": list(self.kinds_played), "env_ids": [planted_knockout_id(k) for k in self.kinds_played],
             "generator_version": self.generator, "public_seeds": list(self.public_seeds),
             "private_models": self.private_models, "private_draw": self.planted_draw, "split": self.split,
             "batch_index": self.batch_index, "batch_size": self.batch_size, "steps": self.steps,
@@ -146,17 +146,9 @@ def knockout_benchmark(track: str) -> KnockOutBenchmark:
     return KNOCKOUT_BENCHMARKS_DRAFT[track]
 
 
-def env_id(kind: str) -> str:
-    """The kind's ``CircuitDiscovery-Planted-{Key}-KnockOut-v0`` (generator 3's task sets)."""
-    for key, tasks in PLANTED_TASK_SETS_V1.items():
-        if tasks == (task_name(kind),):
-            return PLANTED_KNOCKOUT.env_id("Planted", key, 0)
-    raise ValueError(f"no knock-out ID of kind {kind!r}")
-
-
 def make_env(bench: KnockOutBenchmark, kind: str, seeds: tuple[int, ...]) -> gym.Env:
     """The kind's knock-out environment over the models of ``seeds``, the row's settings, no oracle."""
-    return gym.make(env_id(kind), seeds=tuple(seeds), version=bench.generator, split=bench.split,
+    return gym.make(planted_knockout_id(kind), seeds=tuple(seeds), version=bench.generator, split=bench.split,
                     pool_size=bench.batch_index + 1, batch_size=bench.batch_size, steps=bench.steps,
                     ablation=bench.ablation, oracle=False, oracle_info=False,
                     inner_cache=max(1, len(seeds)))  # fmt: skip
@@ -173,36 +165,7 @@ def _inner(env: gym.Env, seed: int) -> KnockOutEnv:
 
 
 # ------------------------------------------------------------------ playing
-@dataclass(frozen=True)
-class Played:
-    """One knock-out episode: the heads ablated in order, the task metric after each, the clean
-    metric, the passes it cost."""
-
-    order: tuple[int, ...]
-    metrics: tuple[float, ...]
-    clean: float
-    passes: int
-
-
 Play = Callable[[KnockOutEnv, str, int], Played]  # (environment, task, batch index) -> episode
-
-
-def play_actions(
-    env: KnockOutEnv, task: str, index: int, act: Callable[[np.ndarray, np.ndarray], int]
-) -> Played:
-    """One episode on ``env``'s batch ``index`` of ``task``: ``act(observation, action_mask)`` until
-    the episode ends; the curve read from the environment's ``info["metric"]``."""
-    obs, info = env.reset(options={"task": task, "batch_index": index})
-    metrics: list[float] = []
-    done = False
-    while not done:
-        action = act(obs, info["action_mask"])
-        obs, _, terminated, truncated, info = env.step(action)
-        done = terminated or truncated
-        if len(info["ablated"]) > len(metrics):  # the step ablated a head (not STOP)
-            metrics.append(float(info["metric"]))
-    return Played(tuple(int(h) for h in info["ablated"]), tuple(metrics), float(info["clean_metric"]),
-                  int(info["forward_passes"]))  # fmt: skip
 
 
 def builtin_play(name: str) -> Play:

@@ -38,7 +38,7 @@ from circuit_gym.ablation.conditional import conditional_attribution
 from circuit_gym.ablation.gim import gim_importance
 from circuit_gym.ablation.integrated_gradients import integrated_gradients
 from circuit_gym.circuits import Circuit
-from circuit_gym.envs.knockout import KnockOutState
+from circuit_gym.envs.knockout import KnockOutEnv, KnockOutState
 from circuit_gym.solvers.acdc import acdc
 
 ATTRIBUTION_PASSES = 2  # one forward and one backward pass
@@ -138,3 +138,33 @@ def knockout_curve(state: KnockOutState, order: tuple[int, ...] | list[int]) -> 
         Circuit(full - frozenset(order[: j + 1]), runner.n_layers, runner.n_heads) for j in range(len(order))
     ]
     return np.asarray(runner.metric(prefixes), dtype=np.float64) if prefixes else np.zeros(0)
+
+
+@dataclass(frozen=True)
+class Played:
+    """One knock-out episode: the heads ablated in order, the task metric after each, the clean
+    metric, the passes it cost."""
+
+    order: tuple[int, ...]
+    metrics: tuple[float, ...]
+    clean: float
+    passes: int
+
+
+def play_actions(
+    env: KnockOutEnv, task: str, index: int, act: Callable[[np.ndarray, np.ndarray], int]
+) -> Played:
+    """One episode on ``env``'s batch ``index`` of ``task``: ``act(observation, action_mask)`` until
+    the episode ends; the curve read from the environment's ``info["metric"]`` after each step that
+    ablated a head (not STOP, not a no-op)."""
+    obs, info = env.reset(options={"task": task, "batch_index": index})
+    metrics: list[float] = []
+    done = False
+    while not done:
+        action = act(obs, info["action_mask"])
+        obs, _, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+        if len(info["ablated"]) > len(metrics):  # the step ablated a head (not STOP)
+            metrics.append(float(info["metric"]))
+    return Played(tuple(int(h) for h in info["ablated"]), tuple(metrics), float(info["clean_metric"]),
+                  int(info["forward_passes"]))  # fmt: skip
