@@ -364,11 +364,16 @@ def _readme_policy(readme: str) -> tuple[str, str]:
     return code[1], command[1]
 
 
+def _fresh_clone(prefix: str) -> tuple[Path, Path]:
+    """A new temporary folder and a ``git clone`` of this repository's HEAD inside it."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(work / "clone")], check=True)
+    return work, work / "clone"
+
+
 def score_submission(quick: bool) -> dict:
     """README's policy section followed in a fresh clone: score twice (cold, then warm cache), then doctor."""
-    work = Path(tempfile.mkdtemp(prefix="speed_targets_score-"))
-    clone = work / "clone"
-    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    work, clone = _fresh_clone("speed_targets_score-")
     code, command = _readme_policy((clone / "README.md").read_text())
     (clone / "myteam").mkdir()
     (clone / "myteam" / "__init__.py").write_text("")
@@ -410,9 +415,7 @@ def score_submission(quick: bool) -> dict:
 def render_board() -> dict:
     """``leaderboard render`` (no ``--rescore``) in a fresh clone with an empty cache: what a user who
     just cloned waits for (issue 59's target: 30 s on the idle machine)."""
-    work = Path(tempfile.mkdtemp(prefix="speed_targets_render-"))
-    clone = work / "clone"
-    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    work, clone = _fresh_clone("speed_targets_render-")
     env = _env(CIRCUIT_GYM_CACHE=str(work / "cache"), CIRCUIT_GYM_PROGRESS="", PYTHONPATH="")
     _imported_from(clone, env)
     argv = [sys.executable, "-m", "circuit_gym.cli", "leaderboard", "render"]

@@ -417,26 +417,15 @@ def zoo_self_repair(which: str) -> Callable[[], str]:
     return table
 
 
-def backup_pairs(name: str) -> Callable[[], str]:
+def backup_pairs(name: str, summary: bool = False) -> Callable[[], str]:
     """docs/zoo.md's backup-pair tables (issue 55; ``docs/results/zoo/<name>.json``, written by
-    scripts/backup_pilot.py): one row per model and recorded pair (the pilot's, then zoo v3's)."""
+    scripts/backup_pilot.py): one row per model and recorded pair (the pilot's, then zoo v3's), or
+    (``summary``) per model, the pairs meeting issue 55's bar and the backup's median ranks."""
 
     def table() -> str:
-        from circuit_gym.reporting.backup_pairs import pairs_table
+        from circuit_gym.reporting.backup_pairs import pairs_table, summary_table
 
-        return pairs_table(load(ROOT / f"docs/results/zoo/{name}.json"))
-
-    return table
-
-
-def backup_summary(name: str) -> Callable[[], str]:
-    """Per model of ``docs/results/zoo/<name>.json``: pairs meeting issue 55's bar and the median
-    rank of the backup under each method, over its performed pairs."""
-
-    def table() -> str:
-        from circuit_gym.reporting.backup_pairs import summary_table
-
-        return summary_table(load(ROOT / f"docs/results/zoo/{name}.json"))
+        return (summary_table if summary else pairs_table)(load(ROOT / f"docs/results/zoo/{name}.json"))
 
     return table
 
@@ -485,5 +474,5 @@ TABLES: dict[str, Callable[[], str]] = {
     "zoo-self-repair": zoo_self_repair("tasks"),
     "zoo-backup-pilot": backup_pairs("backup_pilot"),
     "zoo-v3-pairs": backup_pairs("zoo_v3"),
-    "zoo-v3-summary": backup_summary("zoo_v3"),
+    "zoo-v3-summary": backup_pairs("zoo_v3", summary=True),
 }

@@ -377,8 +377,8 @@ def mib_source_path(result_path: str | Path) -> Path:
     return mib_path(result_path).with_name(mib_path(result_path).name.removesuffix(".tar.xz") + ".source")
 
 
-def _source_record(result_path: Path, export: bytes) -> dict:
-    return {"format": MIB_EXPORT_FORMAT, "result_sha256": hashlib.sha256(result_path.read_bytes()).hexdigest(),
+def _source_record(result: bytes, export: bytes) -> dict:
+    return {"format": MIB_EXPORT_FORMAT, "result_sha256": hashlib.sha256(result).hexdigest(),
             "export_sha256": hashlib.sha256(export).hexdigest()}  # fmt: skip
 
 
@@ -390,18 +390,19 @@ def mib_export_is_current(result_path: str | Path) -> bool:
     out, record = mib_path(result_path), mib_source_path(result_path)
     if not (out.is_file() and record.is_file()):
         return False
-    return json.loads(record.read_text()) == _source_record(result_path, out.read_bytes())
+    return json.loads(record.read_text()) == _source_record(result_path.read_bytes(), out.read_bytes())
 
 
 def write_mib_export(result_path: str | Path) -> Path | None:
     """Write (or refresh) the MIB export beside a scored edge result, and its source record; None
     for a result with no episodes."""
     result_path = Path(result_path)
-    result = json.loads(result_path.read_text())
+    raw = result_path.read_bytes()
+    result = json.loads(raw)
     if result.get("status") != "scored":
         return None
     out, data = mib_path(result_path), mib_export(result)
     if not out.is_file() or out.read_bytes() != data:
         out.write_bytes(data)
-    mib_source_path(result_path).write_text(json.dumps(_source_record(result_path, data), indent=1) + "\n")
+    mib_source_path(result_path).write_text(json.dumps(_source_record(raw, data), indent=1) + "\n")
     return out
