@@ -23,10 +23,12 @@ from circuit_gym.tasks import get_task
 from circuit_gym.tasks.reference import reference_batch
 
 
-def top_heads(model, episodes: int, split: str = "eval", batch_size: int = 16) -> dict:
-    """Per task: top-5 heads by mean contrastive reward over ``episodes`` batches (defaults)."""
+def top_heads(model, episodes: int, split: str = "eval", batch_size: int = 16, ablation: str | None = None,
+              reference: str | None = None) -> dict:  # fmt: skip
+    """Per task: top-5 heads by mean contrastive reward over ``episodes`` batches (the model's default
+    ablation and reference batch unless named)."""
     name = model.circuit_gym_info.name
-    ref, kind = reference_batch(model, None), default_ablation(name)
+    ref, kind = reference_batch(model, reference), ablation or default_ablation(name)
     out = {}
     for task_name in default_tasks(name):
         task = get_task(task_name)
@@ -43,10 +45,13 @@ BACKUP_PROMPTS = 32
 
 
 def write_card(model_name: str, path: Path | None = None, episodes: int = 48, top_episodes: int = 8,
-               render_only: bool = False) -> None:  # fmt: skip
+               render_only: bool = False, ablation: str | None = None, reference: str | None = None) -> None:  # fmt: skip
     """Measure model ``model_name`` (or the model directory ``path``) and write its
     ``card_metrics.json``, ``oracle_heads.png`` and ``MODEL_CARD.md`` there; ``render_only``:
-    measure nothing, rewrite ``MODEL_CARD.md`` from the committed files."""
+    measure nothing, rewrite ``MODEL_CARD.md`` from the committed files. ``ablation`` and
+    ``reference`` override the model's defaults (a private zoo model outside the package is measured
+    as its public siblings are: ``"resample"`` and ``"stdlib+taskstyle"``; its name alone would give
+    zero ablation and ``"prose"``)."""
     directory = path or embedded_dir(model_name)
     model = load_model(model_name, path=path)
     if render_only:
@@ -59,15 +64,16 @@ def write_card(model_name: str, path: Path | None = None, episodes: int = 48, to
             behaviour[name] = task_metrics(model, name, "test")
         except ValueError as err:
             print(f"{name}: {err}")
-    suite = suite_report(model, split="test", episodes=episodes, cache=SweepCache())
+    suite = suite_report(model, split="test", episodes=episodes, cache=SweepCache(), ablation=ablation,
+                         reference=reference)
     write_figure(
         suite, directory / "oracle_heads.png", model.cfg.n_layers, model.cfg.n_heads
     )  # JSON: card_metrics
     result = {"weights_hash": model.circuit_gym_info.weights_hash, "behaviour": behaviour,
               "induction": induction_metrics(model, "test"),
               "induction_seen": induction_metrics(model, "test", task="induction_seen"), "suite": suite,
-              "top_heads": top_heads(model, top_episodes), "ablation": default_ablation(model_name),
-              "reference": reference_batch(model, None).name}  # fmt: skip
+              "top_heads": top_heads(model, top_episodes, ablation=ablation, reference=reference),
+              "ablation": ablation or default_ablation(model_name), "reference": reference_batch(model, reference).name}  # fmt: skip
     log = json.loads((directory / "training_log.json").read_text())
     if log.get("backup_pairs"):  # zoo v3: the trained truth and the numbers that verify it
         from circuit_gym.reporting.backup_pairs import model_entry

@@ -158,8 +158,10 @@ def held_out_from_reports(train_report: dict, gate_report: dict) -> dict:
 
 
 def suite_report(model, *, tasks: Sequence[str] | None = None, split: str = "test", episodes: int = 48,
-                 accuracy_batches: int = 8, cache: SweepCache | None = None, progress: bool = True) -> dict:  # fmt: skip
-    """Gate and oracle structure of every task (default: :func:`default_tasks` of the model)."""
+                 accuracy_batches: int = 8, cache: SweepCache | None = None, progress: bool = True,
+                 ablation: str | None = None, reference: str | None = None) -> dict:  # fmt: skip
+    """Gate and oracle structure of every task (default: :func:`default_tasks` of the model), with
+    the model's default ablation and reference batch unless ``ablation`` / ``reference`` name others."""
     tasks = list(tasks or default_tasks(model.circuit_gym_info.name))
     n_heads = model.circuit_gym_info.n_heads
     rows, histograms = {}, {}
@@ -169,7 +171,8 @@ def suite_report(model, *, tasks: Sequence[str] | None = None, split: str = "tes
         except ValueError as err:  # e.g. fillers that are not single tokens of this tokenizer
             rows[name] = {"included": False, "error": str(err)}
             continue
-        heads, rewards = oracle_heads(model, name, split, episodes, cache=cache)
+        heads, rewards = oracle_heads(model, name, split, episodes, ablation=ablation, reference=reference,
+                                      cache=cache)
         histograms[name] = Counter(heads)
         rows[name] = {**gate(acc["accuracy"], rewards, heads), "family": get_task(name).family,
                       "metric": acc["metric"], "unit": acc["unit"],

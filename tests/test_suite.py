@@ -95,3 +95,23 @@ def test_the_benchmark_held_out_tasks_follow_the_rule_on_the_committed_suite_rep
     for task in B.HELD_OUT_TASKS:  # the reason, from the numbers: the modal head is not a training favourite
         modal = Counter(train["tasks"][task]["oracle_histogram"]).most_common(1)[0][0]
         assert modal not in choice["train_top_heads"]
+
+
+@pytest.mark.slow  # three oracle sweeps of the toy model, three times: about 90 s of CPU
+def test_a_model_outside_the_package_is_measured_like_its_siblings_when_told():
+    """A private zoo model is loaded from a path under a name the package does not know, whose
+    defaults are zero ablation and the prose reference; its card must be measurable with the
+    public members' settings. The toy model loaded that way with ``ablation``/``reference`` given
+    must reproduce the embedded toy's report (its defaults), and differ without them."""
+    from circuit_gym.models import load_model
+    from circuit_gym.models.loading import embedded_dir
+    from circuit_gym.suite import suite_report
+
+    kw = {"tasks": ["induction"], "split": "test", "episodes": 3, "accuracy_batches": 1, "progress": False}
+    embedded = suite_report(load_model("toy"), **kw)["tasks"]["induction"]
+    outside = load_model("private", path=embedded_dir("toy"))
+    told = suite_report(outside, ablation="resample", reference="stdlib+taskstyle", **kw)["tasks"]["induction"]
+    untold = suite_report(outside, **kw)["tasks"]["induction"]
+    assert told["oracle_histogram"] == embedded["oracle_histogram"]
+    assert told["oracle_reward_mean"] == pytest.approx(embedded["oracle_reward_mean"], rel=1e-4, abs=1e-6)
+    assert untold["oracle_reward_mean"] != pytest.approx(embedded["oracle_reward_mean"], rel=1e-3, abs=1e-4)

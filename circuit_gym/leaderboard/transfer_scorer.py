@@ -84,7 +84,8 @@ def check_private_model(path: str | Path, bench: B.TransferBenchmark) -> tuple[P
     if not card_path.is_file():
         raise FileNotFoundError(
             f"private model {directory} has no card_metrics.json: measure its inclusion gate first "
-            f"(python scripts/model_card.py --model {bench.train_models[0]} --path {directory})"
+            f"(python scripts/model_card.py --model private --path {directory} --ablation resample "
+            "--reference stdlib+taskstyle: measured as the public zoo's members are)"
         )
     included = set(json.loads(card_path.read_text())["suite"]["included"])
     served = tuple(t for t in bench.held_out_tasks if t in included)
