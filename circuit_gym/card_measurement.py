@@ -64,8 +64,9 @@ def write_card(model_name: str, path: Path | None = None, episodes: int = 48, to
             behaviour[name] = task_metrics(model, name, "test")
         except ValueError as err:
             print(f"{name}: {err}")
-    suite = suite_report(model, split="test", episodes=episodes, cache=SweepCache(), ablation=ablation,
-                         reference=reference)
+    suite = suite_report(
+        model, split="test", episodes=episodes, cache=SweepCache(), ablation=ablation, reference=reference
+    )
     write_figure(
         suite, directory / "oracle_heads.png", model.cfg.n_layers, model.cfg.n_heads
     )  # JSON: card_metrics

@@ -171,8 +171,9 @@ def suite_report(model, *, tasks: Sequence[str] | None = None, split: str = "tes
         except ValueError as err:  # e.g. fillers that are not single tokens of this tokenizer
             rows[name] = {"included": False, "error": str(err)}
             continue
-        heads, rewards = oracle_heads(model, name, split, episodes, ablation=ablation, reference=reference,
-                                      cache=cache)
+        heads, rewards = oracle_heads(
+            model, name, split, episodes, ablation=ablation, reference=reference, cache=cache
+        )
         histograms[name] = Counter(heads)
         rows[name] = {**gate(acc["accuracy"], rewards, heads), "family": get_task(name).family,
                       "metric": acc["metric"], "unit": acc["unit"],

@@ -42,13 +42,27 @@ def main() -> None:
         action="store_true",
         help="measure nothing: rewrite MODEL_CARD.md from the committed card_metrics.json and training log",
     )
-    parser.add_argument("--ablation", choices=("zero", "mean", "resample"), default=None,
-                        help="override the model's default ablation (a private zoo model: resample)")
-    parser.add_argument("--reference", default=None,
-                        help="override the model's default reference batch (a private zoo model: stdlib+taskstyle)")
+    parser.add_argument(
+        "--ablation",
+        choices=("zero", "mean", "resample"),
+        default=None,
+        help="override the model's default ablation (a private zoo model: resample)",
+    )
+    parser.add_argument(
+        "--reference",
+        default=None,
+        help="override the model's default reference batch (a private zoo model: stdlib+taskstyle)",
+    )
     args = parser.parse_args()
-    write_card(args.model, args.path, args.episodes, args.top_episodes, args.render_only, args.ablation,
-               args.reference)
+    write_card(
+        args.model,
+        args.path,
+        args.episodes,
+        args.top_episodes,
+        args.render_only,
+        args.ablation,
+        args.reference,
+    )
 
 
 if __name__ == "__main__":

@@ -110,7 +110,9 @@ def test_a_model_outside_the_package_is_measured_like_its_siblings_when_told():
     kw = {"tasks": ["induction"], "split": "test", "episodes": 3, "accuracy_batches": 1, "progress": False}
     embedded = suite_report(load_model("toy"), **kw)["tasks"]["induction"]
     outside = load_model("private", path=embedded_dir("toy"))
-    told = suite_report(outside, ablation="resample", reference="stdlib+taskstyle", **kw)["tasks"]["induction"]
+    told = suite_report(outside, ablation="resample", reference="stdlib+taskstyle", **kw)["tasks"][
+        "induction"
+    ]
     untold = suite_report(outside, **kw)["tasks"]["induction"]
     assert told["oracle_histogram"] == embedded["oracle_histogram"]
     assert told["oracle_reward_mean"] == pytest.approx(embedded["oracle_reward_mean"], rel=1e-4, abs=1e-6)
