@@ -1,9 +1,11 @@
-"""Test support for the leaderboard's tests: a reference manifest for result files a test wrote."""
+"""Test support for the leaderboard's tests: the benchmark in force made small, a reference
+manifest for result files a test wrote, a small board scored by a track's scorer."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from circuit_gym.leaderboard.references import TRACKS, Reference, References, ma
 from circuit_gym.leaderboard.scoring import write_result
 
 
-def manifest_for(results: Path, references: dict, track: str = "single-head") -> References:
+def manifest_for(results: Path, references: dict, track: str) -> References:
     """A reference manifest (``references.load_manifest``'s form) naming the result files
     ``results/NAME.json`` of ``references`` (name -> (policy, checkpoint)) as that track's references."""
     out: References = {t: {} for t in TRACKS}
@@ -61,17 +63,50 @@ def edited_result(source: Path, name: str, edit: Callable[[dict], None], rehash:
     return r
 
 
-def small_circuit_track(mp, cache: Path) -> None:
-    """The circuit track on the 4 x 4 model for one test module (``mp``: a MonkeyPatch context):
-    docstring held out, 2 public and 2 private seeds, a budget of 3 heads, fast policy starts."""
-    from circuit_gym.leaderboard import sandbox
+SMALL_TASK = "docstring"  # the 4 x 4 model's tokenizer has this task's fillers (not every task's)
 
-    mp.setattr(B, "MODEL", "tiny")
-    mp.setattr(B, "HELD_OUT_TASKS", ("docstring",))
-    mp.setattr(B, "CALL_TIMEOUT_S", 10.0)
-    mp.setattr(B, "CIRCUIT_EVAL_SEEDS", (0, 1))
+
+def small_in_force(mp, cache: Path, *, seeds: tuple[int, ...] = (0, 1), private_seeds: int = 2,
+                   timeout_s: float = 5.0, fast_start: bool = True) -> B.TransferBenchmark:  # fmt: skip
+    """The benchmark in force's single-head and circuit tracks (its row of
+    ``benchmark.TRANSFER_BENCHMARKS``, which the live scorer reads) made small for one test
+    (``mp``: a MonkeyPatch context): the 4 x 4 model ``tiny`` is its one public model, serving one
+    held-out task; ``seeds`` public and ``private_seeds`` private batches on both tracks; a circuit
+    budget of 3 heads and 2 random rankings; ``timeout_s`` per call; the disk cache ``cache``;
+    ``fast_start``: the sandbox imports nothing before the policy (for policies that import numpy
+    only; one importing the package, e.g. the baselines', then needs a longer ``timeout_s``). A
+    private model is :func:`private_tiny`. Returns the small row."""
+    from circuit_gym.leaderboard import sandbox
+    from circuit_gym.leaderboard import transfer_scorer as TS
+    from circuit_gym.models import cards
+
+    row = dataclasses.replace(
+        B.transfer_benchmark(B.IN_FORCE), train_models=("tiny",), held_out_models=(), train_tasks=(),
+        held_out_tasks=(SMALL_TASK,), seeds=tuple(seeds), circuit_seeds=tuple(seeds), private_seeds=private_seeds,
+        circuit_private_seeds=private_seeds,
+    )  # fmt: skip
+    mp.setitem(B.TRANSFER_BENCHMARKS, B.IN_FORCE, row)
+    gated = cards.gated_tasks  # tiny's card measures no inclusion gate: it serves the one task
+    mp.setattr(cards, "gated_tasks", lambda name: (SMALL_TASK,) if name == "tiny" else gated(name))
+    mp.setattr(TS, "MIN_PRIVATE_TASKS", 1)  # the one held-out task is all a private model can serve
+    mp.setattr(B, "CALL_TIMEOUT_S", timeout_s)
     mp.setattr(B, "CIRCUIT_BUDGET", 3)
     mp.setattr(B, "CIRCUIT_N_RANDOM", 2)
-    mp.setattr(B, "CIRCUIT_PRIVATE_SEEDS", 2)
-    mp.setattr(sandbox, "PRELOAD", ())  # the policies here import numpy only: start them fast
+    if fast_start:
+        mp.setattr(sandbox, "PRELOAD", ())
     mp.setenv("CIRCUIT_GYM_CACHE", str(cache))
+    return row
+
+
+def private_tiny(folder: Path) -> Path:
+    """A stand-in private model for :func:`small_in_force`: a copy of ``tiny`` (what matters is that
+    it is scored as the private model, from its directory, without disk cache) whose card serves
+    the small benchmark's task."""
+    from circuit_gym.models.loading import embedded_dir
+
+    model = folder / "private_model"
+    shutil.copytree(embedded_dir("tiny"), model)
+    card = json.loads((model / "card_metrics.json").read_text())
+    card["suite"] = {"included": [SMALL_TASK]}
+    (model / "card_metrics.json").write_text(json.dumps(card))
+    return model

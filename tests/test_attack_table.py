@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FILES = {"A": "test_attacks.py", "O": "test_attacks_other_tracks.py", "P": "test_planted_track.py",
          "L": "test_probing_ledger.py", "E": "test_edge_track.py"}  # fmt: skip
-TRACK_COLUMNS = ("single-head (v5)", "circuit (v1)", "transfer (v7)", "Planted (v7)", "edges (v7)")
+TRACK_COLUMNS = ("single head (v7)", "circuit (v7)", "Planted (v7)", "edges (v7)")
 
 
 def _table() -> list[list[str]]:

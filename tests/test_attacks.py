@@ -1,4 +1,6 @@
-"""The attack suite: hostile policies (tests/hostile_policies.py), scored by the real scorer.
+"""The attack suite: hostile policies (tests/hostile_policies.py), scored by the real scorer: the
+benchmark in force's single-head and circuit tracks (``transfer_scorer``), made small
+(tests/leaderboard_helpers.py: the 4 x 4 model, one held-out task, a stand-in private model).
 
 Each attempt either fails with a clear failure record, or scores exactly what the honest
 policy it falls back to scores, and leaves everything outside its temporary directory as
@@ -18,15 +20,15 @@ from pathlib import Path
 
 import pytest
 from hostile_policies import SUCCESS
+from leaderboard_helpers import private_tiny, small_in_force
 from sealed_records import assert_sealed, public_episodes_checkpoint
 
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import sandbox
-from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.probing import LEDGER_NAME
 from circuit_gym.leaderboard.provenance import REPO_ROOT, canonical_json
-from circuit_gym.leaderboard.scorer import score
+from circuit_gym.leaderboard.transfer_scorer import score_transfer
 
 RESULTS_DIR = REPO_ROOT / "leaderboard" / "results"
 TESTS_DIR = Path(__file__).resolve().parent
@@ -37,24 +39,32 @@ if not probe().complete:
     pytest.skip(f"isolation not available here: {probe().missing}", allow_module_level=True)
 
 
+# Public episodes of the small benchmark on either track: 2 seeds of its one held-out task on its one model.
+PUBLIC = 2
+
+
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    """The tests' small benchmark: the 4 x 4 model, one held-out task, 2 + 1 seeds."""
+    """The tests' small benchmark (both tracks): 2 public seeds; the maintainers' seed file (2 seeds
+    played) and a stand-in private model in a folder of their own."""
     cache = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(B, "MODEL", "tiny")
-        mp.setattr(B, "HELD_OUT_TASKS", ("docstring",))
-        mp.setattr(B, "EVAL_SEEDS", (0, 1))
-        mp.setattr(B, "REPRO_SEEDS", (2,))
-        mp.setattr(B, "CALL_TIMEOUT_S", 5.0)
-        mp.setattr(sandbox, "PRELOAD", ())  # the policies here import numpy only: start them fast
-        mp.setenv("CIRCUIT_GYM_CACHE", str(cache))
-        seeds = tmp_path_factory.mktemp("private") / "private_seeds.txt"
+        row = small_in_force(mp, cache, seeds=(0, 1), private_seeds=2, timeout_s=5.0)
+        private = tmp_path_factory.mktemp("private")
+        seeds = private / "private_seeds.txt"
         seeds.write_text("# maintainers only\n912345677\n887766551\n")
         secret = tmp_path_factory.mktemp("home") / "id_rsa"
         secret.write_text("-----BEGIN OPENSSH PRIVATE KEY----- not really\n")
         secret.chmod(0o600)
-        yield {"cache": cache, "seeds": seeds, "secret": secret}
+        yield {"cache": cache, "seeds": seeds, "model": private_tiny(private), "secret": secret, "row": row}
+
+
+def score(bench, name: str, kind: str = B.SINGLE_HEAD, private: bool = False, **kwargs) -> dict:
+    """The live scorer on the small benchmark's ``kind`` track; ``private``: with the maintainers'
+    seed file and the private model."""
+    if private:
+        kwargs.update(private_seeds=bench["seeds"], private_model=bench["model"])
+    return score_transfer(name, kind, **kwargs)
 
 
 def _info(bench, tmp_path, **extra) -> Path:
@@ -89,7 +99,7 @@ def _state(*paths: Path) -> dict:
 @pytest.fixture(scope="module")
 def honest(bench, tmp_path_factory):
     """The scores (public and private) of the policy every attack falls back to."""
-    result = score("honest", policy_spec="hostile_policies:honest", private_seeds=bench["seeds"],
+    result = score(bench, "honest", private=True, policy_spec="hostile_policies:honest",
                    checkpoint=str(_info(bench, tmp_path_factory.mktemp("honest"))))  # fmt: skip
     assert result["status"] == "scored", result.get("failure")
     assert result["isolation"]["complete"], result["isolation"]
@@ -101,14 +111,19 @@ SEED_ATTACKS = {"proc_cmdline", "open_seed_file", "symlink_to_seed_file", "inher
                 "circuit_proc_cmdline", "circuit_open_seed_file"}  # fmt: skip
 
 
-def _run(bench, tmp_path, attack: str, scorer=score, **extra) -> dict:
+def _run(bench, tmp_path, attack: str, kind: str = B.SINGLE_HEAD, scorer=None, **extra) -> dict:
+    """``attack`` scored on the small benchmark's ``kind`` track (``scorer``: another track's
+    scorer, without private material), with what an attacker knows as its checkpoint."""
     checkpoint = _info(bench, tmp_path, **extra)
     # (not all of tests/: other work in a shared checkout may change it meanwhile)
     watched = (bench["cache"], RESULTS_DIR, TESTS_DIR / "hostile_policies.py")
     before = _state(*watched)
     try:
-        result = scorer(attack, policy_spec=f"hostile_policies:{attack}", checkpoint=str(checkpoint),
-                        private_seeds=bench["seeds"] if attack in SEED_ATTACKS else None)  # fmt: skip
+        policy = dict(policy_spec=f"hostile_policies:{attack}", checkpoint=str(checkpoint))
+        if scorer is None:
+            result = score(bench, attack, kind, private=attack in SEED_ATTACKS, **policy)
+        else:
+            result = scorer(attack, **policy)
     finally:
         drop = json.loads(checkpoint.read_text())["drop_name"]
         leftovers = [p for p in (RESULTS_DIR / drop, TESTS_DIR / drop, Path.cwd() / drop) if p.exists()]
@@ -176,7 +191,9 @@ def test_a_forged_cache_does_not_move_any_score(bench, honest, tmp_path):
     honest ranking's first head becomes every episode's oracle; then the forger and a fresh
     honest scoring must both score what the honest policy scored before."""
     _same_as_honest(_run(bench, tmp_path, "forge_cache"), honest)
-    again = score("honest", policy_spec="hostile_policies:honest", checkpoint=str(_info(bench, tmp_path)))
+    again = score(
+        bench, "honest", policy_spec="hostile_policies:honest", checkpoint=str(_info(bench, tmp_path))
+    )
     assert canonical_json(again["scores"]) == canonical_json(honest["scores"])
 
 
@@ -273,7 +290,7 @@ def test_rescoring_judges_an_entry_by_its_numbers_not_its_source_bytes(bench, tm
     (package / "__init__.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
     checkpoint = _info(bench, tmp_path)
-    result = score("team", policy_spec="team_policy:honest", checkpoint=str(checkpoint))
+    result = score(bench, "team", policy_spec="team_policy:honest", checkpoint=str(checkpoint))
     assert result["status"] == "scored", result.get("failure")
     path = write_result(result, tmp_path / "team.json")
     assert rescore_matches(path, result) == "rescored"
@@ -292,8 +309,9 @@ def test_without_namespaces_scoring_runs_for_trusted_policies_and_says_so(bench,
     private-seed scoring (which requires isolation by default) refuses."""
     import dataclasses
 
-    from circuit_gym.leaderboard import scoring, tables
+    from circuit_gym.leaderboard import scoring
     from circuit_gym.leaderboard.isolation import IsolationUnavailableError
+    from circuit_gym.leaderboard.transfer_tables import transfer_markdown, transfer_row
 
     partial = dataclasses.replace(
         probe(), mechanism="setrlimit + seccomp", filesystem=False, processes=False, network=False, bwrap=None,
@@ -301,39 +319,30 @@ def test_without_namespaces_scoring_runs_for_trusted_policies_and_says_so(bench,
     )  # fmt: skip
     monkeypatch.setattr(sandbox, "probe", lambda: partial)
     monkeypatch.setattr(scoring, "probe", lambda: partial)
-    result = score("trusted", policy_spec="hostile_policies:honest", checkpoint=str(_info(bench, tmp_path)))
+    result = score(
+        bench, "trusted", policy_spec="hostile_policies:honest", checkpoint=str(_info(bench, tmp_path))
+    )
     assert result["status"] == "scored", result.get("failure")
     assert result["isolation"] == {"complete": False, "mechanism": "setrlimit + seccomp", "filesystem": False,
                                    "processes": False, "network": False, "environment": True, "limits": True,
                                    "missing": ["namespaces: no bwrap (removed by this test)"]}  # fmt: skip
     with pytest.raises(IsolationUnavailableError, match="no bwrap"):
-        score("private", policy_spec="hostile_policies:honest", private_seeds=bench["seeds"])
+        score(bench, "private", private=True, policy_spec="hostile_policies:honest")
     with pytest.raises(IsolationUnavailableError, match="no bwrap"):
-        score("required", policy_spec="hostile_policies:honest", require_isolation=True)
-    row = tables.single_head_row({**result, "board": {"check": "hash-checked", "reference": None}})
-    table = tables.markdown([{**row, **tables.above_memoriser(result, None)}], [], [])
-    assert "| hash-checked (not isolated) |" in table and "no bwrap (removed by this test)" in table
+        score(bench, "required", policy_spec="hostile_policies:honest", require_isolation=True)
+    row = transfer_row({**result, "board": {"check": "hash-checked", "reference": None}})
+    table = transfer_markdown([row], result["track"])
+    assert "| trusted | hash-checked (not isolated) |" in table and "no bwrap (removed by this test)" in table
 
 
 # ------------------------------------------------------------------ the circuit track
 @pytest.fixture(scope="module")
-def circuit_bench(bench):
-    """The circuit track on the same small benchmark: 2 seeds, budget 3, 2 random rankings."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(B, "CIRCUIT_EVAL_SEEDS", (0, 1))
-        mp.setattr(B, "CIRCUIT_BUDGET", 3)
-        mp.setattr(B, "CIRCUIT_N_RANDOM", 2)
-        mp.setattr(B, "CIRCUIT_PRIVATE_SEEDS", 2)
-        yield bench
-
-
-@pytest.fixture(scope="module")
-def circuit_honest(circuit_bench, tmp_path_factory):
-    result = score_circuit("circuit_honest", policy_spec="hostile_policies:circuit_honest",
-                           private_seeds=circuit_bench["seeds"],
-                           checkpoint=str(_info(circuit_bench, tmp_path_factory.mktemp("circuit_honest"))))  # fmt: skip
+def circuit_honest(bench, tmp_path_factory):
+    result = score(bench, "circuit_honest", B.CIRCUIT, private=True, policy_spec="hostile_policies:circuit_honest",
+                   checkpoint=str(_info(bench, tmp_path_factory.mktemp("circuit_honest"))))  # fmt: skip
     assert result["status"] == "scored", result.get("failure")
-    assert result["track"] == "circuit" and result["isolation"]["complete"], result["isolation"]
+    assert result["track"] == bench["row"].track(B.CIRCUIT)
+    assert result["isolation"]["complete"], result["isolation"]
     assert [e["order"] for e in result["scores"]["episodes"]] == [[13, 12], [13, 12]]  # 2 heads, then STOP
     return result
 
@@ -344,9 +353,9 @@ def circuit_honest(circuit_bench, tmp_path_factory):
      "circuit_read_cache", "circuit_numpy_int_action"],
 )  # fmt: skip
 def test_a_failed_attack_on_the_circuit_track_scores_what_the_honest_builder_scores(
-    circuit_bench, circuit_honest, tmp_path, attack
+    bench, circuit_honest, tmp_path, attack
 ):
-    result = _run(circuit_bench, tmp_path, attack, scorer=score_circuit)
+    result = _run(bench, tmp_path, attack, B.CIRCUIT)
     assert result["status"] == "scored", result.get("failure")
     assert result["isolation"]["complete"], result["isolation"]
     assert canonical_json(result["scores"]) == canonical_json(circuit_honest["scores"])
@@ -372,28 +381,26 @@ def test_a_failed_attack_on_the_circuit_track_scores_what_the_honest_builder_sco
         ("circuit_no_act", r"has no act\(observation, action_mask\) method"),
     ],
 )
-def test_an_illegal_action_fails_the_circuit_entry_clearly(
-    circuit_bench, tmp_path, monkeypatch, attack, reason
-):
+def test_an_illegal_action_fails_the_circuit_entry_clearly(bench, tmp_path, monkeypatch, attack, reason):
     if attack == "circuit_sleeps":
         monkeypatch.setattr(B, "CALL_TIMEOUT_S", 2.0)  # it waits for the limit: keep it short
-    result = _run(circuit_bench, tmp_path, attack, scorer=score_circuit)
-    assert result["status"] == "failed" and "scores" not in result, result.get("scores", {}).get("summary")
-    assert result["track"] == "circuit"
+    result = _run(bench, tmp_path, attack, B.CIRCUIT)
+    assert result["status"] == "failed" and "scores" not in result, result.get("scores", {}).get("quadrants")
+    assert result["track"] == bench["row"].track(B.CIRCUIT)
     assert re.search(reason, result["failure"]["reason"], re.S), result["failure"]
 
 
-def test_stop_at_once_is_legal_and_scores_its_rank_heads_order(circuit_bench, tmp_path, tiny_model):
+def test_stop_at_once_is_legal_and_scores_its_rank_heads_order(bench, tmp_path, tiny_model):
     """An empty circuit: the episode's ranking is rank_heads' order alone, scored as any other."""
     from hostile_policies import honest_ranking
 
     from circuit_gym.baselines.circuit_solvers import episode_ranking
     from circuit_gym.circuits import batch_scores
-    from circuit_gym.leaderboard.circuit_scorer import make_circuit_env
+    from circuit_gym.track_envs import board_env
 
-    result = _run(circuit_bench, tmp_path, "circuit_stops_at_once", scorer=score_circuit)
+    result = _run(bench, tmp_path, "circuit_stops_at_once", B.CIRCUIT)
     assert result["status"] == "scored", result.get("failure")
-    env = make_circuit_env(B.MODEL, None, B.CIRCUIT_EVAL_SEEDS)
+    env = board_env(B.CIRCUIT, "tiny", PUBLIC, transfer=bench["row"], cache=False)
     for episode in result["scores"]["episodes"]:
         assert episode["order"] == [] and episode["circuit_size"] == 0 and episode["faithfulness"] == 0
         env.reset(options={"task": episode["task"], "batch_index": episode["seed"]})
@@ -419,7 +426,10 @@ def test_a_namespace_package_named_like_the_cache_folder_is_refused(bench, hones
     monkeypatch.syspath_prepend(str(work))  # as the CLI does
     with pytest.raises(sandbox.NamespacePackageError, match=r"namespace package.*__init__\.py"):
         result = score(
-            "nscheat", policy_spec="cache.nscheat:package_snoop", checkpoint=str(_info(bench, tmp_path))
+            bench,
+            "nscheat",
+            policy_spec="cache.nscheat:package_snoop",
+            checkpoint=str(_info(bench, tmp_path)),
         )
         pytest.fail(f"scored, status {result['status']}: {result.get('failure')}")  # what it saw, if it saw
 
@@ -438,7 +448,7 @@ def test_a_regular_package_named_like_the_cache_folder_sees_only_itself(bench, h
     monkeypatch.syspath_prepend(str(work))
     assert sandbox.policy_location("cache.nscheat:package_snoop") == (submission / "cache", submission)
     result = score(
-        "nscheat", policy_spec="cache.nscheat:package_snoop", checkpoint=str(_info(bench, tmp_path))
+        bench, "nscheat", policy_spec="cache.nscheat:package_snoop", checkpoint=str(_info(bench, tmp_path))
     )
     assert SUCCESS not in json.dumps(result), result.get("failure")
     _same_as_honest(result, honest)
@@ -459,19 +469,15 @@ def test_the_working_directory_is_no_import_root_but_for_the_policys_own_package
     assert sandbox.readable_paths("here:honest", None)[-1] == work / "here.py"  # the file, not the folder
 
 
-# Public episodes of the bench: 2 evaluation seeds + 1 other seed of one held-out task.
-SINGLE_HEAD_PUBLIC = 3
-
-
 @pytest.mark.parametrize(
     "attack, check", [("leaks_in_message", "raised"), ("leaks_in_scores_shape", "scores")]
 )
 def test_a_failure_in_the_private_part_carries_no_policy_text(bench, tmp_path, attack, check):
     """Issue 44's second attack: fail in the first private episode with what it saw there in the
     exception's message, its output, or a value the scorer's check quotes."""
-    result = score(attack, policy_spec=f"hostile_policies:{attack}", private_seeds=bench["seeds"],
-                   checkpoint=public_episodes_checkpoint(tmp_path, SINGLE_HEAD_PUBLIC))  # fmt: skip
-    assert_sealed(result, SINGLE_HEAD_PUBLIC, check)
+    result = score(bench, attack, private=True, policy_spec=f"hostile_policies:{attack}",
+                   checkpoint=public_episodes_checkpoint(tmp_path, PUBLIC))  # fmt: skip
+    assert_sealed(result, PUBLIC, check)
     ledger = bench["seeds"].parent / LEDGER_NAME  # counted, beside the seed file (issue 44 item 3)
     assert attack in [json.loads(line)["submitter"] for line in ledger.read_text().splitlines()]
     assert result["probing"]["submitter_scorings"] >= 1
@@ -479,7 +485,7 @@ def test_a_failure_in_the_private_part_carries_no_policy_text(bench, tmp_path, a
 
 def test_a_failure_in_the_public_part_keeps_its_message(bench, tmp_path):
     """Only the private part is sealed: a policy failing on public episodes is told why."""
-    result = score("leaks", policy_spec="hostile_policies:leaks_in_message",
+    result = score(bench, "leaks", policy_spec="hostile_policies:leaks_in_message",
                    checkpoint=public_episodes_checkpoint(tmp_path, 1))  # fmt: skip
     assert result["status"] == "failed" and "PRIVATE-OBS" in result["failure"]["reason"]
     assert "check" not in result["failure"]
@@ -487,12 +493,12 @@ def test_a_failure_in_the_public_part_keeps_its_message(bench, tmp_path):
 
 @pytest.mark.parametrize("attack, check", [("leaks_in_message", "raised"), ("leaks_in_action", "action")])
 def test_a_failure_in_the_private_part_of_the_circuit_track_carries_no_policy_text(
-    circuit_bench, tmp_path, attack, check
+    bench, tmp_path, attack, check
 ):
-    result = score_circuit(attack, policy_spec=f"hostile_policies:{attack}", private_seeds=circuit_bench["seeds"],
-                           checkpoint=public_episodes_checkpoint(tmp_path, len(B.CIRCUIT_EVAL_SEEDS)))  # fmt: skip
-    assert result["track"] == "circuit"
-    assert_sealed(result, len(B.CIRCUIT_EVAL_SEEDS), check)
+    result = score(bench, attack, B.CIRCUIT, private=True, policy_spec=f"hostile_policies:{attack}",
+                   checkpoint=public_episodes_checkpoint(tmp_path, PUBLIC))  # fmt: skip
+    assert result["track"] == bench["row"].track(B.CIRCUIT)
+    assert_sealed(result, PUBLIC, check)
 
 
 def test_the_policys_own_computing_is_recorded_and_capped(bench, honest, tmp_path, monkeypatch):
@@ -501,15 +507,15 @@ def test_the_policys_own_computing_is_recorded_and_capped(bench, honest, tmp_pat
     monkeypatch.setattr(B, "CALL_TIMEOUT_S", 120.0)  # CPU seconds, not wall time, are the point here
     checkpoint = tmp_path / "burn.json"
     checkpoint.write_text(json.dumps({"seconds": 0.3}))
-    result = score("burner", policy_spec="hostile_policies:burns_cpu", checkpoint=str(checkpoint))
+    result = score(bench, "burner", policy_spec="hostile_policies:burns_cpu", checkpoint=str(checkpoint))
     assert result["status"] == "scored", result.get("failure")
     cpu = result["diagnostics"]["policy_cpu"]
-    assert cpu["measured"] and cpu["calls"] == SINGLE_HEAD_PUBLIC, cpu
-    assert cpu["per_call_max_s"] >= 0.25 and cpu["calls_s"] >= 0.25 * SINGLE_HEAD_PUBLIC, cpu
+    assert cpu["measured"] and cpu["calls"] == PUBLIC, cpu
+    assert cpu["per_call_max_s"] >= 0.25 and cpu["calls_s"] >= 0.25 * PUBLIC, cpu
     assert cpu["limit_per_call_s"] == sandbox.CALL_CPU_LIMIT_S
     assert result["scores"]["compute"] == honest["scores"]["compute"]  # the board's passes: the same
     monkeypatch.setattr(sandbox, "CALL_CPU_LIMIT_S", 0.2)
-    capped = score("burner", policy_spec="hostile_policies:burns_cpu", checkpoint=str(checkpoint))
+    capped = score(bench, "burner", policy_spec="hostile_policies:burns_cpu", checkpoint=str(checkpoint))
     assert capped["status"] == "failed", capped.get("scores")
     assert re.search(
         r"CPU time limit of 0.2 s per call exceeded while ranking heads", capped["failure"]["reason"]

@@ -18,19 +18,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import test_attacks
-from test_attacks import RESULTS_DIR, _run, _same_as_honest
+from test_attacks import RESULTS_DIR, _run, _same_as_honest, score
 
 import circuit_gym
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import planted_scorer as PS
 from circuit_gym.leaderboard import sandbox
-from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.provenance import REPO_ROOT, canonical_json
 
 PACKAGE_DIR = Path(circuit_gym.__file__).resolve().parent
+IN_FORCE = B.transfer_benchmark(B.IN_FORCE)
 # The attack suite's fixtures: its small benchmark and the honest twins (scored once per module).
-bench, honest = test_attacks.bench, test_attacks.honest
-circuit_bench, circuit_honest = test_attacks.circuit_bench, test_attacks.circuit_honest
+bench, honest, circuit_honest = test_attacks.bench, test_attacks.honest, test_attacks.circuit_honest
 
 
 @pytest.fixture
@@ -49,20 +48,21 @@ def test_the_packaged_weights_cannot_be_read_by_path(bench, honest, tmp_path):
 
 
 def test_greedy_search_on_a_model_loaded_in_the_sandbox_finds_no_model(
-    circuit_bench, circuit_honest, with_the_package, tmp_path
+    bench, circuit_honest, with_the_package, tmp_path
 ):
     """The attack of issue 58 (0.983 against its twin's 0.164): load the track's public model in
     the sandbox, play the package's greedy search on a copy of each episode, answer with its heads."""
     from hostile_policies import _greedy_on_own_copy
 
-    episodes = [[task, seed] for task in B.HELD_OUT_TASKS for seed in B.CIRCUIT_EVAL_SEEDS]
-    info = {"model": B.MODEL, "budget": B.CIRCUIT_BUDGET, "episodes": episodes}
+    row = bench["row"]  # one public model
+    episodes = [[task, seed] for task in row.held_out_tasks for seed in row.circuit_seeds]
+    info = {"model": row.train_models[0], "budget": B.CIRCUIT_BUDGET, "episodes": episodes}
     honest_orders = [e["order"] for e in circuit_honest["scores"]["episodes"]]
     # the attack is potent: outside the sandbox it builds the greedy reference's circuits exactly
-    greedy = score_circuit("greedy_search", builtin="greedy_search")
+    greedy = score(bench, "greedy_search", B.CIRCUIT, builtin="greedy_search")
     greedy_orders = [e["order"] for e in greedy["scores"]["episodes"]]
     assert [_greedy_on_own_copy(info, i) for i in range(len(episodes))] == greedy_orders != honest_orders
-    result = _run(circuit_bench, tmp_path, "circuit_greedy_on_own_copy", scorer=score_circuit, **info)
+    result = _run(bench, tmp_path, "circuit_greedy_on_own_copy", B.CIRCUIT, **info)
     assert result["status"] == "scored", result.get("failure")
     assert [e["order"] for e in result["scores"]["episodes"]] == honest_orders
     assert canonical_json(result["scores"]) == canonical_json(circuit_honest["scores"])
@@ -103,15 +103,21 @@ def test_the_sandbox_hides_every_shipped_weight_file_and_the_generator_only():
 
 
 def test_an_honest_policy_using_torch_and_the_package_runs_in_the_filtered_view(with_the_package):
-    """A reference policy of the board (the circuit track's PPO: torch, circuit_gym.baselines, its
-    own checkpoint) loads and answers in the sandbox whose package view hides the models."""
+    """A reference policy of the board (the circuit track in force's PPO: torch, circuit_gym.baselines,
+    its own checkpoint) loads and answers in the sandbox whose package view hides the models."""
+    from circuit_gym.leaderboard.references import load_manifest
     from circuit_gym.track_envs import board_env
 
-    env = board_env(B.CIRCUIT, B.MODEL, 1, cache=False)
-    obs, info = env.reset(options={"task": B.HELD_OUT_TASKS[0], "batch_index": 0})
-    checkpoint = REPO_ROOT / "docs" / "results" / "circuit" / "ppo"
-    with sandbox.SandboxedPolicy("circuit_gym.baselines.circuit_ppo:load_policy", str(checkpoint),
-                                 timeout_s=120, methods=("rank_heads", "act")) as policy:  # fmt: skip
+    bench = IN_FORCE  # the whole row (this module's small benchmark patches it)
+    ppo = load_manifest()[bench.track(B.CIRCUIT)]["ppo"]
+    env = board_env(
+        B.CIRCUIT, bench.held_out_models[0], 1, cache=False, transfer=bench, features=ppo.features
+    )
+    obs, info = env.reset(options={"task": bench.tasks_of(bench.held_out_models[0], bench.held_out_tasks)[0],
+                                   "batch_index": 0})  # fmt: skip
+    assert ppo.policy_spec is not None and ppo.checkpoint_path() is not None
+    with sandbox.SandboxedPolicy(ppo.policy_spec, ppo.checkpoint_path(), timeout_s=120,
+                                 methods=("rank_heads", "act")) as policy:  # fmt: skip
         assert policy.isolation.complete, policy.isolation.missing
         action = policy.act(obs, info["action_mask"])
         scores = policy.rank_heads(obs)

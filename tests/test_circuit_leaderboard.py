@@ -1,40 +1,48 @@
-"""The leaderboard's circuit track (circuit_gym/leaderboard/circuit_scorer.py): a circuit-building policy's
-score recomputed independently, determinism, and the board's circuit table. Attacks on the
-track: tests/test_attacks.py."""
+"""The leaderboard's circuit track in force (``transfer_scorer``, made small by
+tests/leaderboard_helpers.py: the 4 x 4 model, one held-out task, 3 seeds, budget 3): a
+circuit-building policy's score recomputed independently, determinism, and the board's table of
+the track. Attacks on the track: tests/test_attacks.py."""
 
 import json
+import re
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from leaderboard_helpers import edited_result, manifest_for, score_small_board
+from leaderboard_helpers import (
+    SMALL_TASK,
+    edited_result,
+    manifest_for,
+    private_tiny,
+    score_small_board,
+    small_in_force,
+)
 
 from circuit_gym import benchmark as B
-from circuit_gym.leaderboard import sandbox
 from circuit_gym.leaderboard.board import RefusedResultError, render
-from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.provenance import canonical_json, content_hash
+from circuit_gym.leaderboard.transfer_scorer import score_transfer
+from circuit_gym.reporting.transfer_tables import transfer_heading
 from circuit_gym.stats import mean_ci95
 
 RANDOM_SPEC = "circuit_gym.baselines.circuit_random_policy:make_policy"
+TRACK = B.transfer_benchmark(B.IN_FORCE).track(B.CIRCUIT)
+QUADRANT = "unseen_task_seen_model"  # the small benchmark's one: its held-out task on its one model
 # Small reference set for the board test: random (sandboxed) and attribution (white-box).
 TEST_REFERENCES = {"random": (RANDOM_SPEC, None), "attribution": ("builtin:attribution", None)}
 
 
+def score_circuit(name, **kwargs) -> dict:
+    """The circuit track in force's scorer (the small benchmark where its fixture is on)."""
+    return score_transfer(name, B.CIRCUIT, **kwargs)
+
+
 @pytest.fixture(scope="module")
 def small_track(tmp_path_factory):
-    """The 4 x 4 model, one held-out task, 3 seeds, budget 3, 2 random rankings per episode."""
+    """The small benchmark, 3 seeds, 5 s per call; its stand-in private model."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(B, "MODEL", "tiny")
-        mp.setattr(B, "HELD_OUT_TASKS", ("docstring",))
-        mp.setattr(B, "CIRCUIT_EVAL_SEEDS", (0, 1, 2))
-        mp.setattr(B, "CIRCUIT_BUDGET", 3)
-        mp.setattr(B, "CIRCUIT_N_RANDOM", 2)
-        mp.setattr(B, "CIRCUIT_PRIVATE_SEEDS", 2)
-        mp.setattr(B, "CALL_TIMEOUT_S", 5.0)
-        mp.setattr(sandbox, "PRELOAD", ())  # the test policies import numpy only: start them fast
-        mp.setenv("CIRCUIT_GYM_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
+        small_in_force(mp, tmp_path_factory.mktemp("cache"), seeds=(0, 1, 2), timeout_s=5.0, fast_start=False)
+        yield {"model": private_tiny(tmp_path_factory.mktemp("private"))}
 
 
 def _trapezoid(x, y) -> float:
@@ -52,11 +60,12 @@ def test_a_circuit_policy_scores_what_an_independent_computation_gives(small_tra
     again = score_circuit("constant", policy_spec="policies_for_tests:circuit_constant")
     assert result["status"] == "scored", result.get("failure")
     assert canonical_json(result["scores"]) == canonical_json(again["scores"])  # deterministic
-    assert result["track"] == "circuit" and result["content_hash"] == content_hash(result)
+    assert result["track"] == TRACK and result["content_hash"] == content_hash(result)
     prov = result["provenance"]
-    assert prov["benchmark_version"] == B.CIRCUIT_BENCHMARK_VERSION and prov["seeds"] == [0, 1, 2]
+    assert prov["benchmark_version"] == B.transfer_benchmark(B.IN_FORCE).benchmark_version(B.CIRCUIT)
+    assert prov["seeds"] == [0, 1, 2]
     assert (prov["budget"], prov["alpha"], prov["start"]) == (3, B.CIRCUIT_ALPHA, "empty")
-    assert {"package_version", "git_commit", "weights_hash", "policy_files_hash"} <= set(prov)
+    assert {"package_version", "git_commit", "weights_hashes", "policy_files_hash"} <= set(prov)
 
     # By hand: the circuit-building env played with the policy's rule written out here, the
     # ranking (insertion order, then the rest by the policy's scores) run on a runner of the batch.
@@ -67,7 +76,9 @@ def test_a_circuit_policy_scores_what_an_independent_computation_gives(small_tra
     sizes = circuit_sizes(n)
     fractions = np.array(MIB_FRACTIONS)
     episodes = result["scores"]["episodes"]
-    assert [(e["task"], e["seed"]) for e in episodes] == [("docstring", s) for s in (0, 1, 2)]
+    assert [(e["model"], e["task"], e["seed"]) for e in episodes] == [
+        ("tiny", SMALL_TASK, s) for s in (0, 1, 2)
+    ]
     for episode in episodes:
         _, info = env.reset(options={"task": "docstring", "batch_index": episode["seed"]})
         for head in order[:2]:
@@ -91,12 +102,14 @@ def test_a_circuit_policy_scores_what_an_independent_computation_gives(small_tra
         )
         assert episode["cpr"] == pytest.approx(_trapezoid(fractions, f), abs=1e-6)
         assert episode["cmd"] == pytest.approx(_trapezoid(fractions, np.abs(1 - f)), abs=1e-6)
-    summary = result["scores"]["summary"]
-    assert set(summary) == {"docstring", "all"}
+    quadrants = result["scores"]["quadrants"]
+    assert {q for q, summary in quadrants.items() if summary} == {QUADRANT}
+    summary = quadrants[QUADRANT]
     cpr, ci = mean_ci95([e["cpr"] for e in episodes])
-    assert summary["all"]["cpr"] == pytest.approx(cpr) and summary["all"]["cpr_ci95"] == pytest.approx(ci)
-    assert summary["all"]["forward_passes"] == 6 and summary["all"]["episodes"] == 3
-    assert summary["docstring"]["cmd"] == pytest.approx(np.mean([e["cmd"] for e in episodes]))
+    assert summary["cpr"] == pytest.approx(cpr) and summary["cpr_ci95"] == pytest.approx(ci)
+    assert summary["forward_passes"] == 6 and summary["episodes"] == 3
+    cell = result["scores"]["per_model_task"]["tiny"][SMALL_TASK]
+    assert cell["cmd"] == pytest.approx(np.mean([e["cmd"] for e in episodes]))
 
 
 def test_white_box_references_count_their_own_passes(small_track):
@@ -118,15 +131,20 @@ def test_white_box_references_count_their_own_passes(small_track):
 def circuit_results(small_track, tmp_path_factory):
     d = tmp_path_factory.mktemp("circuit_board")
     references = {"random": dict(policy_spec=RANDOM_SPEC), "attribution": dict(builtin="attribution")}
+
+    def scorer(name, **kwargs):  # the private seeds come with the private model
+        return score_circuit(name, private_model=small_track["model"] if "private_seeds" in kwargs else None,
+                             **kwargs)  # fmt: skip
+
     results, seeds = score_small_board(
-        score_circuit, d, references, "policies_for_tests:circuit_constant", "random", [5, 6, 7]
+        scorer, d, references, "policies_for_tests:circuit_constant", "random", [5, 6, 7]
     )
     entry = json.loads((results / "entry.json").read_text())
     bad = d / "bad"
     bad.mkdir()
 
     def bump_cpr(r):
-        r["scores"]["summary"]["all"]["cpr"] += 0.5
+        r["scores"]["quadrants"][QUADRANT]["cpr"] += 0.5
 
     def other_budget(r):
         r["provenance"]["budget"] = 99
@@ -139,8 +157,9 @@ def circuit_results(small_track, tmp_path_factory):
         (bad / f"{name}.json").write_text(
             json.dumps(edited_result(results / "entry.json", name, edit, rehash))
         )
-    manifest = manifest_for(results, TEST_REFERENCES, track="circuit")
-    return {"results": results, "bad": bad, "seeds": seeds, "dir": d, "entry": entry, "manifest": manifest}
+    manifest = manifest_for(results, TEST_REFERENCES, TRACK)
+    return {"results": results, "bad": bad, "seeds": seeds, "dir": d, "entry": entry, "manifest": manifest,
+            "model": small_track["model"]}  # fmt: skip
 
 
 @pytest.mark.slow
@@ -150,32 +169,36 @@ def test_the_board_verifies_circuit_results_and_renders_their_table(circuit_resu
     summary = render(
         sorted(results.glob("*.json")) + sorted(bad.glob("*.json")), d / "board", references=manifest
     )
-    rows = {r["name"]: r for r in summary["circuit_rows"]}
-    assert summary["rows"] == [] and set(rows) == {"random", "attribution", "entry", "rehashed"}
+    ranked = summary["transfer_rows"][TRACK]
+    rows = {r["name"]: r for r in ranked}
+    assert set(rows) == {"random", "attribution", "entry", "rehashed"}
     refused = "\n".join(summary["refused"])
     assert "forged.json" in refused and "content hash" in refused
     assert "old.json" in refused and "budget" in refused
-    assert "imposter.json" in refused and "reserved for the circuit reference entry" in refused
+    assert "imposter.json" in refused and f"reserved for the {TRACK} reference entry" in refused
     assert rows["random"]["reference"] == "random" and rows["attribution"]["white_box"]
-    entry = circuit_results["entry"]["scores"]["summary"]["all"]
-    assert rows["entry"]["cpr"] == entry["cpr"] and rows["entry"]["forward"] == entry["forward_passes"] == 6
-    assert rows["entry"]["private_cpr"] is not None and rows["random"]["private_cpr"] is None
-    cprs = [r["cpr"] for r in summary["circuit_rows"]]
-    assert cprs == sorted(cprs, reverse=True)
+    entry = circuit_results["entry"]
+    private = entry["private"]["scores"]["overall"]
+    assert rows["entry"][QUADRANT] == entry["scores"]["quadrants"][QUADRANT]["cpr"]
+    assert rows["entry"]["private"] == private["cpr"] and rows["random"]["private"] is None
+    # ranked on the private model: the two entries scored there first (tied: by name), then the rest
+    assert [r["name"] for r in ranked][:2] == ["entry", "rehashed"]
     readme = (d / "board" / "README.md").read_text()
-    table = readme.split("### Circuit track", 1)[1]
-    assert f"| {cprs.index(entry['cpr']) + 1} | entry | hash-checked | {entry['cpr']:.3f} [" in table
-    assert "attribution (reference; white-box" in table and "| 6 |" in table
-    assert "best-of-5" not in readme  # no single-head entries: no single-head table
+    table = readme.split(f"### {transfer_heading(TRACK)}", 1)[1]
+    assert f"| 1 | entry | hash-checked | {private['cpr']:.3f} [" in table
+    # white-box: it runs in the scorer's process
+    assert re.search(r"\| \*\*attribution\*\*[^|]* \| hash-checked \(not isolated\) \|", table), table
+    single_head = B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD)
+    assert transfer_heading(single_head) not in readme  # no entries there: no section
     html = (d / "board" / "index.html").read_text()
-    assert 'id="circuit"' in html and "Circuit track" in html and 'id="entries"' not in html
+    assert f'id="{TRACK}"' in html and transfer_heading(TRACK) in html
     # references are required once the track has entries
-    with pytest.raises(RefusedResultError, match=r"circuit track: reference entries missing.*'attribution'"):
+    with pytest.raises(RefusedResultError, match=rf"{TRACK} track: reference entries missing.*'attribution'"):
         render([results / "random.json", results / "entry.json"], d / "board2", references=manifest)
-    # --rescore: the same scores again; with the private seed file, "verified"
+    # --rescore: the same scores again; with the private seed file and model, "verified"
     summary = render([results / "random.json", results / "attribution.json", results / "entry.json",
                       bad / "rehashed.json"], d / "board3", rescore=True, private_seeds=circuit_results["seeds"],
-                     references=manifest)  # fmt: skip
-    checks = {r["name"]: r["check"] for r in summary["circuit_rows"]}
+                     private_model=circuit_results["model"], references=manifest)  # fmt: skip
+    checks = {r["name"]: r["check"] for r in summary["transfer_rows"][TRACK]}
     assert checks == {"random": "rescored", "attribution": "rescored", "entry": "verified"}
     assert "rehashed.json" in "\n".join(summary["refused"]) and "re-scoring" in "\n".join(summary["refused"])

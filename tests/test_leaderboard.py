@@ -1,3 +1,9 @@
+"""The scorer and the board on the benchmark in force's single-head track (``transfer_scorer``),
+made small (tests/leaderboard_helpers.py: the 4 x 4 model, one held-out task, 3 seeds, a
+stand-in private model): scores recomputed independently, failures, the private seeds, and the
+board's verification of result files. The circuit track: tests/test_circuit_leaderboard.py;
+attacks: tests/test_attacks.py."""
+
 import functools
 import json
 import os
@@ -9,35 +15,46 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
-from leaderboard_helpers import edited_result, manifest_for, score_small_board
+from leaderboard_helpers import (
+    SMALL_TASK,
+    edited_result,
+    manifest_for,
+    private_tiny,
+    score_small_board,
+    small_in_force,
+)
 
 from circuit_gym import benchmark as B
 from circuit_gym.ablation import ContrastiveScorer
 from circuit_gym.leaderboard.board import RefusedResultError, render, rescore_matches
 from circuit_gym.leaderboard.provenance import canonical_json, content_hash
 from circuit_gym.leaderboard.references import Reference, manifest_entry
-from circuit_gym.leaderboard.scorer import score
 from circuit_gym.leaderboard.scoring import read_private_seeds, write_result
+from circuit_gym.leaderboard.transfer_scorer import score_transfer
 from circuit_gym.passes import PassCounter
 
 RANDOM_SPEC = "circuit_gym.baselines.random_policy:make_policy"
+TRACK = B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD)
+# The small benchmark's one quadrant: its held-out task on its one (training) model.
+QUADRANT = "unseen_task_seen_model"
 # Small reference set for the board tests: "ppo" stands in for the real checkpoint-based one.
 TEST_REFERENCES = {"random": (RANDOM_SPEC, None), "greedy": ("builtin:greedy", None),
                    "ppo": ("policies_for_tests:good", None), "fixed": ("policies_for_tests:memoriser", None)}  # fmt: skip
 
 
+def score(name, **kwargs) -> dict:
+    """The single-head track in force's scorer (the tests' small benchmark where its fixture is on)."""
+    return score_transfer(name, B.SINGLE_HEAD, **kwargs)
+
+
 @pytest.fixture(scope="module")
 def small_benchmark(tmp_path_factory):
-    """3 evaluation seeds, 2 reproducibility seeds, 3 s per call, a private disk cache, and the
-    4 x 4 model (its tokenizer has the docstring task's fillers, not every task's)."""
+    """The benchmark in force on the 4 x 4 model: 3 seeds, 3 s per call, a private disk cache;
+    its stand-in private model."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(B, "MODEL", "tiny")
-        mp.setattr(B, "HELD_OUT_TASKS", ("docstring",))
-        mp.setattr(B, "EVAL_SEEDS", (0, 1, 2))
-        mp.setattr(B, "REPRO_SEEDS", (3, 4))
-        mp.setattr(B, "CALL_TIMEOUT_S", 3.0)
-        mp.setenv("CIRCUIT_GYM_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
+        row = small_in_force(mp, tmp_path_factory.mktemp("cache"), seeds=(0, 1, 2), timeout_s=3.0,
+                             fast_start=False)  # fmt: skip
+        yield {"row": row, "model": private_tiny(tmp_path_factory.mktemp("private"))}
 
 
 def _recovery_by_hand(rewards, oracle):
@@ -57,48 +74,39 @@ def test_scoring_twice_gives_byte_identical_scores(small_benchmark, tiny_model):
     assert canonical_json(a["scores"]) == canonical_json(b["scores"])
     assert a["content_hash"] == content_hash(a)
     prov = a["provenance"]
-    for key in (
-        "package_version",
-        "git_commit",
-        "weights_hash",
-        "seeds",
-        "ablation",
-        "lam",
-        "policy_files_hash",
-    ):
+    for key in ("package_version", "git_commit", "seeds", "ablation", "lam", "policy_files_hash"):
         assert key in prov
+    assert prov["weights_hashes"] == {"tiny": tiny_model.circuit_gym_info.weights_hash}
     s = a["scores"]
-    assert s["overall"]["k5"]["episodes"] == 3 and set(s["generalisation"]) == set(B.HELD_OUT_TASKS)
-    assert s["consistency_top5_jaccard"]["docstring"] == 1.0  # the same top-5 set in every episode
+    assert {q for q, summary in s["quadrants"].items() if summary} == {QUADRANT}  # one model, one task
+    overall = s["quadrants"][QUADRANT]
+    assert overall["k5"]["episodes"] == 3
     # recovery is the ratio of sums of the per-episode rewards the file records
     eps = s["episodes"]
     for k in B.KS:
         expected = _recovery_by_hand([e[f"reward_k{k}"] for e in eps], [e["oracle_reward"] for e in eps])
-        assert s["overall"][f"k{k}"]["recovery"] == pytest.approx(expected, abs=1e-9)
-    # every episode, the recorded ones and the reproducibility seeds' (not recorded), recomputed
-    # from a sweep of its batch built here: best-of-k is the best of the policy's first k heads
+        assert overall[f"k{k}"]["recovery"] == pytest.approx(expected, abs=1e-9)
+    assert s["per_model_task"]["tiny"][SMALL_TASK] == overall
+    # every episode recomputed from a sweep of its batch built here (with the benchmark's reference
+    # text and ablation): best-of-k is the best of the policy's first k heads
     from policies_for_tests import constant_ranking
 
-    task = get_task("docstring")
-    ref = reference_batch(tiny_model)
+    row = small_benchmark["row"]
+    task = get_task(SMALL_TASK)
+    ref = reference_batch(tiny_model, row.reference)
     order = np.argsort(-constant_ranking(tiny_model.cfg.n_layers * tiny_model.cfg.n_heads), kind="stable")
 
     def by_hand(seed: int) -> dict:
         batch = task.batch(tiny_model, B.SPLIT, B.PROMPTS_PER_EPISODE, seed=seed)
-        reward = ContrastiveScorer(tiny_model, task, batch, ref, B.ABLATION, B.LAM).sweep().reward
+        reward = ContrastiveScorer(tiny_model, task, batch, ref, row.ablation, B.LAM).sweep().reward
         return {"oracle_reward": reward.max(), **{f"reward_k{k}": reward[order[:k]].max() for k in B.KS}}
 
+    assert [(e["model"], e["task"], e["seed"]) for e in eps] == [
+        ("tiny", SMALL_TASK, seed) for seed in row.seeds
+    ]
     for episode in eps:
         for key, value in by_hand(episode["seed"]).items():
             assert episode[key] == pytest.approx(value, abs=1e-6), key
-    other = [by_hand(seed) for seed in B.REPRO_SEEDS]
-    other_k5 = _recovery_by_hand([e["reward_k5"] for e in other], [e["oracle_reward"] for e in other])
-    assert abs(other_k5 - s["overall"]["k5"]["recovery"]) > 1e-3  # the other seeds tell apart
-    repro = s["reproducibility"]
-    assert repro["k5_recovery_other_seeds"] == {"docstring": pytest.approx(other_k5, abs=1e-6)}
-    assert repro["k5_recovery_spread"] == pytest.approx(
-        abs(s["overall"]["k5"]["recovery"] - other_k5), abs=1e-6
-    )
     # a sandboxed policy sees observations only: it makes no pass of the benchmark's model
     assert s["compute"] == {"forward_passes_per_episode": 0.0, "partial_passes_per_episode": 0.0,
                             "backward_passes_per_episode": 0.0, "episodes": 3}  # fmt: skip
@@ -155,6 +163,7 @@ def test_bad_entry_names_are_refused_before_scoring(name):
 def test_constant_policy_matches_an_independent_computation_and_is_imported_only_in_the_child(
     small_benchmark, tiny_model
 ):
+    row = small_benchmark["row"]
     sys.modules.pop("policies_for_tests", None)  # so an import by the scorer would run the module again
     result = score("constant", policy_spec="policies_for_tests:constant")
     assert result["status"] == "scored", result.get("failure")
@@ -167,15 +176,16 @@ def test_constant_policy_matches_an_independent_computation_and_is_imported_only
     from policies_for_tests import constant_ranking
 
     # Independently: every head's reward from a separately built ContrastiveScorer.
-    env = gym.make(f"CircuitDiscovery-Toy-Multi-{B.ENV_VERSION}", split=B.SPLIT, pool_size=max(B.EVAL_SEEDS) + 1,
-                   batch_size=B.PROMPTS_PER_EPISODE, ablation=B.ABLATION, lam=B.LAM, model=B.MODEL)  # fmt: skip
+    env = gym.make(f"CircuitDiscovery-Toy-Multi-{B.ENV_VERSION}", split=B.SPLIT, pool_size=max(row.seeds) + 1,
+                   batch_size=B.PROMPTS_PER_EPISODE, ablation=row.ablation, lam=B.LAM, model="tiny",
+                   reference=row.reference)  # fmt: skip
     n = env.unwrapped.n_total
     order = np.argsort(-constant_ranking(n), kind="stable")
     rewards = {1: [], 5: []}
     oracle = []
-    for task in B.HELD_OUT_TASKS:
+    for task in row.held_out_tasks:
         pool = env.unwrapped.pool(task)
-        for seed in B.EVAL_SEEDS:
+        for seed in row.seeds:
             batch = pool.episode(seed).batch
             scorer = ContrastiveScorer(tiny_model, pool.task, batch, pool.reference, pool.ablation, pool.lam)
             per_head = np.array([scorer.reward([h]) for h in range(n)])
@@ -186,13 +196,13 @@ def test_constant_policy_matches_an_independent_computation_and_is_imported_only
     assert [e["head_k1"] for e in episodes] == [int(order[0])] * len(episodes)
     assert [e["oracle_reward"] for e in episodes] == pytest.approx(oracle, abs=1e-5)
     for k in (1, 5):
-        got = result["scores"]["overall"][f"k{k}"]["recovery"]
+        got = result["scores"]["quadrants"][QUADRANT][f"k{k}"]["recovery"]
         assert got == pytest.approx(_recovery_by_hand(rewards[k], oracle), abs=1e-4)
     # circuit scores: the constant order's circuits run on each episode's batch, by the scorer
     from circuit_gym.circuits import Circuit, CircuitRunner, faithfulness
     from circuit_gym.circuits.curve import MIB_FRACTIONS, circuit_sizes
 
-    pool = env.unwrapped.pool(B.HELD_OUT_TASKS[0])
+    pool = env.unwrapped.pool(SMALL_TASK)
     runner = CircuitRunner.for_task(tiny_model, pool.task, pool.episode(0).batch, pool.ablation)
     sizes = circuit_sizes(n)
     circuits = [Circuit.of([int(h) for h in order[:s]], runner.n_layers, runner.n_heads) for s in sizes]
@@ -202,8 +212,8 @@ def test_constant_policy_matches_an_independent_computation_and_is_imported_only
     by_hand = float(np.sum((fractions[1:] - fractions[:-1]) * (np.array(f[1:]) + np.array(f[:-1])) / 2))
     first = episodes[0]
     assert first["cpr"] == pytest.approx(by_hand, abs=1e-6)
-    circuits_task = result["scores"]["circuits"][B.HELD_OUT_TASKS[0]]
-    assert circuits_task["cpr"] == pytest.approx(np.mean([e["cpr"] for e in episodes]), abs=1e-9)
+    circuits = result["scores"]["quadrants"][QUADRANT]["circuits"]
+    assert circuits["cpr"] == pytest.approx(np.mean([e["cpr"] for e in episodes]), abs=1e-9)
 
 
 def test_what_a_policy_can_learn_about_the_private_seeds(small_benchmark, tmp_path):
@@ -215,8 +225,10 @@ def test_what_a_policy_can_learn_about_the_private_seeds(small_benchmark, tmp_pa
     seed_file.write_text("# maintainers only\n" + "\n".join(map(str, seeds)) + "\n")
     told = tmp_path / "checkpoint.json"
     told.write_text(json.dumps({"seed_path": str(seed_file)}))
-    reader = score("reader", policy_spec="policies_for_tests:seed_file_reader", checkpoint=str(told),
-                   private_seeds=seed_file)  # fmt: skip
+    private = dict(private_seeds=seed_file, private_model=small_benchmark["model"])
+    reader = score(
+        "reader", policy_spec="policies_for_tests:seed_file_reader", checkpoint=str(told), **private
+    )
     report = json.loads(reader["failure"]["reason"].rsplit("REPORT ", 1)[1].splitlines()[0])
     assert report["pid"] != os.getpid() and report["ppid"] != os.getpid()  # its own PID namespace
     assert report["told_path_content"].startswith("unreadable")
@@ -226,14 +238,15 @@ def test_what_a_policy_can_learn_about_the_private_seeds(small_benchmark, tmp_pa
     )
     assert not set(report["own_environ"]) & {"CIRCUIT_GYM_CACHE", "CIRCUIT_GYM_CACHE_KEY"}
     # what it stores: the hash and the summaries, never the seeds or their episodes
-    result = score("entry", policy_spec="policies_for_tests:constant", private_seeds=seed_file)
+    result = score("entry", policy_spec="policies_for_tests:constant", **private)
     assert result["status"] == "scored", result.get("failure")
     private = result["private"]
     assert private["seed_file_sha256"] == read_private_seeds(seed_file)[1] and private["n_seeds"] == 2
-    assert set(private["scores"]) == {"overall", "per_task", "circuits"}  # summaries, no per-episode rows
-    for summary in private["scores"]["circuits"].values():  # areas: means, intervals and counts only
+    assert set(private["scores"]) == {"overall", "per_task"}  # summaries, no per-episode rows
+    for summary in (private["scores"]["overall"], *private["scores"]["per_task"].values()):
+        areas = summary["circuits"]  # areas: means, intervals and counts only
         assert all(isinstance(v, int | float) or v is None or (isinstance(v, list) and len(v) == 2)
-                   for v in summary.values()), summary  # fmt: skip
+                   for v in areas.values()), areas  # fmt: skip
     assert not any(str(s) in json.dumps(result) for s in seeds)
 
 
@@ -243,13 +256,13 @@ def test_rebuilding_the_public_pool_finds_no_model_in_the_sandbox(small_benchmar
     on the private ones); the sandbox now hides the package's weights, so it gets nothing to load."""
     monkeypatch.setattr(B, "CALL_TIMEOUT_S", 120.0)  # the first call rebuilds the pool in the child
     told = tmp_path / "checkpoint.json"
-    told.write_text(json.dumps({"public_seeds": max(B.EVAL_SEEDS + B.REPRO_SEEDS) + 1}))
+    told.write_text(json.dumps({"public_seeds": max(small_benchmark["row"].seeds) + 1}))
     seed_file = tmp_path / "private.json"
     seed_file.write_text(
         json.dumps(sorted(np.random.default_rng(7).choice(10**9, 3, replace=False).tolist()))
     )
     result = score("cheat", policy_spec="policies_for_tests:pool_rebuilder", checkpoint=str(told),
-                   private_seeds=seed_file)  # fmt: skip
+                   private_seeds=seed_file, private_model=small_benchmark["model"])  # fmt: skip
     assert result["status"] == "failed" and "scores" not in result
     assert "model.safetensors" in result["failure"]["reason"]  # the weights are not there to load
 
@@ -313,17 +326,22 @@ def scored(small_benchmark, tmp_path_factory):
     references = {"random": dict(policy_spec=RANDOM_SPEC), "greedy": dict(builtin="greedy"),
                   "ppo": dict(policy_spec="policies_for_tests:good"),
                   "fixed": dict(policy_spec="policies_for_tests:memoriser")}  # fmt: skip
-    results, seeds = score_small_board(score, d, references, "policies_for_tests:constant", "ppo", [5, 6])
+    model = small_benchmark["model"]
+
+    def scorer(name, **kwargs):  # the private seeds come with the private model
+        return score(name, private_model=model if "private_seeds" in kwargs else None, **kwargs)
+
+    results, seeds = score_small_board(scorer, d, references, "policies_for_tests:constant", "ppo", [5, 6])
     edited = functools.partial(edited_result, results / "entry.json")
 
     def bump_public(r):
-        r["scores"]["overall"]["k5"]["recovery"] += 0.123
+        r["scores"]["quadrants"][QUADRANT]["k1"]["recovery"] += 0.123
 
     def bump_private(r):
-        r["private"]["scores"]["overall"]["k5"]["recovery"] += 0.123
+        r["private"]["scores"]["overall"]["k1"]["recovery"] += 0.123
 
     def old_version(r):
-        r["provenance"]["benchmark_version"] = "circuit-gym-heldout-v-1"
+        r["provenance"]["benchmark_version"] = "circuit-gym-transfer-v-1"
 
     bad = d / "bad"
     bad.mkdir()
@@ -338,7 +356,8 @@ def scored(small_benchmark, tmp_path_factory):
         "bad": bad,
         "seeds": seeds,
         "dir": d,
-        "manifest": manifest_for(results, TEST_REFERENCES),
+        "model": model,
+        "manifest": manifest_for(results, TEST_REFERENCES, TRACK),
     }
 
 
@@ -346,47 +365,39 @@ def test_board_shows_only_verified_results_and_says_how_they_were_checked(scored
     results, bad, manifest = scored["results"], scored["bad"], scored["manifest"]
     out = scored["dir"] / "board"
     summary = render(sorted(results.glob("*.json")) + sorted(bad.glob("*.json")), out, references=manifest)
-    rows = {r["name"]: r for r in summary["rows"]}
+    ranked = summary["transfer_rows"][TRACK]
+    rows = {r["name"]: r for r in ranked}
     assert set(rows) == {"random", "greedy", "ppo", "fixed", "entry", "private_rehashed", "rehashed"}
     refused = "\n".join(summary["refused"])
     assert "forged.json" in refused and "content hash" in refused
     assert "old.json" in refused and "benchmark_version" in refused
     assert "evil.json" in refused and "entry name" in refused
-    assert "imposter.json" in refused and "reserved for the single-head reference entry" in refused
+    assert "imposter.json" in refused and f"reserved for the {TRACK} reference entry" in refused
     # without --rescore nothing is more than hash-checked, however it was edited
     assert {r["check"] for r in rows.values()} == {"hash-checked"}
     assert {n for n, r in rows.items() if r["reference"]} == {"random", "greedy", "ppo", "fixed"}
-    # above the memoriser, from the two result files' episodes by hand
-    mine, theirs = (
-        json.loads((results / f"{f}.json").read_text())["scores"]["episodes"] for f in ("entry", "fixed")
-    )
-    fixed_reward = {(e["task"], e["seed"]): e["reward_k5"] for e in theirs}
-    pos = [e for e in mine if e["oracle_reward"] > 0]
-    by_hand = sum(e["reward_k5"] - fixed_reward[(e["task"], e["seed"])] for e in pos) / sum(
-        e["oracle_reward"] for e in pos
-    )
-    assert rows["entry"]["above_fixed_k5"] == pytest.approx(by_hand) and rows["fixed"]["above_fixed_k5"] == 0
-    assert rows["entry"]["private_k5"] is not None and rows["random"]["private_k5"] is None
+    # the private score ranks: the entries with one first, the others placed on their public column
+    entry = json.loads((results / "entry.json").read_text())
+    assert rows["entry"]["private_k1"] == entry["private"]["scores"]["overall"]["k1"]["recovery"]
+    assert rows["random"]["private_k1"] is None
+    with_private = [r["name"] for r in ranked if not r["awaiting"]]
+    # the bumped private score first; the entry and its copy with a bumped public score tie (then by name)
+    assert with_private == ["private_rehashed", "entry", "rehashed"]
     # compute: attribution patching makes one forward and one backward pass on the task's
     # prompts each episode, plus one of each on the reference batch in the first of the 3
     # scored episodes, however many this process ran before; sandboxed policies make none
-    greedy = (rows["greedy"]["forward"], rows["greedy"]["partial"], rows["greedy"]["backward"])
-    assert greedy == pytest.approx((4 / 3, 0, 4 / 3))
-    assert (rows["entry"]["forward"], rows["entry"]["backward"]) == (0, 0)
-    k5 = [r["k5"] for r in summary["rows"]]
-    assert k5 == sorted(k5, reverse=True)
+    assert rows["greedy"]["passes"] == pytest.approx(4 / 3 + 4 / 3) and rows["entry"]["passes"] == 0
     board = (out / "README.md").read_text()
     table = board.split("Refused")[0]
-    assert (
-        "forged" not in table and "| 1 |" in table and "hash-checked" in table and "1.33 / 0 / 1.33" in table
-    )
-    assert "ppo (reference)" in table and "greedy (reference; white-box" in table
-    assert (out / "index.html").exists() and (out / "board.png").stat().st_size > 1000
-    assert (out / "per_task.png").stat().st_size > 1000 and "above memoriser" in table
-    assert (out / "radar" / "ppo.png").exists() and not (out / "evil.png").exists()
+    assert "forged" not in table and "| 1 |" in table and "hash-checked" in table
+    # the white-box reference runs in the scorer's process: not isolated, and the board says so
+    assert re.search(r"\| \*\*greedy\*\*[^|]* \| hash-checked \(not isolated\) \|", table), table
+    assert re.search(r"\| \*\*ppo\*\*[^|]* \| hash-checked \|", table), table
+    assert "- greedy: scored without isolation (white-box reference solver" in table
+    assert f'id="{TRACK}"' in (out / "index.html").read_text()
 
     # the imposter named "ppo" does not stand in for the reference
-    with pytest.raises(RefusedResultError, match=r"reference entries missing.*'ppo'"):
+    with pytest.raises(RefusedResultError, match=rf"{TRACK} track: reference entries missing.*'ppo'"):
         render(
             [results / "random.json", results / "greedy.json", results / "imposter.json"],
             out,
@@ -396,15 +407,16 @@ def test_board_shows_only_verified_results_and_says_how_they_were_checked(scored
 
 def test_rescoring_tells_rescored_from_verified_and_refuses_edits(scored):
     results, bad, seeds = scored["results"], scored["bad"], scored["seeds"]
-    manifest = manifest_for(results, {"random": TEST_REFERENCES["random"]})
+    manifest = manifest_for(results, {"random": TEST_REFERENCES["random"]}, TRACK)
     paths = [
         results / "random.json",
         results / "entry.json",
         bad / "rehashed.json",
         bad / "private_rehashed.json",
     ]
-    summary = render(paths, scored["dir"] / "board2", rescore=True, private_seeds=seeds, references=manifest)
-    rows = {r["name"]: r for r in summary["rows"]}
+    summary = render(paths, scored["dir"] / "board2", rescore=True, private_seeds=seeds,
+                     private_model=scored["model"], references=manifest)  # fmt: skip
+    rows = {r["name"]: r for r in summary["transfer_rows"][TRACK]}
     assert rows["random"]["check"] == "rescored"  # no private scores: never "verified"
     assert rows["entry"]["check"] == "verified"
     refused = "\n".join(summary["refused"])
@@ -415,22 +427,14 @@ def test_rescoring_tells_rescored_from_verified_and_refuses_edits(scored):
     assert rescore_matches(results / "entry.json", entry) == "rescored"
 
 
-def test_board_ranks_by_best_of_5_then_best_of_1():
-    from circuit_gym.leaderboard.tables import rank_rows
-
-    rows = [{"name": "a", "k5": 1.0, "k1": 0.4, "top1": 0.0}, {"name": "b", "k5": 0.9, "k1": 1.0, "top1": 1.0},
-            {"name": "c", "k5": 1.0, "k1": 1.0, "top1": 0.9}, {"name": "d", "k5": float("nan"), "k1": 1.0,
-            "top1": 1.0}]  # fmt: skip
-    assert [r["name"] for r in rank_rows(rows)] == ["c", "a", "b", "d"]
-
-
 def test_rescoring_in_parallel_keeps_each_entrys_own_outcome_in_order(tmp_path):
     from circuit_gym.leaderboard.verification import _rescore_all
 
     def result(name: str, module: str) -> dict:
         return {
             "name": name,
-            "provenance": {"policy": f"{module}:make_policy", "model": "toy", "checkpoint": None},
+            "track": TRACK,
+            "provenance": {"policy": f"{module}:make_policy", "model": "zoo", "checkpoint": None},
         }
 
     items = [(tmp_path / f"{m}.json", result(m, f"no_such_module_{m}"), None) for m in ("a", "b", "c")]
@@ -456,19 +460,19 @@ def _forge(source: Path, out: Path, edit, rehash: bool = True) -> Path:
     return out
 
 
-def _refusals(paths, manifest, tiny_model) -> dict[str, str]:
+def _refusals(paths, manifest) -> dict[str, str]:
     from circuit_gym.leaderboard.board import collect
 
-    entries, refused, _ = collect(paths, tiny_model.circuit_gym_info.weights_hash, references=manifest)
+    entries, refused, _ = collect(paths, None, references=manifest)
     by_file = {Path(m.split(":", 1)[0]).name: m for m in refused}
     return {"accepted": {e["name"]: e["board"]["reference"] for e in entries}, **by_file}
 
 
-def test_forged_result_files_are_refused_with_a_clear_reason(scored, tiny_model, tmp_path):
+def test_forged_result_files_are_refused_with_a_clear_reason(scored, tmp_path):
     results, manifest = scored["results"], scored["manifest"]
 
     def bump(r):
-        r["scores"]["overall"]["k5"]["recovery"] += 0.2
+        r["scores"]["quadrants"][QUADRANT]["k1"]["recovery"] += 0.2
 
     def set_prov(key, value):
         return lambda r: r["provenance"].__setitem__(key, value)
@@ -478,28 +482,25 @@ def test_forged_result_files_are_refused_with_a_clear_reason(scored, tiny_model,
         _forge(results / "greedy.json", tmp_path / "greedy_better.json", bump),  # a reference's name
         _forge(results / "entry.json", tmp_path / "protocol.json", set_prov("scorer_protocol", "circuit-gym-scorer-v0")),
         _forge(results / "entry.json", tmp_path / "no_protocol.json", lambda r: r["provenance"].pop("scorer_protocol")),
-        _forge(results / "entry.json", tmp_path / "weights.json", set_prov("weights_hash", "0" * 16)),
+        _forge(results / "entry.json", tmp_path / "weights.json", set_prov("weights_hashes", {"tiny": "0" * 16})),
         _forge(results / "ppo.json", tmp_path / "ppo_checkpoint.json", set_prov("checkpoint_digest", "f" * 64)),
         _forge(results / "entry.json", tmp_path / "sample.json", lambda r: r.__setitem__("status", "sample")),
         _forge(results / "entry.json", tmp_path / "seeds.json", set_prov("seeds", [0, 1, 7])),
     ]  # fmt: skip
-    got = _refusals(forged, manifest, tiny_model)
+    got = _refusals(forged, manifest)
     assert got["accepted"] == {}
     assert "content hash mismatch" in got["edited.json"]
-    assert "reserved for the single-head reference entry" in got["greedy_better.json"]
+    assert f"reserved for the {TRACK} reference entry" in got["greedy_better.json"]
     assert "not the reviewed ones" in got["greedy_better.json"]
     assert "scorer protocol 'circuit-gym-scorer-v0'" in got["protocol.json"]
     assert "before scorer protocols" in got["no_protocol.json"]
-    assert "other model weights" in got["weights.json"]
+    assert "other weights of the public zoo" in got["weights.json"]
     assert "another checkpoint" in got["ppo_checkpoint.json"]
     assert "status 'sample'" in got["sample.json"]
     assert "seeds: [0, 1, 7]" in got["seeds.json"]
 
 
-def test_a_reference_whose_checkpoint_changed_is_refused_until_rescored(
-    small_benchmark, tiny_model, tmp_path
-):
-
+def test_a_reference_whose_checkpoint_changed_is_refused_until_rescored(small_benchmark, tmp_path):
     checkpoint = tmp_path / "fixed.json"
     checkpoint.write_text(json.dumps({"scores": list(range(16))}))
     spec = "circuit_gym.baselines.fixed_policy:make_policy"
@@ -507,17 +508,15 @@ def test_a_reference_whose_checkpoint_changed_is_refused_until_rescored(
         score("fixed", policy_spec=spec, checkpoint=str(checkpoint)), tmp_path / "fixed.json.result"
     )
     entry = manifest_entry(json.loads(path.read_text()), spec, str(checkpoint), str(path))
-    manifest = {"single-head": {"fixed": Reference("single-head", "fixed", **entry)}, "circuit": {}}
+    manifest = {TRACK: {"fixed": Reference(TRACK, "fixed", **entry)}}
     assert entry["checkpoint_digest"] is not None
-    assert _refusals([path], manifest, tiny_model)["accepted"] == {"fixed": "fixed"}
+    assert _refusals([path], manifest)["accepted"] == {"fixed": "fixed"}
     checkpoint.write_text(json.dumps({"scores": list(range(16))[::-1]}))  # new weights, same file name
-    refusal = _refusals([path], manifest, tiny_model)[path.name]
+    refusal = _refusals([path], manifest)[path.name]
     assert "changed since the manifest was reviewed" in refusal and "rescore-references" in refusal
 
 
-def test_package_version_commit_and_source_hash_are_provenance_only(
-    scored, tiny_model, tmp_path, monkeypatch
-):
+def test_package_version_commit_and_source_hash_are_provenance_only(scored, tmp_path, monkeypatch):
     """A version bump, another commit and edited policy sources (another ``policy_files_hash``)
     leave every entry current and every reference recognised."""
     import circuit_gym
@@ -531,13 +530,11 @@ def test_package_version_commit_and_source_hash_are_provenance_only(
     paths = [
         _forge(results / f"{n}.json", tmp_path / f"{n}.json", moved) for n in ("random", "greedy", "entry")
     ]
-    assert _refusals(paths, manifest, tiny_model) == {
-        "accepted": {"random": "random", "greedy": "greedy", "entry": None}
-    }
+    assert _refusals(paths, manifest) == {"accepted": {"random": "random", "greedy": "greedy", "entry": None}}
 
 
 def test_a_docstring_edit_keeps_a_reference_current_and_a_behaviour_change_fails_the_canary(
-    small_benchmark, tiny_model, tmp_path, monkeypatch
+    small_benchmark, tmp_path, monkeypatch
 ):
     """A reference policy in a module of its own: its docstring edited on disk, the package
     version bumped, the board still recognises it and the canary passes; its ranking changed,
@@ -562,17 +559,15 @@ def make():
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = "canary_reference_policy:make"
     path = write_result(score("ref", policy_spec=spec), tmp_path / "ref.json")
-    reference = Reference(
-        "single-head", "ref", **manifest_entry(json.loads(path.read_text()), spec, None, str(path))
-    )
-    manifest = {"single-head": {"ref": reference}, "circuit": {}}
+    reference = Reference(TRACK, "ref", **manifest_entry(json.loads(path.read_text()), spec, None, str(path)))
+    manifest = {TRACK: {"ref": reference}}
 
     module.write_text(source.format(tail="").replace("Version one", "Version one, better documented"))
     monkeypatch.setattr(circuit_gym, "__version__", "99.0.0")
-    assert _refusals([path], manifest, tiny_model)["accepted"] == {"ref": "ref"}
+    assert _refusals([path], manifest)["accepted"] == {"ref": "ref"}
     assert canary(reference, episodes=2) == []
 
     module.write_text(source.format(tail="[::-1]"))  # the ranking reversed: other heads chosen
     found = canary(reference, episodes=2)
-    assert found and all(d.startswith("single-head/ref: episodes[") for d in found)
+    assert found and all(d.startswith(f"{TRACK}/ref: episodes[") for d in found)
     assert any(".head_k1:" in d or ".top5" in d for d in found), found

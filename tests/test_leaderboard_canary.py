@@ -1,8 +1,8 @@
 """The canary (circuit_gym/leaderboard/canary.py): the committed references reproduce on this checkout, and a
 change that moves a reference's numbers is caught without a full rescore.
 
-Each reference's first episodes (2 on the single-head track, 1 on the circuit track) are scored
-with the manifest's policy and compared row by row with its committed result file.
+Each reference's first episodes (2 on a single-head track, 1 on the others) are scored with the
+manifest's policy and compared row by row with its committed result file.
 """
 
 from __future__ import annotations
@@ -13,17 +13,18 @@ import json
 import numpy as np
 import pytest
 
+from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.canary import canary
+from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS
 from circuit_gym.leaderboard.provenance import REPO_ROOT
 from circuit_gym.leaderboard.references import load_manifest
 
 MANIFEST = load_manifest()
+SINGLE_HEAD = B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD)
 # In-process white-box references cost seconds; a sandboxed one's child imports torch and the
 # package (some 10 s each on an idle machine) and exact greedy search plays ~2,000 passes: those
 # run with `make test` (CI), not `make test-fast`.
-CHEAP = {("single-head", "greedy"), ("circuit", "attribution"), ("v7-single-head", "greedy"),
-         ("v7-circuit", "attribution")}  # fmt: skip
-EDGE_TRACKS = {"edges", "v7-edges"}
+CHEAP = {("v7-single-head", "greedy"), ("v7-circuit", "attribution")}
 
 
 def _marks(t: str, name: str) -> list:
@@ -57,14 +58,14 @@ def test_a_change_that_moves_greedys_numbers_fails_the_canary(monkeypatch):
 
     honest = BUILTINS["greedy"]
     monkeypatch.setitem(BUILTINS, "greedy", dataclasses.replace(honest, rank=lambda env: -honest.rank(env)))
-    found = canary(MANIFEST["single-head"]["greedy"])
-    assert found and all(d.startswith("single-head/greedy: episodes[") for d in found)
+    found = canary(MANIFEST[SINGLE_HEAD]["greedy"])
+    assert found and all(d.startswith(f"{SINGLE_HEAD}/greedy: episodes[") for d in found)
     assert any(".head_k1:" in d for d in found), found
 
 
 @pytest.mark.slow
 def test_other_weights_for_the_fixed_reference_fail_the_canary(tmp_path):
-    fixed = MANIFEST["single-head"]["fixed"]
+    fixed = MANIFEST[SINGLE_HEAD]["fixed"]
     scores = json.loads((REPO_ROOT / fixed.checkpoint).read_text())["scores"]
     other = tmp_path / "fixed_policy.json"
     other.write_text(json.dumps({"scores": np.roll(scores, 1).tolist()}))
@@ -74,11 +75,11 @@ def test_other_weights_for_the_fixed_reference_fail_the_canary(tmp_path):
 
 @pytest.mark.slow
 def test_a_reference_served_by_a_moved_policy_passes_the_canary():
-    """The manifest's policy spec is what runs now: the single-head random reference played by
-    the circuit track's random policy (its rank_heads draws the same numbers from the same seed)
+    """The manifest's policy spec is what runs now: the single-head track's random reference played
+    by the circuit track's random policy (its rank_heads draws the same numbers from the same seed)
     gives the committed rows, so merging two policy modules needs one line of the manifest, no
     rescore."""
-    random = MANIFEST["single-head"]["random"]
+    random = MANIFEST[SINGLE_HEAD]["random"]
     moved = dataclasses.replace(random, policy="circuit_gym.baselines.circuit_random_policy:make_policy")
     assert canary(moved) == []
 

@@ -7,11 +7,14 @@ import json
 import sys
 
 import pytest
+from leaderboard_helpers import small_in_force
 
 from circuit_gym import benchmark as B
 from circuit_gym.cli import main
 from circuit_gym.leaderboard.estimate import estimate
 from circuit_gym.leaderboard.references import load_manifest
+
+TRACK = B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD)
 
 POLICY = """import numpy as np
 
@@ -27,10 +30,8 @@ def make():
 
 @pytest.fixture
 def small(monkeypatch, tmp_path):
-    monkeypatch.setattr(B, "MODEL", "tiny")
-    monkeypatch.setattr(B, "HELD_OUT_TASKS", ("docstring",))
-    monkeypatch.setattr(B, "EVAL_SEEDS", (0, 1))
-    monkeypatch.setattr(B, "REPRO_SEEDS", (2,))
+    """The single-head track in force, made small (tests/leaderboard_helpers.py): 2 episodes."""
+    small_in_force(monkeypatch, tmp_path / "cache", seeds=(0, 1), timeout_s=20.0, fast_start=False)
     monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds the working directory
     monkeypatch.setenv("CIRCUIT_GYM_PROGRESS", "1")  # bars on, even though stderr is captured
     monkeypatch.setenv("CIRCUIT_GYM_PROGRESS_DELAY", "0")
@@ -49,7 +50,7 @@ def test_a_policy_in_the_working_directory_is_found_and_the_run_is_estimated_fir
         "leaderboard",
         "score",
         "--track",
-        "single-head",
+        TRACK,
         "--name",
         "team",
         "--policy",
@@ -59,7 +60,7 @@ def test_a_policy_in_the_working_directory_is_found_and_the_run_is_estimated_fir
     ]
     assert main(argv) == 0
     err = capfd.readouterr().err
-    assert err.startswith("scoring 3 episodes: about ")  # said before anything ran
+    assert err.startswith("scoring 2 episodes: about ")  # said before anything ran
     assert "episode/s" not in err and "it/s" not in err  # --no-progress: no bar at all
     result = json.loads(out.read_text())
     assert result["status"] == "scored" and result["provenance"]["policy"] == "my_team_policy:make"
@@ -71,7 +72,7 @@ def test_a_missing_module_says_where_the_scorer_looked(small, tmp_path, monkeypa
         "leaderboard",
         "score",
         "--track",
-        "single-head",
+        TRACK,
         "--name",
         "x",
         "--policy",
@@ -84,14 +85,25 @@ def test_a_missing_module_says_where_the_scorer_looked(small, tmp_path, monkeypa
     assert "nowhere_policy" in err and str(tmp_path) in err and "PYTHONPATH" in err
 
 
-def test_the_estimate_is_what_the_committed_reference_took_per_episode():
-    reference = load_manifest()["circuit"]["greedy_search"]
-    result = json.loads(reference.result_path().read_text())
-    per_episode = result["diagnostics"]["wall_seconds"] / (3 * (8 + 8))  # public and private seeds
-    line = estimate("circuit", "greedy_search", n_private=8)
-    assert line.startswith("scoring 48 episodes: about ")
-    assert f"{per_episode:.1f} s per episode" in line and f"{48 * per_episode / 60:.0f} min" in line
-    assert "no estimate" in estimate("circuit", "acdc")  # no committed reference measured it
+def test_the_estimate_is_what_the_committed_reference_took_per_episode(monkeypatch):
+    from circuit_gym.leaderboard import estimate as E
+
+    bench = B.transfer_benchmark(B.IN_FORCE)
+    circuit = bench.track(B.CIRCUIT)
+    manifest = load_manifest()
+    result = json.loads(manifest[circuit]["greedy_search"].result_path().read_text())
+    # its public episodes, then every held-out task on the private model at the track's private seeds
+    n = len(result["scores"]["episodes"]) + len(bench.held_out_tasks) * bench.n_private_seeds(B.CIRCUIT)
+    per_episode = result["diagnostics"]["wall_seconds"] / n
+    line = estimate(circuit, "greedy_search", n_private=8)
+    assert line.startswith(f"scoring {n} episodes: about ")
+    assert f"{per_episode:.1f} s per episode" in line
+    assert (
+        f"about {f'{n * per_episode:.0f} s' if n * per_episode < 90 else f'{n * per_episode / 60:.0f} min'} ("
+        in line
+    )
+    monkeypatch.setattr(E, "load_manifest", lambda: {circuit: {}})
+    assert "no estimate" in estimate(circuit, "acdc")  # no committed reference measured it
 
 
 def test_a_policy_is_estimated_by_the_tracks_model_of_the_work_cold_or_warm():
@@ -120,9 +132,7 @@ def test_the_command_line_offers_every_board_track_and_scores_the_benchmark_in_f
     in_force = B.transfer_benchmark(IN_FORCE)
     assert parsed.track == in_force.track(B.SINGLE_HEAD)
     assert in_force.definition()["benchmark_version"].endswith(IN_FORCE)
-    assert (
-        retired(DEFAULT_TRACK) is None and retired("single-head") and "hand-picked" in retired("single-head")
-    )
+    assert retired(DEFAULT_TRACK) is None
     assert parsed.out is None  # written to the track's folder of the board
     for command in (["score", "--name", "x", "--out", "x.json"], ["canary"], ["rescore-references"]):
         with pytest.raises(SystemExit):  # argparse refuses a track the board does not have

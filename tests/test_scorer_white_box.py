@@ -1,20 +1,21 @@
-"""The builtin white-box solvers (circuit_gym/solvers/white_box.py) on both leaderboard tracks:
-ACDC and EAP-IG beside greedy, their rankings and pass counts recomputed independently.
+"""The builtin white-box solvers (circuit_gym/solvers/white_box.py) on the single-head and circuit
+tracks in force: ACDC and EAP-IG beside greedy, their rankings and pass counts recomputed independently.
 
-The tests' small benchmark: the 4 x 4 model, one held-out task (docstring), 2 evaluation seeds.
+The tests' small benchmark (tests/leaderboard_helpers.py): the 4 x 4 model, one held-out task
+(docstring), 2 seeds.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from leaderboard_helpers import SMALL_TASK, small_in_force
 
 from circuit_gym import benchmark as B
 from circuit_gym.ablation.gim import gim_importance
 from circuit_gym.ablation.integrated_gradients import integrated_gradients
 from circuit_gym.circuits import Circuit, CircuitRunner
-from circuit_gym.leaderboard.circuit_scorer import score_circuit
-from circuit_gym.leaderboard.scorer import score
+from circuit_gym.leaderboard.transfer_scorer import score_transfer
 from circuit_gym.planning import top_k_heads
 from circuit_gym.solvers.acdc import acdc
 from circuit_gym.solvers.white_box import EAP_IG_STEPS, _finite, builtins
@@ -24,20 +25,20 @@ from circuit_gym.tasks import get_task
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(B, "MODEL", "tiny")
-        mp.setattr(B, "HELD_OUT_TASKS", ("docstring",))
-        mp.setattr(B, "EVAL_SEEDS", (0, 1))
-        mp.setattr(B, "REPRO_SEEDS", (2,))
-        mp.setattr(B, "CIRCUIT_EVAL_SEEDS", (0, 1))
-        mp.setattr(B, "CIRCUIT_BUDGET", 3)
-        mp.setattr(B, "CIRCUIT_N_RANDOM", 2)
-        mp.setenv("CIRCUIT_GYM_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
+        yield small_in_force(mp, tmp_path_factory.mktemp("cache"), seeds=(0, 1))
 
 
-def _runner(model, seed: int) -> CircuitRunner:
-    batch = get_task("docstring").batch(model, B.SPLIT, B.PROMPTS_PER_EPISODE, seed=seed)
-    return CircuitRunner.for_task(model, get_task("docstring"), batch, B.ABLATION)
+def score(name: str, **kwargs) -> dict:
+    return score_transfer(name, B.SINGLE_HEAD, **kwargs)
+
+
+def score_circuit(name: str, **kwargs) -> dict:
+    return score_transfer(name, B.CIRCUIT, **kwargs)
+
+
+def _runner(model, seed: int, ablation: str) -> CircuitRunner:
+    batch = get_task(SMALL_TASK).batch(model, B.SPLIT, B.PROMPTS_PER_EPISODE, seed=seed)
+    return CircuitRunner.for_task(model, get_task(SMALL_TASK), batch, ablation)
 
 
 def test_one_builtin_list_for_both_tracks():
@@ -58,7 +59,7 @@ def test_acdc_and_eap_ig_on_the_single_head_track(small, tiny_model):
         assert result["status"] == "scored" and result["provenance"]["white_box"], result.get("failure")
         assert result["provenance"]["policy"] == f"builtin:{name}"
         for episode in result["scores"]["episodes"]:
-            runner = _runner(tiny_model, episode["seed"])
+            runner = _runner(tiny_model, episode["seed"], small.ablation)
             if name == "acdc":
                 sweep = acdc(runner)
                 scores = _finite(np.asarray(sweep.ranking.scores))
@@ -78,7 +79,7 @@ def test_acdc_and_eap_ig_on_the_circuit_track(small, tiny_model):
         result = score_circuit(name, builtin=name)
         assert result["status"] == "scored", result.get("failure")
         for episode in result["scores"]["episodes"]:
-            runner = _runner(tiny_model, episode["seed"])
+            runner = _runner(tiny_model, episode["seed"], small.ablation)
             span = runner.full_metric - float(
                 runner.metric([Circuit.empty(runner.n_layers, runner.n_heads)])[0]
             )

@@ -4,8 +4,8 @@ A policy controls more numbers than its ranking scores: the size of the circuit 
 with it the circuit's faithfulness and the pass count), how long it takes, and how it fails. The
 red team carried a private observation's top head out through the circuit size of the first
 private episode of each group, at no cost to the private score, on three v7 tracks. Each attack
-here is scored by the real scorer on the circuit track of the tests' small benchmark and read back
-from the written result file.
+here is scored by the real scorer on the circuit track in force, made small
+(tests/leaderboard_helpers.py), and read back from the written result file.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import os
 import time
 
 import pytest
-from leaderboard_helpers import small_circuit_track
+from leaderboard_helpers import private_tiny, small_in_force
 from sealed_records import public_episodes_checkpoint
 
 from circuit_gym import benchmark as B
-from circuit_gym.leaderboard.circuit_scorer import score_circuit
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.provenance import canonical_json
 from circuit_gym.leaderboard.scoring import write_result
+from circuit_gym.leaderboard.transfer_scorer import score_transfer
 
 if not probe().complete:
     if os.environ.get("CI"):
@@ -32,18 +32,27 @@ if not probe().complete:
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    """The circuit track on the 4 x 4 model: one held-out task, 2 public and 2 private seeds, budget 3."""
+    """The circuit track on the 4 x 4 model: one held-out task, 2 public and 2 private seeds, budget
+    3; the maintainers' seed file and a stand-in private model."""
     cache = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as mp:
-        small_circuit_track(mp, cache)
-        seeds = tmp_path_factory.mktemp("private") / "private_seeds.txt"
+        row = small_in_force(mp, cache, seeds=(0, 1), private_seeds=2, timeout_s=10.0)
+        private = tmp_path_factory.mktemp("private")
+        seeds = private / "private_seeds.txt"
         seeds.write_text("# maintainers only\n912345677\n887766551\n")
-        yield {"seeds": seeds, "public": len(B.CIRCUIT_EVAL_SEEDS)}
+        yield {"seeds": seeds, "model": private_tiny(private), "public": len(row.circuit_seeds)}
+
+
+def score_circuit(bench, name: str, **kwargs) -> dict:
+    """The circuit track in force's scorer, with the maintainers' seed file and private model."""
+    return score_transfer(
+        name, B.CIRCUIT, private_seeds=bench["seeds"], private_model=bench["model"], **kwargs
+    )
 
 
 def _scored(bench, tmp_path, policy: str) -> dict:
     """The result file the scorer writes for ``sealed_leakers:policy``, read back."""
-    result = score_circuit(policy, policy_spec=f"sealed_leakers:{policy}", private_seeds=bench["seeds"],
+    result = score_circuit(bench, policy, policy_spec=f"sealed_leakers:{policy}",
                            checkpoint=public_episodes_checkpoint(tmp_path, bench["public"]))  # fmt: skip
     path = write_result(result, tmp_path / f"{policy}.json")
     return json.loads(path.read_text())
@@ -68,7 +77,7 @@ def test_a_size_encoded_in_the_first_private_episode_cannot_be_read_from_the_res
     assert canonical_json(leaked["private"]) == canonical_json(honest["private"])
     private = json.dumps(leaked["private"])
     assert "circuit_size" not in private and "passes" not in private  # nothing of the policy's choosing
-    summary = leaked["private"]["scores"]["summary"]["all"]
+    summary = leaked["private"]["scores"]["overall"]
     assert 0 <= summary["cpr_ci95"][0] <= summary["cpr"] <= summary["cpr_ci95"][1]  # the ranking score stays
 
 
@@ -92,7 +101,7 @@ def test_a_failure_in_the_private_part_says_only_failed(bench, tmp_path):
     and the exception's type are not recorded."""
     records = []
     for attack in ("leaks_in_message", "leaks_in_action"):
-        result = score_circuit(attack, policy_spec=f"hostile_policies:{attack}", private_seeds=bench["seeds"],
+        result = score_circuit(bench, attack, policy_spec=f"hostile_policies:{attack}",
                                checkpoint=public_episodes_checkpoint(tmp_path, bench["public"]))  # fmt: skip
         result = json.loads(write_result(result, tmp_path / f"{attack}.json").read_text())
         assert result["status"] == "failed" and "private" not in result and "scores" not in result

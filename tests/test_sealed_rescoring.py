@@ -15,18 +15,20 @@ import json
 from pathlib import Path
 
 import pytest
-from leaderboard_helpers import small_circuit_track
+from leaderboard_helpers import private_tiny, small_in_force
 from sealed_records import public_episodes_checkpoint
 
-from circuit_gym.leaderboard.circuit_scorer import score_circuit
+from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.isolation import probe
 from circuit_gym.leaderboard.private_ledger import append_scoring, load_ledger, week_refusal
 from circuit_gym.leaderboard.provenance import REPO_ROOT, content_hash
 from circuit_gym.leaderboard.references import TRACKS
 from circuit_gym.leaderboard.scoring import read_private_seeds, write_result
+from circuit_gym.leaderboard.transfer_scorer import score_transfer
 from circuit_gym.leaderboard.verification import RefusedResultError, collect, rescore_matches
 
 SEEDS = "# maintainers only\n912345677\n887766551\n"
+TRACK = B.transfer_benchmark(B.IN_FORCE).track(B.CIRCUIT)
 
 
 def _forged(result: dict, **private) -> dict:
@@ -87,37 +89,37 @@ def test_a_private_part_on_another_model_is_refused_naming_both_hashes(maintaine
 # ---------------------------------------------------------------- a real entry, forged
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    """The circuit track on the 4 x 4 model (as tests/test_sealed_private_record.py) and one entry
-    scored there with the maintainers' seed file, written to a results folder."""
+    """The circuit track in force on the 4 x 4 model (as tests/test_sealed_private_record.py) and
+    one entry scored there with the maintainers' seed file and private model, written to a results
+    folder."""
     if not probe().complete:
         pytest.skip(f"isolation not available here: {probe().missing}")
     cache = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as mp:
-        small_circuit_track(mp, cache)
-        seeds = tmp_path_factory.mktemp("secure") / "private_seeds.txt"
+        small_in_force(mp, cache, seeds=(0, 1), private_seeds=2, timeout_s=10.0)
+        secure = tmp_path_factory.mktemp("secure")
+        seeds = secure / "private_seeds.txt"
         seeds.write_text(SEEDS)
+        model = private_tiny(secure)
         folder = tmp_path_factory.mktemp("results")
-        result = score_circuit("team", policy_spec="sealed_leakers:honest", private_seeds=seeds,
-                               checkpoint=public_episodes_checkpoint(folder, 2))  # fmt: skip
+        result = score_transfer("team", B.CIRCUIT, policy_spec="sealed_leakers:honest", private_seeds=seeds,
+                                private_model=model, checkpoint=public_episodes_checkpoint(folder, 2))  # fmt: skip
         assert result["status"] == "scored", result.get("failure")
         yield {
             "seeds": seeds,
+            "model": model,
             "folder": folder,
             "result": result,
             "path": write_result(result, folder / "team.json"),
         }
 
 
-def test_a_forged_private_score_on_another_seed_file_is_refused_not_rescored(bench, tmp_path, monkeypatch):
-    """The red team's forgery, through the board's own check (`render --rescore --private-seeds`),
-    on a track in force (the small benchmark's circuit track, taken as in force here: a retired
-    track's private part on another benchmark's seed file is rescored on its public part)."""
-    from circuit_gym.leaderboard import tracks
-
-    monkeypatch.setattr(tracks, "retired", lambda name: None)
+def test_a_forged_private_score_on_another_seed_file_is_refused_not_rescored(bench, tmp_path):
+    """The red team's forgery, through the board's own check (`render --rescore --private-seeds
+    --private-model`), on the circuit track in force (made small)."""
     result = bench["result"]
     private = copy.deepcopy(result["private"])
-    private["scores"]["summary"]["all"]["cpr"] = 0.999
+    private["scores"]["overall"]["cpr"] = 0.999
     theirs = hashlib.sha256(b"[1, 2, 3]").hexdigest()
     forged = _forged(result, scores=private["scores"], seed_file_sha256=theirs)
     path = write_result(forged, tmp_path / "forged.json")
@@ -127,14 +129,21 @@ def test_a_forged_private_score_on_another_seed_file_is_refused_not_rescored(ben
     assert "forged.json" in refused[0] and "another seed file" in refused[0] and theirs[:12] in refused[0]
     # the honest file, the same way: verified
     entries, refused, _ = collect([bench["path"]], None, rescore=True, private_seeds=bench["seeds"],
-                                  references=_no_references(tmp_path), ledger=tmp_path / "none.json")  # fmt: skip
+                                  private_model=bench["model"], references=_no_references(tmp_path),
+                                  ledger=tmp_path / "none.json")  # fmt: skip
     assert refused == [] and [e["board"]["check"] for e in entries] == ["verified"]
 
 
-def test_a_retired_tracks_private_part_on_its_own_seed_file_is_rescored_on_its_public_part(bench, tmp_path):
-    """The small benchmark's circuit track is retired (v5): a private part on another seed file
-    (its own benchmark's) is neither recomputed nor refused; the check says "rescored", never
-    "verified", so the board does not vouch for its private column."""
+def test_a_retired_tracks_private_part_on_its_own_seed_file_is_rescored_on_its_public_part(
+    bench, tmp_path, monkeypatch
+):
+    """On a track the board does not rank on (a retired benchmark's, here the small circuit track
+    taken as one), a private part on another seed file (its own benchmark's) is neither recomputed
+    nor refused; the check says "rescored", never "verified", so the board does not vouch for its
+    private column."""
+    from circuit_gym.leaderboard import tracks
+
+    monkeypatch.setattr(tracks, "retired", lambda name: "retired for this test")
     other = _forged(bench["result"], seed_file_sha256=hashlib.sha256(b"[4, 5]").hexdigest())
     assert rescore_matches(bench["path"], other, private_seeds=bench["seeds"]) == "rescored"
 
@@ -142,7 +151,7 @@ def test_a_retired_tracks_private_part_on_its_own_seed_file_is_rescored_on_its_p
 @pytest.mark.parametrize(
     "edit, what",
     [
-        (lambda r: r["private"]["scores"]["summary"]["all"].__setitem__("cpr", 0.999), "private"),
+        (lambda r: r["private"]["scores"]["overall"].__setitem__("cpr", 0.999), "private"),
         (lambda r: r["diagnostics"]["policy_cpu"].__setitem__("calls", 1), "policy_calls"),
         (lambda r: r["diagnostics"]["policy_cpu"].__setitem__("calls_s", 500.0), "calls_s"),
         (lambda r: r["provenance"].__setitem__("white_box", True), "white_box"),
@@ -154,7 +163,7 @@ def test_every_field_the_board_shows_is_compared(bench, tmp_path, edit, what):
     edit(forged)
     forged["content_hash"] = content_hash(forged)
     with pytest.raises(RefusedResultError, match=what):
-        rescore_matches(bench["path"], forged, private_seeds=bench["seeds"])
+        rescore_matches(bench["path"], forged, private_seeds=bench["seeds"], private_model=bench["model"])
 
 
 # ---------------------------------------------------------------- the weekly rule
@@ -210,7 +219,7 @@ def test_score_refuses_a_third_private_scoring_before_it_runs(maintainers_seeds,
     days = [(today - dt.timedelta(days=d)).isoformat() for d in (1, 3)]
     ledger = _ledger(tmp_path, sha, [(days[0], "v7-circuit", "team"), (days[1], "v7-edges", "team")])
     out = tmp_path / "team.json"
-    argv = ["leaderboard", "score", "--track", "circuit", "--name", "team", "--policy", "sealed_leakers:honest",
+    argv = ["leaderboard", "score", "--track", TRACK, "--name", "team", "--policy", "sealed_leakers:honest",
             "--private-seeds", str(maintainers_seeds), "--ledger", str(ledger), "--out", str(out)]  # fmt: skip
     assert main(argv) == 2
     assert "3 private scorings within 7 days" in capsys.readouterr().err and not out.exists()

@@ -221,7 +221,8 @@ def transfer_table(rows: Sequence[Mapping], track: str) -> str:
         entry = _entry_cell(r)
         if r.get("awaiting"):  # no private score yet: placed on its public scores (transfer_tables)
             entry = entry.replace("</td>", f'<br><span class="tag">{escape(AWAITING)}</span></td>', 1)
-        cells = [_cell(str(rank), rank), entry, _check_cell(str(r["check"]))]
+        check = str(r["check"]) + (" (not isolated)" if r.get("isolation") else "")
+        cells = [_cell(str(rank), rank), entry, _check_cell(check)]
         for g in groups:
             for key in (g,) if circuit else (f"{g}_k1", f"{g}_k5"):
                 if g == "private" and r.get("awaiting"):

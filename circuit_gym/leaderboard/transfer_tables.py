@@ -1,7 +1,8 @@
 """The transfer tracks' tables on the board: the core's rows and columns
 (:mod:`circuit_gym.reporting.transfer_tables`, shared with the main job), ranked the board's way,
 with the board's two columns more: a submitted policy's own CPU time per episode beside its LM
-passes, and the marker of an entry that awaits its private score.
+passes, and the marker of an entry that awaits its private score; an entry whose policy ran without
+the complete sandbox is marked "(not isolated)" and listed with what was missing under the table.
 
 An entry scored without the private model (any newcomer: only the maintainers hold it) is not
 ranked last. It is placed on what it has: directly above the highest-ranked entry whose public
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import costs
+from circuit_gym.leaderboard.tables import isolation_note
 from circuit_gym.reporting import transfer_tables as T
 from circuit_gym.reporting.transfer_tables import SHORT, number, quadrant_cell, transfer_heading
 
@@ -59,8 +61,13 @@ def policy_cpu_per_episode(entry: dict) -> float | None:
 
 
 def transfer_row(entry: dict) -> dict:
-    """The core's row of a verified transfer entry, with its policy CPU time per episode."""
-    return {**T.transfer_row(entry), "policy_cpu": policy_cpu_per_episode(entry)}
+    """The core's row of a verified transfer entry, with its policy CPU time per episode and
+    what the board says of its isolation (None: complete)."""
+    return {
+        **T.transfer_row(entry),
+        "policy_cpu": policy_cpu_per_episode(entry),
+        "isolation": isolation_note(entry),
+    }
 
 
 def rank_transfer_rows(rows: list[dict]) -> list[dict]:
@@ -114,5 +121,10 @@ def transfer_markdown(rows: list[dict], track: str) -> str:
         if r.get("awaiting"):
             name += f" ({AWAITING}; placed on its public scores)"
         cells += [number(r.get("passes"), 0), _cpu(r.get("policy_cpu"))]
-        lines.append(f"| {i} | {name} | {r['check']} | " + " | ".join(cells) + " |")
+        check = f"{r['check']}{' (not isolated)' if r.get('isolation') else ''}"
+        lines.append(f"| {i} | {name} | {check} | " + " | ".join(cells) + " |")
+    unisolated = [r for r in rows if r.get("isolation")]
+    if unisolated:
+        lines += ["", "Not isolated: these entries' policies ran without the complete sandbox (trust them as you "
+                  "trust their code):", *(f"- {r['name']}: {r['isolation']}" for r in unisolated)]  # fmt: skip
     return "\n".join(lines)
