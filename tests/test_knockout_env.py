@@ -187,3 +187,57 @@ def test_gymnasium_and_sb3_checkers_pass_on_self_repair(self_repair_env):
         _strict_warnings()
         check_env(self_repair_env.unwrapped)
         sb3_checker.check_env(self_repair_env.unwrapped, warn=True)
+
+
+def test_attribution_only_observation_costs_half_and_matches_the_full_one():
+    """``scores="attribution"``: the same attribution column as the default observation (which also
+    measures EAP-IG), no EAP-IG, and one forward and one backward pass per observation, not two."""
+    from circuit_gym.envs.knockout import ATTRIBUTION_COLUMN, EAP_IG_COLUMN
+
+    full = gym.make(SELF_REPAIR_ID, seeds=[SEED], split="test", pool_size=1, cache=False)
+    half = gym.make(
+        SELF_REPAIR_ID, seeds=[SEED], split="test", pool_size=1, cache=False, scores="attribution"
+    )
+    try:
+        (a, ia), (b, ib) = (e.reset(seed=0, options={"model_seed": SEED}) for e in (full, half))
+        assert np.allclose(a[:, ATTRIBUTION_COLUMN], b[:, ATTRIBUTION_COLUMN], atol=1e-5)
+        assert np.abs(a[:, EAP_IG_COLUMN]).max() > 0 and not b[:, EAP_IG_COLUMN].any()
+        assert (ia["decision_passes"], ib["decision_passes"]) == (4, 2)
+        head = int(np.argmax(a[:, ATTRIBUTION_COLUMN]))
+        (a, *_, ia), (b, *_, ib) = (e.step(head) for e in (full, half))
+        assert np.allclose(a[:, ATTRIBUTION_COLUMN], b[:, ATTRIBUTION_COLUMN], atol=1e-5)
+        assert (ia["decision_passes"], ib["decision_passes"]) == (8, 4)
+        assert ia["metric"] == pytest.approx(ib["metric"], abs=1e-6)
+    finally:
+        full.close()
+        half.close()
+    with pytest.raises(ValueError, match="scores must be one of"):
+        gym.make(SELF_REPAIR_ID, seeds=[SEED], scores="eap_ig")
+
+
+def test_an_agent_reading_attribution_alone_spends_conditional_attributions_passes():
+    """With ``scores="attribution"`` and the last observation not measured, an agent that ablates the
+    head of largest attribution each step is conditional attribution: the same first ablations and
+    exactly its passes (``solvers.knockout``'s own count, 2 a step), none for the unread last
+    observation, whose measured columns are 0 while the others are current."""
+    from circuit_gym.envs.knockout import ABLATED_COLUMN, ATTRIBUTION_COLUMN, MARGIN_COLUMN, STEPS_COLUMN
+    from circuit_gym.solvers.knockout import REFERENCES
+
+    k = 4
+    env = gym.make(SELF_REPAIR_ID, seeds=[SEED], split="test", pool_size=1, steps=k, scores="attribution",
+                   observe_last=False)  # fmt: skip
+    try:
+        obs, info = env.reset(seed=0, options={"model_seed": SEED, "batch_index": 0})
+        inner = env.unwrapped.inner_for(SEED)
+        reference = REFERENCES["conditional_attribution"](inner.state, k)
+        order, done = [], False
+        while not done:
+            scores = np.where(info["action_mask"][:-1] == 1, obs[:, ATTRIBUTION_COLUMN], -np.inf)
+            order.append(int(np.argmax(scores)))
+            obs, _, done, _, info = env.step(order[-1])
+        assert info["decision_passes"] == reference.passes == 2 * k
+        assert order[:2] == list(reference.order[:2])
+        assert not obs[:, [ATTRIBUTION_COLUMN, 1, MARGIN_COLUMN]].any()
+        assert obs[order, ABLATED_COLUMN].all() and obs[0, STEPS_COLUMN] == pytest.approx(1.0)
+    finally:
+        env.close()

@@ -59,3 +59,31 @@ def test_trains_resumes_and_its_selection_score_is_the_replayed_knockout_area(tm
     best = max(curve, key=lambda row: row["selection_score"])
     assert best["selection_per_kind"]["self_repair"]["relative_area"] == pytest.approx(expected, abs=1e-4)
     assert 0.0 < expected < 3.0
+
+
+def test_the_prior_adds_a_multiple_of_the_attribution_column_to_head_logits_only():
+    """PriorScorer = CircuitScorer (same weights) + prior x attribution on each head's logit; STOP's
+    logit untouched; masked actions still -1e9. At a large prior its choice is attribution's argmax."""
+    import torch
+
+    from circuit_gym.baselines.circuit_ppo import CircuitScorer
+    from circuit_gym.baselines.knockout_policy import KnockOutPPOConfig, make_net
+    from circuit_gym.envs.knockout import ATTRIBUTION_COLUMN, N_COLUMNS
+
+    torch.manual_seed(0)
+    config = KnockOutPPOConfig(prior=3.0)
+    net = make_net(config)
+    base = CircuitScorer(n_features=N_COLUMNS, hidden=config.hidden)
+    base.load_state_dict({k: v for k, v in net.state_dict().items() if k != "prior"})
+    obs = torch.randn(2, 144, N_COLUMNS)
+    with torch.no_grad():
+        got, want = net.logits(obs), base.logits(obs)
+    assert torch.allclose(got[:, :144] - want[:, :144], 3.0 * obs[..., ATTRIBUTION_COLUMN], atol=1e-5)
+    assert torch.allclose(got[:, 144], want[:, 144])
+    mask = torch.ones(2, 145)
+    mask[:, 7] = 0
+    assert (net.logits(obs, mask)[:, 7] == -1e9).all()
+    big = make_net(KnockOutPPOConfig(prior=1e4))
+    obs[..., ATTRIBUTION_COLUMN] = torch.linspace(-1, 1, 144)[torch.randperm(144)]
+    with torch.no_grad():
+        assert int(big.logits(obs[:1])[0, :144].argmax()) == int(obs[0, :, ATTRIBUTION_COLUMN].argmax())

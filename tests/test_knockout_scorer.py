@@ -190,3 +190,20 @@ def test_the_committed_greedy_cache_covers_the_public_episodes():
             entry = curves[KS.greedy_key(row, kind, seed)]
             assert len(entry["order"]) == len(entry["metrics"]) == row.steps == len(set(entry["order"]))
             assert entry["metrics"][0] < entry["clean_metric"]
+
+
+def test_the_track_plays_the_scores_an_entry_asks_for_and_never_measures_the_last_observation(tiny):
+    """What an entry reads decides what it pays: the track's environment measures the scores the
+    entry asked for (recorded in its result's definition), never the episode's unread last
+    observation; an unknown choice is refused before anything runs."""
+    env = KS.make_env(tiny, "self_repair", (0,), "attribution")
+    try:
+        inner = KS._inner(env, 0)
+        assert inner.scores == "attribution" and inner.observe_last is False
+        play = KS.play_actions(inner, "planted_self_repair", 0, lambda obs, mask: int(np.argmax(mask[:-1])))
+        assert play.passes == 2 * tiny.steps
+    finally:
+        env.close()
+    assert KS.KnockOutRun(TINY, scores="attribution").definition()["observation_scores"] == "attribution"
+    with pytest.raises(ValueError, match="scores must be one of"):
+        KS.KnockOutRun(TINY, scores="eap_ig")

@@ -3,8 +3,11 @@
 builds planted environments: a policy's sandbox hides the planted generator (issue 58), and what a
 policy loads there must not import it.
 
-    python -m circuit_gym.leaderboard.knockout_scorer score --track v8-knockout \
+    python -m circuit_gym.leaderboard.knockout_scorer score --track v8-knockout --scores attribution \
         --policy circuit_gym.baselines.knockout_policy:load_policy --checkpoint RUN_DIR --out R.json
+
+(``--scores`` as the run's ``config.json`` says: the agent reads attribution alone by default, so it
+spends conditional attribution's passes.)
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from torch import nn
 
 from circuit_gym.baselines.circuit_ppo import CircuitScorer
 from circuit_gym.baselines.ppo_trainer import PolicyAdapter, PPOConfigBase
-from circuit_gym.envs.knockout import ABLATED_COLUMN, DEFAULT_STEPS, N_COLUMNS
+from circuit_gym.envs.knockout import ABLATED_COLUMN, ATTRIBUTION_COLUMN, DEFAULT_STEPS, N_COLUMNS
 
 
 @dataclass
@@ -38,15 +41,41 @@ class KnockOutPPOConfig(PPOConfigBase):
     network: str = "circuit_scorer"
     batch_size_prompts: int = 16  # the knock-out environments' default batch
     steps: int = DEFAULT_STEPS  # K: ablations per episode
+    # The observation's per-head scores (``KnockOutEnv(scores=...)``): attribution alone costs one
+    # forward and one backward pass a step, conditional attribution's, so the agent is compared with
+    # that reference at equal passes (issue 60).
+    scores: str = "attribution"
+    # The head logits start from ``prior`` x the attribution column (:class:`PriorScorer`): the
+    # untrained policy is a softened conditional attribution and PPO learns where to depart from it.
+    prior: float = 10.0
 
     @property
     def gamma(self) -> float:
         return 1.0  # finite episodes: the return is the damage after K ablations
 
 
+class PriorScorer(CircuitScorer):
+    """:class:`CircuitScorer` plus a learned multiple (initially ``prior``) of one observation column
+    on each head's logit (STOP's unchanged). Why: with the attribution column, the network starts as
+    the reference it must beat (argmax of attribution on the ablated model) instead of a uniform
+    policy that 144 actions and a few hundred episodes on two cores would not get past."""
+
+    def __init__(self, n_features: int, hidden: int, column: int, prior: float) -> None:
+        super().__init__(n_features=n_features, hidden=hidden)
+        self.column = column
+        self.prior = nn.Parameter(torch.tensor(float(prior)))
+
+    def logits(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        out = super().logits(obs)
+        bonus = self.prior * obs[..., self.column]
+        out = torch.cat([out[..., :-1] + bonus, out[..., -1:]], dim=-1)
+        return out if mask is None else out.masked_fill(mask == 0, -1e9)
+
+
 def make_net(config: KnockOutPPOConfig, n_features: int = N_COLUMNS) -> nn.Module:
-    """A logit per head from its knock-out observation row (and every other head's), and STOP."""
-    return CircuitScorer(n_features=n_features, hidden=config.hidden)
+    """A logit per head from its knock-out observation row (and every other head's) plus the
+    attribution prior, and STOP."""
+    return PriorScorer(n_features, config.hidden, ATTRIBUTION_COLUMN, config.prior)
 
 
 class KnockOutPPOPolicy(PolicyAdapter):

@@ -5,8 +5,9 @@ knock-out track, trained on public planted models only.
     (the same command again resumes; more ``--epochs`` extend the run)
 
 An episode ablates up to ``steps`` heads of a planted model, cumulatively; after each ablation the
-observation (attribution, EAP-IG, ablated flag, metric and margin left, steps used) is recomputed on
-the ablated model (``circuit_gym.envs.knockout.KnockOutEnv``). The reward is the metric drop a step
+observation (attribution, by default alone: ``config.scores``; ablated flag, metric and margin left,
+steps used) is recomputed on the ablated model (``circuit_gym.envs.knockout.KnockOutEnv``), the
+episode's last one not (no decision follows it): the agent spends conditional attribution's passes. The reward is the metric drop a step
 caused, so the return is the damage after ``steps`` ablations (gamma 1). What the agent can learn
 that a static ranking cannot: a head that was silent while its primary worked (a backup) and is
 loud once the primary is gone, and which loud heads to leave (a suppressor's ablation raises the
@@ -14,7 +15,8 @@ metric).
 
 The network is the circuit-building PPO's :class:`~circuit_gym.baselines.circuit_ppo.CircuitScorer`
 (a logit per head from its feature row and, through self-attention, every other head's; a STOP
-logit), on the knock-out observation's columns. Training: the ``n_envs`` environments play the six
+logit), on the knock-out observation's columns, plus a learned multiple of the attribution column
+(:class:`~circuit_gym.baselines.knockout_policy.PriorScorer`: it starts as conditional attribution). Training: the ``n_envs`` environments play the six
 planted kinds in turn (environment ``i`` plays kind ``i % 6``) on :data:`TRAIN_SEEDS`, train split.
 
 Checkpoint selection, on training-side seeds only: after every epoch the deterministic policy plays
@@ -61,7 +63,7 @@ def make_env(
     """The kind's knock-out environment over ``seeds``."""
     return gym.make(planted_knockout_id(kind), seeds=seeds, inner_cache=min(INNER_CACHE, len(seeds)), split=split,
                     pool_size=pool_size, batch_size=config.batch_size_prompts, steps=config.steps,
-                    device=config.device)  # fmt: skip
+                    device=config.device, scores=config.scores, observe_last=False)  # fmt: skip
 
 
 # The info keys whose shape changes within an episode (``ablated`` grows every step; the truth comes

@@ -39,9 +39,15 @@ METRIC_COLUMN = 3  # task metric now / clean task metric (the same in every row)
 MARGIN_COLUMN = 4  # task-free margin now / clean margin (the same in every row)
 STEPS_COLUMN = 5  # steps used / steps allowed (the same in every row)
 N_COLUMNS = 6
-# Passes of one observation (attribution and EAP-IG on the ablated model): one forward and one
-# backward pass each (EAP-IG's interpolation copies are stacked in its one pass).
-OBSERVATION_PASSES = {"forward": 2, "partial": 0, "backward": 2}
+# What the observation's per-head columns measure (argument ``scores``), and the passes of one
+# observation: attribution and EAP-IG one forward and one backward pass each (EAP-IG's
+# interpolation copies are stacked in its one pass). ``"attribution"`` alone costs what one step of
+# conditional attribution costs, so an agent reading it spends that reference's passes.
+SCORES = ("attribution+eap_ig", "attribution")
+OBSERVATION_PASSES = {
+    "attribution+eap_ig": {"forward": 2, "partial": 0, "backward": 2},
+    "attribution": {"forward": 1, "partial": 0, "backward": 1},
+}
 # Fields computed from the exact candidate table (wrappers that hide the oracle drop them).
 KNOCKOUT_ORACLE_INFO_KEYS = ("per_head_drop", "oracle_head", "oracle_drop", "top1_hit", "greedy_order",
                              "greedy_curve")  # fmt: skip
@@ -57,7 +63,9 @@ class KnockOutState:
     top2: torch.Tensor | None = None  # the clean run's top-1 and top-2 ids: fix the margin
     clean_margin: float = float("nan")
     metrics: dict[frozenset[int], float] = field(default_factory=dict)
-    observed: dict[frozenset[int], tuple[np.ndarray, np.ndarray, float]] = field(default_factory=dict)
+    observed: dict[tuple[frozenset[int], bool], tuple[np.ndarray, np.ndarray, float]] = field(
+        default_factory=dict
+    )
     tables: dict[frozenset[int], np.ndarray] = field(default_factory=dict)
     greedy: dict[int, tuple[list[int], np.ndarray]] = field(default_factory=dict)
 
@@ -80,13 +88,17 @@ class KnockOutState:
             self.top2 = top_two(logits).to(logits.device)
         return margin_rows(self.top2)(logits, rows)
 
-    def observe(self, ablated: frozenset[int], use_memo: bool = True) -> tuple[np.ndarray, np.ndarray, float]:
+    def observe(
+        self, ablated: frozenset[int], use_memo: bool = True, eap_ig: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, float]:
         """(attribution, EAP-IG, margin now / clean margin) on the model with ``ablated`` ablated,
-        both scores as fractions of the clean margin. Two forward and two backward passes."""
-        if use_memo and ablated in self.observed:
-            return self.observed[ablated]
+        both scores as fractions of the clean margin. Two forward and two backward passes; one of
+        each with ``eap_ig=False`` (its scores are then zeros: not measured)."""
+        key = (ablated, eap_ig)
+        if use_memo and key in self.observed:
+            return self.observed[key]
         if self.top2 is None and ablated:
-            self.observe(frozenset(), use_memo)  # the margin is the clean model's: fix it first
+            self.observe(frozenset(), use_memo, eap_ig=False)  # the margin is the clean model's: fix it first
         margin_now: list[float] = []
 
         def read(logits: torch.Tensor) -> None:
@@ -96,15 +108,19 @@ class KnockOutState:
         change = conditional_attribution(self.engine, ablated, self._margin_rows, on_logits=read)
         if not ablated:
             self.clean_margin = margin_now[0]
-        eap_ig = conditional_integrated_gradients(self.engine, ablated, self._margin_rows, EAP_IG_STEPS)
+        integrated = (
+            conditional_integrated_gradients(self.engine, ablated, self._margin_rows, EAP_IG_STEPS)
+            if eap_ig
+            else np.zeros_like(change)
+        )
         scale = max(self.clean_margin, 1e-6)
 
         def bounded(x: np.ndarray) -> np.ndarray:
             return np.clip(x / scale, -FEATURE_BOUND, FEATURE_BOUND).astype(np.float32)
 
-        out = (bounded(-change), bounded(eap_ig), float(margin_now[0] / scale))
+        out = (bounded(-change), bounded(integrated), float(margin_now[0] / scale))
         if use_memo:
-            self.observed[ablated] = out
+            self.observed[key] = out
         return out
 
     def drops(self, ablated: frozenset[int], use_memo: bool = True) -> np.ndarray:
@@ -187,7 +203,7 @@ class KnockOutEnv(HeadEnv):
     | column | meaning |
     |---|---|
     | 0 | attribution patching: the first-order estimate of how much ablating this head next lowers the margin, as a fraction of the clean margin (0 for ablated heads) |
-    | 1 | EAP-IG (node level, 5 interpolation steps) of the margin, same units (0 for ablated heads) |
+    | 1 | EAP-IG (node level, 5 interpolation steps) of the margin, same units (0 for ablated heads; 0 everywhere with `scores="attribution"`: not measured) |
     | 2 | 1 if the head is ablated |
     | 3 | the task metric now as a fraction of the clean one (the same in every row) |
     | 4 | the margin now as a fraction of the clean margin (the same in every row) |
@@ -196,6 +212,8 @@ class KnockOutEnv(HeadEnv):
     The margin is ``logit[top1] - logit[top2]`` at the task's metric positions, with ``top1`` and
     ``top2`` the **clean** model's two highest logits, fixed at reset (``circuit_gym.ablation.margin``):
     it measures how much of the clean prediction is left. Values are clipped to [-10, 10].
+    With ``observe_last=False`` the observation returned by the step that ends the episode is not
+    measured again (no decision follows it): its columns 0, 1 and 4 are 0; 2, 3 and 5 are current.
 
     ## Rewards
     The drop of the task metric the step caused: ``m(S) - m(S + h)`` for ablating head ``h`` on top
@@ -219,6 +237,8 @@ class KnockOutEnv(HeadEnv):
     | `ablation` | `"zero"`, `"mean"` or `"resample"`: what replaces an ablated head's output | `"resample"` on embedded and planted models, `"zero"` otherwise |
     | `batch_size` | prompts per batch | `16` |
     | `pool_size` | batches per task and split | `32` |
+    | `scores` | the per-head columns measured: `"attribution+eap_ig"`, or `"attribution"` (half the passes: conditional attribution's per step) | `"attribution+eap_ig"` |
+    | `observe_last` | measure the observation that ends the episode too (`False`: not measured, not paid) | `True` |
     | `cache` | memoise metrics, observations and oracle tables per batch (passes are counted as if not) | `True` |
     | `model_path` | directory of the model's weights | `None` (the loader's search) |
     | `render_mode` | `None`, `"ansi"` (one line of text) or `"rgb_array"` (the layer x head grid) | `None` |
@@ -233,7 +253,11 @@ class KnockOutEnv(HeadEnv):
     engine's replay from a cached layer counts as ``partial``): ``passes``
     (``{"forward", "partial", "backward"}``; reset: the engine's clean and counterfactual passes and
     its check, then one observation; each step that ablates a head: one partial pass for the metric
-    and one observation, two forward and two backward passes) and ``forward_passes`` (their sum).
+    and one observation, two forward and two backward passes, one of each with ``scores="attribution"``)
+    and ``forward_passes`` (their sum); ``decision_passes``: the observations' passes alone (what an
+    agent reads to decide; the metric is the environment's reward, which every entry gets, and the
+    engine's clean and counterfactual passes are the episode's setup). The knock-out track counts an
+    entry's passes by it, as it counts a reference's by the reference's own decisions.
 
     With ``oracle_info=True``: every ``step`` adds the exact table **of the state before the step**
     (every candidate ``S + h`` run in one stacked pass): ``per_head_drop`` (``m(S) - m(S + h)``,
@@ -243,7 +267,8 @@ class KnockOutEnv(HeadEnv):
     stacked pass per step). ``oracle_forward_passes`` counts them (one per candidate run).
 
     ## Version History
-    * v0: first release (issue 60).
+    * v0: first release (issue 60); arguments ``scores`` and ``observe_last`` and the info's
+      ``decision_passes`` added later, their defaults keeping the first release's behaviour.
 
     Args:
         model: the model (``"toy"``, a planted or zoo model's name, ...; set by the ID).
@@ -252,6 +277,7 @@ class KnockOutEnv(HeadEnv):
         steps: ablations per episode (K).
         ablation: what replaces an ablated head's output (default: the model's).
         batch_size: prompts per batch. pool_size: batches per task and split.
+        scores: the per-head columns measured. observe_last: measure the episode's last observation.
         cache: memoise per batch. model_path: the model's directory. render_mode: as above.
         oracle_info: add the exact oracle to the infos. device: the model's torch device.
     """
@@ -259,10 +285,16 @@ class KnockOutEnv(HeadEnv):
     def __init__(self, model: str = "toy", tasks: str | Sequence[str] = ("ioi",), split: str = "train",
                  steps: int = DEFAULT_STEPS, ablation: str | None = None, batch_size: int = DEFAULT_BATCH,
                  pool_size: int = 32, cache: bool = True, model_path: str | None = None,
-                 render_mode: str | None = None, oracle_info: bool = False, device: str = "cpu") -> None:  # fmt: skip
+                 render_mode: str | None = None, oracle_info: bool = False, device: str = "cpu",
+                 scores: str = "attribution+eap_ig", observe_last: bool = True) -> None:  # fmt: skip
         tasks, ablation = common_arguments(model, tasks, split, ablation, batch_size, pool_size, cache, oracle_info,
                                            render_mode, self.metadata["render_modes"])  # fmt: skip
         steps = check_count("steps", steps)
+        if scores not in SCORES:
+            raise ValueError(f"scores must be one of {SCORES}, got {scores!r}")
+        if not isinstance(observe_last, bool):
+            raise TypeError(f"observe_last must be a bool, got {observe_last!r}")
+        self.scores, self.observe_last = scores, observe_last
         self.model = shared_model(model, model_path, device)
         info = self.model.circuit_gym_info
         self.n_layers, self.n_heads, self.n_total = info.n_layers, info.n_heads, info.n_heads_total
@@ -286,6 +318,7 @@ class KnockOutEnv(HeadEnv):
         self._metric = 0.0
         self._seen: tuple[np.ndarray, np.ndarray, float] | None = None
         self._passes = {"forward": 0, "partial": 0, "backward": 0}
+        self._decision_passes = 0
         self._oracle_passes = 0
         self._last_action: int | None = None
 
@@ -331,9 +364,15 @@ class KnockOutEnv(HeadEnv):
         return float(metric / abs(clean)) if abs(clean) > 1e-9 else 0.0
 
     def _observe(self) -> None:
-        self._seen = self.state.observe(self._ablated, self.cache)
-        for kind, n in OBSERVATION_PASSES.items():
+        self._seen = self.state.observe(self._ablated, self.cache, eap_ig=self.scores == "attribution+eap_ig")
+        for kind, n in OBSERVATION_PASSES[self.scores].items():
             self._passes[kind] += n
+            self._decision_passes += n
+
+    def _unmeasured(self) -> None:
+        """The episode's last observation with ``observe_last=False``: no scores, no margin, no passes."""
+        zeros = np.zeros(self.n_total, dtype=np.float32)
+        self._seen = (zeros, zeros.copy(), 0.0)
 
     def _obs(self) -> np.ndarray:
         if self._seen is None:
@@ -353,7 +392,7 @@ class KnockOutEnv(HeadEnv):
             "metric_fraction": self._fraction(self._metric), "ablated": list(self._order),
             "action_mask": self.action_mask(), "task": self._task, "batch_index": self.state.episode.index,
             "passes": dict(self._passes), "forward_passes": sum(self._passes.values()),
-            "oracle_forward_passes": self._oracle_passes,
+            "decision_passes": self._decision_passes, "oracle_forward_passes": self._oracle_passes,
         }  # fmt: skip
 
     # -------------------------------------------------------------- gym API
@@ -365,7 +404,7 @@ class KnockOutEnv(HeadEnv):
         self._order, self._ablated, self._used, self._over = [], frozenset(), 0, False
         self._last_action = None
         self._passes = {"forward": ENGINE_FORWARD[self.ablation], "partial": ENGINE_PARTIAL, "backward": 0}
-        self._oracle_passes = 0
+        self._decision_passes = self._oracle_passes = 0
         self._metric = self.state.clean_metric
         self._observe()
         info = self._info()
@@ -396,8 +435,11 @@ class KnockOutEnv(HeadEnv):
                 reward = self._metric - metric
                 self._ablated, self._metric = new, metric
                 self._order.append(action)
-                self._observe()
             terminated = self._used >= self.steps or not self.candidates()
+            if legal and terminated and not self.observe_last:
+                self._unmeasured()
+            elif legal:
+                self._observe()
         self._last_action, self._over = action, terminated
         info = self._info()
         if drops is not None:

@@ -16,9 +16,14 @@ draw from the file's first seed (``planted_scorer.private_model_seeds`` of the r
 the mask only: never ``info`` (which holds the truth at the episode's end), the weights, the
 planted generator or the greedy cache. Every action is checked (``circuit_gym.policy.check_action``:
 an integer, in range, not masked); anything else fails the run with the check's message (in the
-private part, in fixed words), never a silently wrong score. Its passes are the environment's count
-(``info["forward_passes"]``: the reset's and every step's observation and metric), never the
-policy's word.
+private part, in fixed words), never a silently wrong score. **What it reads, and pays**: the
+environment's observation, its per-head scores either attribution and EAP-IG (the default) or, when
+the entry asks for it at submission (``--scores attribution``, recorded in its result), attribution
+alone: the passes of one step of conditional attribution. The episode's last observation is never
+measured (no decision follows it). Its passes are the environment's count of what it read
+(``info["decision_passes"]``: the per-head scores of every observation it was given), never the
+policy's word; the task metric the environment measures after each step (the reward, which every
+entry gets, and the curve every entry is scored by) is counted for no entry, as for the references.
 
 **References** (``builtin``): ``circuit_gym.solvers.knockout.REFERENCES``, white-box, in the
 scorer's process, on the episode's runner; each order is then played through the same environment,
@@ -58,7 +63,7 @@ import numpy as np
 import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym.circuits.knockout_scores import relative_area, remaining_curve, truth_scores
 from circuit_gym.edges.paired import adjacent_differences, paired_difference
-from circuit_gym.envs.knockout import DEFAULT_BATCH, DEFAULT_STEPS, KnockOutEnv
+from circuit_gym.envs.knockout import DEFAULT_BATCH, DEFAULT_STEPS, SCORES, KnockOutEnv
 from circuit_gym.envs.planted import PlantedEnv
 from circuit_gym.envs.registration import planted_knockout_id
 from circuit_gym.leaderboard.paths import REPO_ROOT
@@ -146,11 +151,12 @@ def knockout_benchmark(track: str) -> KnockOutBenchmark:
     return KNOCKOUT_BENCHMARKS_DRAFT[track]
 
 
-def make_env(bench: KnockOutBenchmark, kind: str, seeds: tuple[int, ...]) -> gym.Env:
-    """The kind's knock-out environment over the models of ``seeds``, the row's settings, no oracle."""
+def make_env(bench: KnockOutBenchmark, kind: str, seeds: tuple[int, ...], scores: str = SCORES[0]) -> gym.Env:
+    """The kind's knock-out environment over the models of ``seeds``, the row's settings, no oracle;
+    the observation's per-head ``scores`` as the entry asked, its last observation not measured."""
     return gym.make(planted_knockout_id(kind), seeds=tuple(seeds), version=bench.generator, split=bench.split,
                     pool_size=bench.batch_index + 1, batch_size=bench.batch_size, steps=bench.steps,
-                    ablation=bench.ablation, oracle=False, oracle_info=False,
+                    ablation=bench.ablation, oracle=False, oracle_info=False, scores=scores, observe_last=False,
                     inner_cache=max(1, len(seeds)))  # fmt: skip
 
 
@@ -306,8 +312,10 @@ class KnockOutRun(TrackRun):
     methods = METHODS
     builtin_spec = "circuit_gym.solvers.knockout:REFERENCES"
 
-    def __init__(self, track: str, greedy_cache: Path = GREEDY_CACHE) -> None:
-        self.bench, self.name = knockout_benchmark(track), track
+    def __init__(self, track: str, greedy_cache: Path = GREEDY_CACHE, scores: str = SCORES[0]) -> None:
+        if scores not in SCORES:
+            raise ValueError(f"scores must be one of {SCORES}, got {scores!r}")
+        self.bench, self.name, self.observation = knockout_benchmark(track), track, scores
         self.greedy = read_greedy_cache(greedy_cache)
         self.weights: dict[int, str] = {}
         self.secret: tuple[int, ...] = ()
@@ -350,7 +358,11 @@ class KnockOutRun(TrackRun):
             return one
 
         return Part(
-            label, jobs, lambda jobs: make_env(bench, kind, tuple(s for _, s in jobs)), play, scope=scope
+            label,
+            jobs,
+            lambda jobs: make_env(bench, kind, tuple(s for _, s in jobs), self.observation),
+            play,
+            scope=scope,
         )
 
     def builtin_player(self, name: str) -> Play:
@@ -367,7 +379,7 @@ class KnockOutRun(TrackRun):
                 "scores": {"summary": summary(hidden), "versus": versus_summary(hidden, self.bench.versus)}}  # fmt: skip
 
     def definition(self) -> dict:
-        return self.bench.definition()
+        return {**self.bench.definition(), "observation_scores": self.observation}
 
     def model(self) -> SimpleNamespace:
         """The public models, by their weights hashes (None after a sample run, which plays some only)."""
@@ -384,11 +396,12 @@ class KnockOutRun(TrackRun):
 def score_knockout(name: str, track: str = KNOCKOUT_V8_DRAFT.track, policy_spec: str | None = None,
                    checkpoint: str | None = None, builtin: str | None = None,
                    private_seeds: str | Path | None = None, require_isolation: bool | None = None,
-                   sample: int | None = None, greedy_cache: Path = GREEDY_CACHE) -> dict:  # fmt: skip
+                   sample: int | None = None, greedy_cache: Path = GREEDY_CACHE, scores: str = SCORES[0]) -> dict:  # fmt: skip
     """Score one knock-out policy (``policy_spec``, sandboxed) or reference (``builtin``) on the
     knock-out track ``track``; the result dict (``status`` "scored", "failed" or, with ``sample``,
-    "sample"). ``private_seeds``: the maintainers' seed file (the secret planted models)."""
-    run = KnockOutRun(track, greedy_cache)
+    "sample"). ``private_seeds``: the maintainers' seed file (the secret planted models);
+    ``scores``: the observation's per-head scores the entry reads (and pays for)."""
+    run = KnockOutRun(track, greedy_cache, scores)
     return score_track(run, name, policy_spec, checkpoint, builtin, private_seeds, require_isolation, sample)
 
 
@@ -440,6 +453,12 @@ def main(argv: list[str] | None = None) -> None:
     score.add_argument("--checkpoint")
     score.add_argument("--private-seeds", help="the maintainers' seed file (the secret planted models)")
     score.add_argument("--sample", type=int, help="the first N public episodes only (status 'sample')")
+    score.add_argument(
+        "--scores",
+        choices=SCORES,
+        default=SCORES[0],
+        help="the observation's per-head scores the policy reads (and pays for)",
+    )
     score.add_argument("--out", required=True)
     paired = sub.add_parser("paired")
     paired.add_argument("results", nargs="+")
@@ -452,7 +471,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "score":
         name = args.name or args.builtin or "entry"
         result = score_knockout(name, args.track, args.policy, args.checkpoint, args.builtin,
-                                args.private_seeds, sample=args.sample)  # fmt: skip
+                                args.private_seeds, sample=args.sample, scores=args.scores)  # fmt: skip
         write_result(result, args.out)
         print("\n".join(headline(result)) if result["status"] != "sample" else "sample")
     elif args.command == "paired":

@@ -156,7 +156,8 @@ def play_actions(
 ) -> Played:
     """One episode on ``env``'s batch ``index`` of ``task``: ``act(observation, action_mask)`` until
     the episode ends; the curve read from the environment's ``info["metric"]`` after each step that
-    ablated a head (not STOP, not a no-op)."""
+    ablated a head (not STOP, not a no-op); the passes, the environment's count of the observations
+    ``act`` read (``info["decision_passes"]``)."""
     obs, info = env.reset(options={"task": task, "batch_index": index})
     metrics: list[float] = []
     done = False
@@ -167,4 +168,4 @@ def play_actions(
         if len(info["ablated"]) > len(metrics):  # the step ablated a head (not STOP)
             metrics.append(float(info["metric"]))
     return Played(tuple(int(h) for h in info["ablated"]), tuple(metrics), float(info["clean_metric"]),
-                  int(info["forward_passes"]))  # fmt: skip
+                  int(info["decision_passes"]))  # fmt: skip
