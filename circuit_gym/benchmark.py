@@ -1,12 +1,13 @@
-"""The benchmark definition: the held-out tasks, split, seeds and settings every leaderboard
-entry is scored on, for both tracks (single-head and circuit building).
+"""The benchmark definitions: every version's row (:data:`TRANSFER_BENCHMARKS`: its zoo, task split,
+seeds and pinned settings; :data:`IN_FORCE` names the one the board ranks on) and the settings every
+track shares (split, prompts per episode, ablation, lambda, the circuit-building environment's
+budget and alpha, a submitted policy's limits).
 
-It lives in the package, below both ``baselines/`` (which trains on ``TRAIN_TASKS`` and
+It lives in the package, below both ``baselines/`` (which trains on the training tasks and
 evaluates on the held-out ones) and ``leaderboard/`` (which scores on them), so neither imports
-the other. Changing anything here changes the numbers, so it changes ``BENCHMARK_VERSION`` (or
-``CIRCUIT_BENCHMARK_VERSION``); result files scored under another version are refused by the
-board. The reference entries are listed in the reviewed manifest
-``leaderboard/references.json`` (``circuit_gym/leaderboard/references.py``).
+the other. Changing a row changes the numbers, so it is a new version (a new row); result files
+scored under another definition are refused by the board. The reference entries are listed in the
+reviewed manifest ``leaderboard/references.json`` (``circuit_gym/leaderboard/references.py``).
 """
 
 from __future__ import annotations
@@ -46,8 +47,6 @@ SPLIT = "test"
 ENV_VERSION = "v4"
 # Published evaluation seeds: batch indices of the test-split pool (batch i uses seed i).
 EVAL_SEEDS = tuple(range(48))
-# Other seeds, used only to measure how reproducible a policy's recovery is.
-REPRO_SEEDS = tuple(range(48, 96))
 KS = (1, 5)
 ABLATION = "resample"  # the embedded model's default (circuit_gym.ablation.default_ablation)
 LAM = 1.0
@@ -62,23 +61,12 @@ def multi_env_id(model: str = MODEL) -> str:
     return env_id("Toy" if is_embedded(model) else "GPT2", "Multi", int(ENV_VERSION.removeprefix("v")))
 
 
-def definition() -> dict:
-    return {
-        "benchmark_version": BENCHMARK_VERSION, "tasks": list(HELD_OUT_TASKS), "train_tasks": list(TRAIN_TASKS),
-        "split": SPLIT,
-        "seeds": list(EVAL_SEEDS), "repro_seeds": list(REPRO_SEEDS), "ks": list(KS), "ablation": ABLATION,
-        "lam": LAM, "prompts_per_episode": PROMPTS_PER_EPISODE, "env_version": ENV_VERSION,
-    }  # fmt: skip
-
-
 # ---------------------------------------------------------------------------------------------
-# The circuit track (issue 22): a circuit-building policy (``circuit_gym.policy.CircuitBuilder``)
-# plays CircuitDiscovery-*-Multi-Circuit-v0 on the same held-out tasks and split, adding heads
-# from the empty circuit until STOP or the budget; scored by the CPR / CMD of the ranking its
-# episodes build (heads in insertion order, then the rest by its rank_heads) and by forward
-# passes per episode. Its own version: changing anything below changes only this string, and
-# the single-head track's result files stay valid.
-CIRCUIT_BENCHMARK_VERSION = "circuit-gym-circuit-v1"
+# Circuit building (issue 22): a circuit-building policy (``circuit_gym.policy.CircuitBuilder``)
+# plays CircuitDiscovery-*-Multi-Circuit-v0, adding heads from the empty circuit until STOP or
+# the budget; scored by the CPR / CMD of the ranking its episodes build (heads in insertion order,
+# then the rest by its rank_heads) and by forward passes per episode. The environment's settings,
+# the same on every version's circuit-building tracks (a transfer benchmark's row holds its seeds).
 CIRCUIT_ENV_VERSION = (
     0  # the circuit-building IDs' version it is played on (pinned: a new ID version is not this track)
 )
@@ -88,28 +76,11 @@ CIRCUIT_ALPHA = 0.01
 # Random rankings per episode for CPR / CMD's chance level (cpr_random, cmd_random), as
 # baselines.circuit_solvers.circuit_track computes them (seeded by the batch seed).
 CIRCUIT_N_RANDOM = 8
-# Fewer seeds than the single-head track: exact greedy search, the upper reference, costs about
-# 2,000 forward passes (~8 s on one CPU core) per episode on the 12 x 12 model, so 48 seeds x 3
-# tasks would take some 20 minutes per scoring, twice that with the private seeds. The first 8
-# public evaluation seeds, and the first 8 seeds of the maintainers' private seed file.
-CIRCUIT_EVAL_SEEDS = EVAL_SEEDS[:8]
-CIRCUIT_PRIVATE_SEEDS = 8
 
 
 def circuit_env(model: str = MODEL) -> str:
     """The circuit-building ID the circuit track's episodes are built with, for ``model``."""
     return env_id("Toy" if is_embedded(model) else "GPT2", "Multi", CIRCUIT_ENV_VERSION, CIRCUIT_SUFFIX)
-
-
-def circuit_definition() -> dict:
-    """The circuit track's definition, recorded in (and checked against) its result files."""
-    return {
-        "benchmark_version": CIRCUIT_BENCHMARK_VERSION, "track": CIRCUIT, "tasks": list(HELD_OUT_TASKS),
-        "train_tasks": list(TRAIN_TASKS), "split": SPLIT, "seeds": list(CIRCUIT_EVAL_SEEDS),
-        "private_seeds_used": CIRCUIT_PRIVATE_SEEDS, "ablation": ABLATION,
-        "prompts_per_episode": PROMPTS_PER_EPISODE, "circuit_env_version": CIRCUIT_ENV_VERSION,
-        "start": CIRCUIT_START, "budget": CIRCUIT_BUDGET, "alpha": CIRCUIT_ALPHA, "n_random": CIRCUIT_N_RANDOM,
-    }  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import argparse
 
 def add_model_args(p: argparse.ArgumentParser, default: str | None = "toy") -> None:
     """--model, --model-path, --device and --threads (``default``: the model when none is named)."""
-    what = "toy (default, embedded)" if default == "toy" else "one-model tracks only (v5): toy (default)"
+    what = f"{default} (default, embedded)" if default else "none unless named"
     p.add_argument("--model", default=default, help=f"{what}, gpt2, or a transformer_lens name")
     p.add_argument("--model-path", default=None, help="local checkpoint directory for the model")
     p.add_argument("--device", default="cpu", help="torch device: cpu (default), cuda, cuda:1, mps")

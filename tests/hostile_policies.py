@@ -460,7 +460,7 @@ def spawner_quiet(checkpoint=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# The circuit track (circuit_gym/leaderboard/circuit_scorer.py): circuit-building policies, with
+# The circuit-building tracks (circuit_gym/leaderboard/circuit_play.py): circuit-building policies, with
 # act(observation, action_mask) besides rank_heads. The honest one adds the two heads it ranks
 # highest, then says STOP; the attacks above run at its first call (act, not rank_heads).
 HONEST_CIRCUIT_SIZE = 2

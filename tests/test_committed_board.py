@@ -15,7 +15,6 @@ from circuit_gym.leaderboard.board import board_files, collect, track
 from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS, edge_benchmark
 from circuit_gym.leaderboard.planted_scorer import PLANTED_BENCHMARKS, planted_benchmark
 from circuit_gym.leaderboard.references import load_manifest
-from circuit_gym.models.loading import load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,16 +22,14 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("version", [circuit_gym.__version__, "99.0.0"])
 def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypatch, version):
     """The shipped result files (the folder of every track of the table) are exactly the
-    manifest's references, each current (scorer protocol, benchmark definition, the embedded
-    model's weights) and recognised (reviewed scores digest, checkpoint digest as in this
+    manifest's references, each current (scorer protocol, benchmark definition, the public
+    models' weights) and recognised (reviewed scores digest, checkpoint digest as in this
     checkout), under this package version and under a bumped one (the version is provenance
     only). New reference weights or a benchmark change without rescoring fail here."""
     monkeypatch.setattr(circuit_gym, "__version__", version)
     manifest = load_manifest()
     paths = board_files()  # every track's folder (circuit_gym/leaderboard/tracks.py)
-    entries, refused, failed = collect(
-        paths, load_model(B.MODEL).circuit_gym_info.weights_hash, references=manifest
-    )
+    entries, refused, failed = collect(paths, references=manifest)
     assert not refused and not failed
     recognised = {(track(e), e["board"]["reference"]) for e in entries}
     assert recognised == {(t, name) for t, refs in manifest.items() for name in refs}
@@ -46,8 +43,6 @@ def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypat
         t = track(entry)
         if t in PLANTED_BENCHMARKS:  # secret models drawn from the private seed file
             assert entry["private"]["n_models"] == planted_benchmark(t).private_models
-        elif t == "circuit":
-            assert entry["private"]["n_seeds"] == B.CIRCUIT_PRIVATE_SEEDS
         elif t in transfer_tracks:  # ranked on its version's private model: its weights recorded
             bench, kind = transfer_tracks[t]
             private = entry["private"]
@@ -58,7 +53,7 @@ def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypat
             bench = edge_benchmark(t)
             assert "private" not in entry or entry["private"]["n_models"] == bench.planted_private_models
         else:
-            assert entry["private"]["n_seeds"] >= 32
+            raise AssertionError(f"{t}: a track this test does not know")
 
 
 def test_no_committed_result_names_a_machines_path(tmp_path):

@@ -122,8 +122,6 @@ def test_the_new_track_is_served_by_score_reference(tables):
         tracks.score_reference(name, "x", tracks.Request(builtin="greedy_search", features="causal"))
     with pytest.raises(ValueError, match=f"features on the {name} track is one of \\['causal'\\]"):
         tracks.score_reference(name, "x", tracks.Request(builtin="greedy", features="attention"))
-    with pytest.raises(ValueError, match="scores its own models"):
-        tracks.score_reference(name, "x", tracks.Request(builtin="greedy", features="causal", model="toy"))
 
 
 def _commands(parser, prefix: str) -> set[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from circuit_gym import benchmark as B
 from circuit_gym.docs_numbers import engine as gen
 from circuit_gym.docs_numbers import pages as docs_pages
 
@@ -295,24 +296,23 @@ def test_star_and_glob_map_over_elements():
 
 
 def test_the_board_numbers_follow_a_rescore(tmp_path, monkeypatch):
-    """docs/leaderboard.md's board numbers are read from leaderboard/results: a rescored file
-    (here: ppo's best-of-5 changed, a new private seed file) changes the page when regenerated."""
+    """README's board numbers are read from leaderboard/results: a rescored file (here: the PPO
+    reference of the single-head track in force, its private best-of-1 changed) changes the page
+    when regenerated, at that marker only."""
     board = tmp_path / "results"
     shutil.copytree(ROOT / "leaderboard/results", board)
-    ppo = json.loads((board / "ppo.json").read_text())
-    ppo["scores"]["overall"]["k5"]["recovery"] = 0.5
-    ppo["private"]["n_seeds"], ppo["private"]["seed_file_sha256"] = 8, "0123456789abcdef"
-    (board / "ppo.json").write_text(json.dumps(ppo))
+    path = board / B.transfer_benchmark(B.IN_FORCE).results_folder / "ppo.json"
+    ppo = json.loads(path.read_text())
+    ppo["private"]["scores"]["overall"]["k1"]["recovery"] = 0.5
+    path.write_text(json.dumps(ppo))
     monkeypatch.setitem(gen.SOURCES, "board", str(board / "{}.json"))
     gen.load.cache_clear()
     try:
-        text = (ROOT / "docs/leaderboard.md").read_text()
-        filled, changes = docs_pages.fill(text, "docs/leaderboard.md")
+        filled, changes = docs_pages.fill((ROOT / "README.md").read_text(), "README.md")
     finally:
         gen.load.cache_clear()
-    assert len(changes) == 3, changes
-    assert "ppo <!--n board/ppo:scores.overall.k5.recovery-->0.500<!--/n-->" in filled
-    assert "-->01234567<!--/n-->..." in filled and "-->8<!--/n--> seeds drawn" in filled
+    assert len(changes) == 1, changes
+    assert f"<!--n board/{B.IN_FORCE}/ppo:private.scores.overall.k1.recovery:.3f-->0.500<!--/n-->" in filled
 
 
 def test_naming_a_page_the_generator_does_not_fill_is_an_error():

@@ -93,16 +93,16 @@ def test_a_forged_result_file_is_refused(tmp_path):
     forged["scores"]["transfer"]["all"]["cpr"] = 2.0  # a better number, the hash left as it was
     (tmp_path / "forged.json").write_text(json.dumps(forged))
     with pytest.raises(RefusedResultError, match="content hash mismatch"):
-        verify(tmp_path / "forged.json", None)
+        verify(tmp_path / "forged.json")
     forged["content_hash"] = content_hash(forged)  # re-sealed: the name is the reference's, the numbers not
     (tmp_path / "random.json").write_text(json.dumps(forged))
-    entries, refused, _ = collect([tmp_path / "random.json"], None)
+    entries, refused, _ = collect([tmp_path / "random.json"])
     assert not entries and "reserved" in refused[0]
     other = {**good, "name": "mine", "provenance": {**good["provenance"], "budget": 512}}
     other["content_hash"] = content_hash(other)  # re-sealed under another definition
     (tmp_path / "other.json").write_text(json.dumps(other))
     with pytest.raises(RefusedResultError, match="different benchmark"):
-        verify(tmp_path / "other.json", None)
+        verify(tmp_path / "other.json")
     moved = {
         **good,
         "name": "mine",
@@ -111,7 +111,7 @@ def test_a_forged_result_file_is_refused(tmp_path):
     moved["content_hash"] = content_hash(moved)  # scored (it says) on other held-out weights
     (tmp_path / "moved.json").write_text(json.dumps(moved))
     with pytest.raises(RefusedResultError, match="other weights"):
-        verify(tmp_path / "moved.json", None)
+        verify(tmp_path / "moved.json")
 
 
 # ------------------------------------------------------------------ the ranking rule
@@ -154,7 +154,7 @@ def test_the_track_is_a_row_with_every_edge_reference_and_the_edge_ppo_committed
     committed = set(MANIFEST[TRACK])
     assert {"eap", "eap_ig", "random", "edge_ppo_untrained"} <= committed
     for name in committed:
-        result = verify(_committed(name), None)
+        result = verify(_committed(name))
         assert result["provenance"]["track"] == TRACK and result["status"] == "scored"
         episodes = result["scores"]["episodes"]
         assert len(episodes) == EB.EDGE_BENCHMARKS["v6"].public_episodes()

@@ -1,7 +1,7 @@
 """The HTML leaderboard: self-contained, escaped, and working in a real headless browser.
 
-The page is built from the committed result files (plus a hostile entry, a hostile failure
-record and a hostile refusal) with the board's own row functions and real figures. The
+The page is built from the committed result files of the single-head track in force (plus a
+hostile entry, a hostile failure record and a hostile refusal) with the board's own row functions. The
 browser test needs Chromium and its driver (Debian: ``apt-get install chromium
 chromium-driver``; ``.ci/run`` installs them); it skips where none is installed, and fails
 instead in CI (``CI=true``). Its screenshot is kept under ``$CIRCUIT_GYM_ARTIFACTS`` (else
@@ -22,10 +22,12 @@ from pathlib import Path
 import pytest
 
 from circuit_gym import benchmark as B
-from circuit_gym.leaderboard import charts, tables
-from circuit_gym.leaderboard.html_page import Figure, write_page
+from circuit_gym.leaderboard.html_page import write_page
+from circuit_gym.leaderboard.tracks import TRACKS
+from circuit_gym.leaderboard.transfer_tables import rank_transfer_rows, transfer_about, transfer_row
 
-RESULTS = Path(__file__).resolve().parents[1] / "leaderboard" / "results"
+TRACK = B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD)
+CIRCUIT = B.transfer_benchmark(B.IN_FORCE).track(B.CIRCUIT)
 HOSTILE_NAME = '<script>window.__pwned="name"</script>"><img src=x onerror="window.__pwned=\'img\'">'
 HOSTILE_REASON = (
     "</pre><script>window.__pwned='reason'</script><img src=x onerror=window.__pwned='onerror'> & more"
@@ -46,50 +48,37 @@ class _Tags(HTMLParser):
         self.handlers += [(tag, name) for name, _ in attrs if name.startswith("on")]
 
 
-def _results() -> list[dict]:
+def _results(track: str) -> list[dict]:
     out = []
-    for path in sorted(RESULTS.glob("*.json")):
+    for path in sorted(TRACKS[track].results_dir.glob("*.json")):
         result = json.loads(path.read_text())
         result["board"] = {"check": "verified", "reference": result["name"]}
         out.append(result)
     return out
 
 
+def _page(path: Path, track: str, rows: list[dict], **kwargs) -> Path:
+    return write_page(path, transfer=[(track, transfer_about(track), rows)], **{"about": "", **kwargs})
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """(page path, ranked rows, failed records): the committed entries, one of them renamed
-    to a hostile name, isolation and circuit scores on some, a hostile failure and refusal."""
+    """(page path, ranked rows, entries): the committed entries, one of them renamed to a hostile
+    name, isolation recorded on some, a hostile failure and refusal."""
     out = tmp_path_factory.mktemp("board")
-    entries = _results()
-    assert len(entries) >= 4, "the committed board has the four references"
-    for e in entries:  # the test decides which entries record isolation and circuit scores
-        e.pop("isolation", None)
-        e["scores"].pop("circuits", None)
+    entries = _results(TRACK)
+    assert len(entries) >= 4, "the committed board has its references"
     hostile = copy.deepcopy(next(e for e in entries if e["name"] == "random"))
     hostile["name"], hostile["board"] = HOSTILE_NAME, {"check": "hash-checked", "reference": None}
     hostile["provenance"]["policy"] = "<b>bold</b>:make_policy"
     hostile["isolation"] = {"complete": False, "mechanism": "landlock", "missing": ["<net>", "pid namespace"]}
-    entries[0]["isolation"] = {"complete": True, "mechanism": "landlock+namespaces", "missing": []}
-    task = B.HELD_OUT_TASKS[0]
-    entries[1]["scores"]["circuits"] = {
-        task: {"cpr": 0.61, "cpr_ci95": [0.5, 0.7], "cmd": 0.2, "cmd_ci95": [0.1, 0.3]}
-    }
     entries.append(hostile)
-    fixed = next(e for e in entries if e["board"]["reference"] == "fixed")
-    rows = tables.rank_rows(
-        [{**tables.single_head_row(e), **tables.above_memoriser(e, fixed)} for e in entries]
-    )
-    failed = [{"name": "crashes", "board": {"check": "hash-checked"},
+    rows = rank_transfer_rows([transfer_row(e) for e in entries])
+    failed = [{"name": "crashes", "track": TRACK, "board": {"check": "hash-checked"},
                "failure": {"type": "PolicyFailureError", "reason": HOSTILE_REASON}}]  # fmt: skip
-    charts.bar_chart(rows, out / "board.png")
-    charts.per_task_chart(rows, out / "per_task.png")
-    radar = {}
-    for i, r in enumerate(rows):
-        radar[r["name"]] = out / f"radar{i}.png"
-        charts.radar(r, radar[r["name"]])
-    page = write_page(out / "index.html", rows, {e["name"]: e for e in entries}, tasks=B.HELD_OUT_TASKS,
-                      about="test <board> & co", failed=failed, refused=[HOSTILE_REFUSAL], radar=radar,
-                      figures=[Figure("bars", out / "board.png"), Figure("per task", out / "per_task.png")])  # fmt: skip
+    page = _page(
+        out / "index.html", TRACK, rows, about="test <board> & co", failed=failed, refused=[HOSTILE_REFUSAL]
+    )
     return page, rows, entries
 
 
@@ -108,24 +97,24 @@ def test_page_is_self_contained_and_escapes_every_untrusted_string(built):
     )
     assert "&lt;script&gt;window.__pwned=&quot;name&quot;&lt;/script&gt;" in text  # shown, as text
     assert "&lt;/pre&gt;&lt;script&gt;window.__pwned=&#x27;reason&#x27;" in text
-    # nothing is fetched at view time: every image is inline, no URL but data: in src/href
-    sources = re.findall(r'(?:src|href)="([^"]*)"', text)
-    assert sources and all(s.startswith("data:image/png;base64,") for s in sources), sources[:3]
+    # nothing is fetched at view time: no URL in any src or href
+    assert re.findall(r'(?:src|href)="([^"]*)"', text) == []
     assert "default-src 'none'" in text  # and the CSP forbids any request anyway
     assert text.count("<tr>") == len(rows) + 1  # header + one row per entry
-    # optional fields: isolation shown where recorded, "not recorded" elsewhere; circuit scores
-    assert "landlock+namespaces" in text and "missing: &lt;net&gt;, pid namespace" in text
-    assert text.count("not recorded") == len(rows) - 2
-    assert f"{B.HELD_OUT_TASKS[0]}: CPR" in text and "0.610<small>[0.500, 0.700]</small>" in text
+    # isolation: an entry without the complete sandbox says so, and its title what was missing
+    white_box = sum(r["white_box"] for r in rows)  # the scorer's own process: not isolated either
+    assert white_box and text.count("(not isolated)") == white_box + 1
+    assert 'title="scored without isolation (&lt;net&gt;; pid namespace)"' in text
 
 
-def test_a_page_without_circuit_scores_has_no_circuit_columns(built, tmp_path):
-    _, rows, entries = built
-    plain = [e for e in entries if "circuits" not in e["scores"]]
-    keep = {e["name"] for e in plain}
-    page = write_page(tmp_path / "p.html", [r for r in rows if r["name"] in keep], {e["name"]: e for e in plain},
-                      tasks=B.HELD_OUT_TASKS, about="")  # fmt: skip
-    assert "CPR" not in page.read_text()
+def test_each_kind_of_track_has_its_own_columns(built, tmp_path):
+    """The single-head track's table shows best-of-1 and best-of-5 per column, the circuit track's CPR."""
+    page, _, _ = built
+    assert "private model: best-of-1" in page.read_text() and "private model: CPR" not in page.read_text()
+    rows = rank_transfer_rows([transfer_row(e) for e in _results(CIRCUIT)])
+    text = _page(tmp_path / "p.html", CIRCUIT, rows).read_text()
+    assert "private model: CPR" in text and "best-of-1" not in text
+    assert f'id="{CIRCUIT}"' in text and text.count("<tr>") == len(rows) + 1
 
 
 def _browser():
@@ -172,16 +161,17 @@ def test_page_in_a_real_browser_loads_holds_every_entry_and_sorts(built, tmp_pat
         driver.get(page.as_uri())
         names = lambda: [  # noqa: E731
             row.find_elements(By.TAG_NAME, "td")[1].get_attribute("data-sort")
-            for row in driver.find_elements(By.CSS_SELECTOR, "#entries tbody tr")
+            for row in driver.find_elements(By.CSS_SELECTOR, f"[id='{TRACK}'] tbody tr")
         ]
         assert names() == [r["name"] for r in rows]  # every entry, in the board's order
         assert driver.execute_script("return window.__pwned === undefined")  # no injected code ran
         failure = driver.find_element(By.CSS_SELECTOR, "#failed pre").text
         assert "window.__pwned='reason'" in failure  # the hostile reason is shown as text
 
-        header = next(th for th in driver.find_elements(By.CSS_SELECTOR, "#entries th")
-                      if th.text.startswith("best-of-1 recovery"))  # fmt: skip
-        k1 = {r["name"]: r["k1"] for r in rows}
+        column = "unseen task, unseen model: best-of-1"
+        header = next(th for th in driver.find_elements(By.CSS_SELECTOR, f"[id='{TRACK}'] th")
+                      if th.text.startswith(column))  # fmt: skip
+        k1 = {r["name"]: r["unseen_task_unseen_model_k1"] for r in rows}
         assert [k1[n] for n in names()] != sorted(k1.values())  # the board's order is not this column's
         header.click()
         assert [k1[n] for n in names()] == sorted(k1.values()) and header.get_attribute(
@@ -190,7 +180,7 @@ def test_page_in_a_real_browser_loads_holds_every_entry_and_sorts(built, tmp_pat
         header.click()
         assert [k1[n] for n in names()] == sorted(k1.values(), reverse=True)
         assert header.get_attribute("aria-sort") == "descending"
-        entry = driver.find_element(By.XPATH, "//table[@id='entries']//th[normalize-space()='entry']")
+        entry = driver.find_element(By.XPATH, f"//table[@id='{TRACK}']//th[normalize-space()='entry']")
         entry.click()
         assert names() == sorted(r["name"] for r in rows)  # text columns sort as text
 

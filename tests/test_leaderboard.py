@@ -438,8 +438,8 @@ def test_rescoring_in_parallel_keeps_each_entrys_own_outcome_in_order(tmp_path):
         }
 
     items = [(tmp_path / f"{m}.json", result(m, f"no_such_module_{m}"), None) for m in ("a", "b", "c")]
-    serial = _rescore_all(items, None, None, False, jobs=1)
-    parallel = _rescore_all(items, None, None, False, jobs=2)  # spawned processes
+    serial = _rescore_all(items, None, False, jobs=1)
+    parallel = _rescore_all(items, None, False, jobs=2)  # spawned processes
     for (path, _, _), one, two in zip(items, serial, parallel, strict=True):
         assert isinstance(one, RefusedResultError) and isinstance(two, RefusedResultError)
         assert str(one) == str(two) and str(path) in str(two) and "cannot re-score" in str(two)
@@ -463,7 +463,7 @@ def _forge(source: Path, out: Path, edit, rehash: bool = True) -> Path:
 def _refusals(paths, manifest) -> dict[str, str]:
     from circuit_gym.leaderboard.board import collect
 
-    entries, refused, _ = collect(paths, None, references=manifest)
+    entries, refused, _ = collect(paths, references=manifest)
     by_file = {Path(m.split(":", 1)[0]).name: m for m in refused}
     return {"accepted": {e["name"]: e["board"]["reference"] for e in entries}, **by_file}
 

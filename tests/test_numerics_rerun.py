@@ -50,4 +50,4 @@ def test_a_result_records_its_numeric_platform_which_decides_nothing(tiny_model)
     assert platform["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert platform["torch"] == torch.__version__ and platform["cpu"]
     elsewhere = {**prov, "platform": {**platform, "cpu": "another CPU", "torch_cpu_capability": "DEFAULT"}}
-    assert stale_reason(elsewhere, definition, tiny_model.circuit_gym_info.weights_hash) is None
+    assert stale_reason(elsewhere, definition) is None

@@ -193,4 +193,4 @@ def test_a_result_file_of_a_retired_track_is_refused_not_shown_under_another(tmp
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(result))
         with pytest.raises(RefusedResultError, match=f"unknown track '{name}'"):
-            verify(path, None)
+            verify(path)

@@ -123,12 +123,12 @@ def test_a_forged_private_score_on_another_seed_file_is_refused_not_rescored(ben
     theirs = hashlib.sha256(b"[1, 2, 3]").hexdigest()
     forged = _forged(result, scores=private["scores"], seed_file_sha256=theirs)
     path = write_result(forged, tmp_path / "forged.json")
-    entries, refused, _ = collect([path], None, rescore=True, private_seeds=bench["seeds"],
+    entries, refused, _ = collect([path], rescore=True, private_seeds=bench["seeds"],
                                   references=_no_references(tmp_path), ledger=tmp_path / "none.json")  # fmt: skip
     assert entries == [] and len(refused) == 1
     assert "forged.json" in refused[0] and "another seed file" in refused[0] and theirs[:12] in refused[0]
     # the honest file, the same way: verified
-    entries, refused, _ = collect([bench["path"]], None, rescore=True, private_seeds=bench["seeds"],
+    entries, refused, _ = collect([bench["path"]], rescore=True, private_seeds=bench["seeds"],
                                   private_model=bench["model"], references=_no_references(tmp_path),
                                   ledger=tmp_path / "none.json")  # fmt: skip
     assert refused == [] and [e["board"]["check"] for e in entries] == ["verified"]
@@ -193,21 +193,21 @@ def test_render_refuses_a_third_private_scoring_within_a_week_and_an_unrecorded_
     refs = _no_references(tmp_path)
     # not in the ledger, on a seed file it governs: refused
     ledger = _ledger(tmp_path, sha, [])
-    _, refused, _ = collect([bench["path"]], None, references=refs, ledger=ledger)
+    _, refused, _ = collect([bench["path"]], references=refs, ledger=ledger)
     assert len(refused) == 1 and "has no row for this result" in refused[0]
     # its row after two scorings of the name within 7 days: refused
     ledger = _ledger(
         tmp_path, sha, [("2026-11-28", "v7-edges", "team"), ("2026-11-30", "v7-planted", "team")]
     )
     append_scoring(bench["result"], sha, ledger, day=dt.date(2026, 12, 2))
-    _, refused, _ = collect([bench["path"]], None, references=refs, ledger=ledger)
+    _, refused, _ = collect([bench["path"]], references=refs, ledger=ledger)
     assert len(refused) == 1 and "3 private scorings within 7 days" in refused[0]
     # the earlier ones 8 days back: shown
     ledger = _ledger(
         tmp_path, sha, [("2026-11-20", "v7-edges", "team"), ("2026-11-24", "v7-planted", "team")]
     )
     append_scoring(bench["result"], sha, ledger, day=dt.date(2026, 12, 2))
-    entries, refused, _ = collect([bench["path"]], None, references=refs, ledger=ledger)
+    entries, refused, _ = collect([bench["path"]], references=refs, ledger=ledger)
     assert refused == [] and [e["name"] for e in entries] == ["team"]
 
 

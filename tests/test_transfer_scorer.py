@@ -172,19 +172,19 @@ def test_a_result_scored_on_one_private_model_does_not_verify_against_another(sc
 @pytest.mark.slow
 def test_forged_or_partial_transfer_results_are_refused(scored, tmp_path, one_seed, monkeypatch):
     result, path, _ = scored
-    assert V.verify(path, None)["name"] == "random"
+    assert V.verify(path)["name"] == "random"
     # an attacker recomputes the content hash after claiming other public weights
     forged = json.loads(path.read_text())
     forged["provenance"]["weights_hashes"][HELD_OUT] = "0" * 16
     forged["content_hash"] = content_hash(forged)
     bad = write_result(forged, tmp_path / "forged.json")
     with pytest.raises(V.RefusedResultError, match="other weights of the public zoo"):
-        V.verify(bad, None)
+        V.verify(bad)
     partial = score_transfer("part", policy_spec=RANDOM, models=(TRAIN_MODEL,), require_isolation=False)
     assert {r["model"] for r in partial["scores"]["episodes"]} == {TRAIN_MODEL}
     with pytest.raises(V.RefusedResultError, match="some public models only"):
-        V.verify(write_result(partial, tmp_path / "part.json"), None)
+        V.verify(write_result(partial, tmp_path / "part.json"))
     # scored under another benchmark definition (a seed added): stale
     shrink_transfer(monkeypatch, seeds=(0, 1))
     with pytest.raises(V.RefusedResultError, match="different benchmark"):
-        V.verify(path, None)
+        V.verify(path)

@@ -23,7 +23,7 @@ its transfer single-head track) on its public zoo, trained and scored in one com
 Each stage is a :func:`circuit_gym.progress.stage`: in a log, a line at least every 30 s while it
 runs (the PPO stage trains without its own bars).
 
-Each episode is played as the board's scorer plays it (``circuit_gym/leaderboard/scorer.py``):
+Each episode is played as the board's scorer plays it (``circuit_gym/leaderboard/single_head_play.py``):
 the environment of ``circuit_gym.track_envs.board_env`` with the oracle hidden, the solver's
 language-model passes counted inside its rank call plus what its observation cost, best-of-1 and
 best-of-5 by the environment's own single-head rewards, recovery as a ratio of sums

@@ -34,7 +34,7 @@ def canary(reference: Reference, episodes: int | None = None, root: Path = REPO_
     n = track(reference.track).canary_episodes if episodes is None else episodes
     committed = json.loads(reference.result_path(root).read_text())
     request = reference_request(reference.track, reference.policy, reference.checkpoint_path(root), reference.features,
-                                model=committed["provenance"].get("model"), sample=n, require_isolation=False)  # fmt: skip
+                                sample=n, require_isolation=False)  # fmt: skip
     fresh = score_reference(reference.track, reference.name, request)
     if fresh["status"] != "sample":
         failure = fresh.get("failure") or {}

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from circuit_gym.commands import add_model_args
 from circuit_gym.envs.features import DEFAULT_FEATURES
 from circuit_gym.leaderboard.paths import REPO_ROOT
 from circuit_gym.leaderboard.tracks import (
@@ -118,8 +117,7 @@ def _score(args: argparse.Namespace) -> int:
               f"(the default of --track)", file=sys.stderr)  # fmt: skip
     request = Request(policy_spec=args.policy, builtin=args.builtin, checkpoint=args.checkpoint,
                       private_seeds=args.private_seeds, private_model=args.private_model,
-                      require_isolation=args.require_isolation, features=args.features,
-                      model=args.model, model_path=args.model_path)  # fmt: skip
+                      require_isolation=args.require_isolation, features=args.features)  # fmt: skip
     try:
         result = score_reference(args.track, name, request)
     except ModuleNotFoundError as err:
@@ -157,8 +155,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.results] if args.results else None
     try:
         with _private_material(args) as (private_model, private_seeds):
-            summary = render(paths, Path(args.out) if args.out else None, model=args.model, model_path=args.model_path,
-                             rescore=args.rescore, private_seeds=Path(private_seeds) if private_seeds else None,
+            summary = render(paths, Path(args.out) if args.out else None, rescore=args.rescore,
+                             private_seeds=Path(private_seeds) if private_seeds else None,
                              require_isolation=args.require_isolation, jobs=args.jobs,
                              private_model=Path(private_model) if private_model else None)  # fmt: skip
     except CustodyError as err:
@@ -293,7 +291,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     lb_sub = lb.add_subparsers(dest="lb_command", required=True)
     p = lb_sub.add_parser("score", help="score a policy (sandboxed) and write a verifiable result file")
-    add_model_args(p, default=None)
     p.add_argument("--name", help="the entry's name on the board (default with --builtin: the builtin's)")
     p.add_argument("--track", type=_track_name, metavar="TRACK", default=DEFAULT_TRACK, help=_track_help())
     p.add_argument(
@@ -331,7 +328,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.set_defaults(func=_cmd_score)
     p = lb_sub.add_parser("render", help="verify result files and build the board")
-    add_model_args(p)
     folders = ", ".join(f"{_shown(t.results_dir)}/*.json" for t in TRACKS.values())
     p.add_argument("--results", nargs="*", help=f"result files of any track (default: {folders})")
     p.add_argument("--out", help="output directory (default: leaderboard/)")

@@ -2,21 +2,16 @@
 
 (Named ``html_page`` so that it never shadows the standard library's ``html``.)
 
-Nothing is fetched when the page is viewed: the style and the sorting script are inline and
-every figure is a ``data:`` URI, so the file can be opened from disk, attached to an e-mail or
-served by any static host. A Content-Security-Policy forbids every network request and runs
+Nothing is fetched when the page is viewed: the style and the sorting script are inline, so the
+file can be opened from disk, attached to an e-mail or served by any static host. A Content-Security-Policy forbids every network request and runs
 only the page's own script (by its SHA-256), so even a string that escaped escaping could not
 run code or load anything.
 
-Every string that comes from a result file (entry names, policy specs, failure reasons,
-isolation details) or from a refusal message is HTML-escaped; numbers are formatted here.
-Columns are sortable by clicking their header: each cell carries its sort value in
-``data-sort`` (numbers; empty for "no value", which sorts last either way).
-
-Optional fields of a result are shown when present and said to be absent otherwise:
-``isolation`` (``{"complete": bool, "mechanism": str | None, "missing": [...]}``, written by a
-scorer that isolates the policy) and circuit scores per held-out task (``cpr`` / ``cmd`` with
-``cpr_ci95`` / ``cmd_ci95``, under ``scores["circuits"][task]`` or ``scores["per_task"][task]``).
+Every string that comes from a result file (entry names, policy specs, failure reasons) or from a
+refusal message is HTML-escaped; numbers are formatted here. The transfer tracks' tables are
+sortable by clicking their header: each cell carries its sort value in ``data-sort`` (numbers;
+empty for "no value", which sorts last either way); the other tracks' sections are their Markdown
+tables, escaped (:func:`markdown_section`).
 """
 
 from __future__ import annotations
@@ -25,7 +20,6 @@ import base64
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -44,17 +38,6 @@ SCRIPT = "\n" + (_STATIC / "board.js").read_text(encoding="utf-8")
 STYLE = "\n" + (_STATIC / "board.css").read_text(encoding="utf-8")
 
 
-@dataclass(frozen=True)
-class Figure:
-    caption: str
-    path: Path
-
-
-def data_uri(path: Path) -> str:
-    """A PNG file as a ``data:`` URI (no file or network access when the page is viewed)."""
-    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
-
-
 def _finite(x: object) -> bool:
     return x is not None and isinstance(x, int | float) and math.isfinite(x)
 
@@ -70,43 +53,14 @@ def _cell(text: str, sort: float | str | None = None, *, css: str = "", title: s
     return f"<td{attrs}>{text}</td>"
 
 
-def _number(x: object, digits: int = 3, signed: bool = False, ci: Sequence | None = None) -> str:
+def _number(x: object, digits: int = 3, ci: Sequence | None = None) -> str:
     """Escaped text of a number with its interval underneath (``-`` for no value)."""
     if not _finite(x):
         return "-"
-    text = f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+    text = f"{x:.{digits}f}"
     if ci is not None and len(ci) == 2 and all(_finite(c) for c in ci):
         text += f"<small>[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]</small>"
     return text
-
-
-def isolation_text(result: Mapping) -> tuple[str, str]:
-    """(escaped cell text, sort value) of a result's ``isolation`` record."""
-    iso = result.get("isolation")
-    if not isinstance(iso, Mapping):
-        return '<span class="missing">not recorded</span>', "0"
-    mechanism = iso.get("mechanism")
-    label = escape(str(mechanism)) if mechanism else "none"
-    if iso.get("complete") is True:
-        return f"complete<small>{label}</small>", "2"
-    missing = iso.get("missing") or []
-    missing_text = ", ".join(str(m) for m in missing) if isinstance(missing, list) else str(missing)
-    return f'<span class="missing">partial</span><small>{label}; missing: {escape(missing_text)}</small>', "1"
-
-
-def circuit_scores(result: Mapping, task: str) -> Mapping | None:
-    """The ``cpr`` / ``cmd`` record of a held-out task, if the result has one."""
-    scores = result.get("scores") or {}
-    for record in ((scores.get("circuits") or {}).get(task), (scores.get("per_task") or {}).get(task)):
-        if isinstance(record, Mapping) and ("cpr" in record or "cmd" in record):
-            return record
-    return None
-
-
-def _per_task(result: Mapping, task: str, k: int) -> tuple[float | None, Sequence | None]:
-    record = ((result.get("scores") or {}).get("per_task") or {}).get(task) or {}
-    kk = record.get(f"k{k}") or {}
-    return kk.get("recovery"), kk.get("recovery_ci95")
 
 
 def _entry_cell(row: Mapping) -> str:
@@ -119,85 +73,12 @@ def _entry_cell(row: Mapping) -> str:
                  str(row["name"]), css="text")  # fmt: skip
 
 
-def _check_cell(check: str) -> str:
-    return _cell(escape(check), {"verified": "3", "rescored": "2", "hash-checked": "1"}.get(check, "0"),
-                 css="text verified" if check == "verified" else "text")  # fmt: skip
-
-
-def table(rows: Sequence[Mapping], results: Mapping[str, Mapping], tasks: Sequence[str],
-          radar: Mapping[str, Path] | None = None) -> str:  # fmt: skip
-    """The sortable entries table; ``rows`` as ranked by the board, ``results`` by entry name."""
-    circuits = any(circuit_scores(results[r["name"]], t) for r in rows for t in tasks)
-    head = ["rank", "entry", "check", "isolation", "best-of-5 recovery", "best-of-1 recovery", "top-1 hit",
-            "above memoriser, best-of-5", "above memoriser, best-of-1", "private best-of-5", "private best-of-1"]  # fmt: skip
-    head += [f"{t}: best-of-5" for t in tasks] + [f"{t}: best-of-1" for t in tasks]
-    if circuits:
-        head += [f"{t}: {m}" for t in tasks for m in ("CPR", "CMD")]
-    head += ["LM forward passes / episode", "partial passes / episode", "backward passes / episode",
-             "reproducibility spread", "top-5 consistency"]  # fmt: skip
-    if radar:
-        head.append("profile")
-    text_columns = {"entry", "check", "isolation", "profile"}
-    ths = "".join(
-        f'<th scope="col"{" class=text" if h in text_columns else ""}>{escape(h)}</th>' for h in head
-    )
-    body = []
-    for rank, r in enumerate(rows, 1):
-        result = results[r["name"]]
-        iso_text, iso_sort = isolation_text(result)
-        cells = [_cell(str(rank), rank), _entry_cell(r), _check_cell(str(r["check"])),
-                 _cell(iso_text, iso_sort, css="text"),
-                 _cell(_number(r["k5"], ci=r.get("k5_ci")), r["k5"]), _cell(_number(r["k1"]), r["k1"]),
-                 _cell(_number(r["top1"], 2), r["top1"]),
-                 _cell(_number(r["above_fixed_k5"], signed=True, ci=r.get("above_fixed_k5_ci")), r["above_fixed_k5"]),
-                 _cell(_number(r["above_fixed_k1"], signed=True, ci=r.get("above_fixed_k1_ci")), r["above_fixed_k1"]),
-                 _cell(_number(r.get("private_k5"), ci=r.get("private_k5_ci")), r.get("private_k5")),
-                 _cell(_number(r.get("private_k1")), r.get("private_k1"))]  # fmt: skip
-        for k in (5, 1):
-            for t in tasks:
-                value, ci = _per_task(result, t, k)
-                cells.append(_cell(_number(value, ci=ci), value))
-        if circuits:
-            for t in tasks:
-                record = circuit_scores(result, t) or {}
-                for m in ("cpr", "cmd"):
-                    cells.append(_cell(_number(record.get(m), ci=record.get(f"{m}_ci95")), record.get(m)))
-        cells += [_cell(f"{r['forward']:.3g}", r["forward"]), _cell(f"{r['partial']:.3g}", r["partial"]),
-                  _cell(f"{r['backward']:.3g}", r["backward"]), _cell(_number(r["spread"]), r["spread"]),
-                  _cell(_number(r["consistency"], 2), r["consistency"])]  # fmt: skip
-        if radar:
-            src = radar.get(r["name"])
-            img = (
-                f'<img src="{data_uri(src)}" width="100" alt="profile of {escape(str(r["name"]))}">'
-                if src
-                else ""
-            )
-            cells.append(_cell(img, css="text"))
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<div class="scroll"><table class="sortable" id="entries"><thead><tr>{ths}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
-
-
-def circuit_table(rows: Sequence[Mapping]) -> str:
-    """The circuit track's sortable table (rows as ``board.circuit_row`` makes them, ranked)."""
-    head = ["rank", "entry", "check", "CPR", "CMD", "faithfulness", "circuit size", "forward passes / episode",
-            "private CPR", "private CMD"]  # fmt: skip
-    ths = "".join(
-        f'<th scope="col"{" class=text" if h in ("entry", "check") else ""}>{escape(h)}</th>' for h in head
-    )
-    body = []
-    for rank, r in enumerate(rows, 1):
-        check = str(r["check"]) + (" (not isolated)" if r.get("isolation") else "")
-        cells = [_cell(str(rank), rank), _entry_cell(r), _check_cell(check),
-                 _cell(_number(r["cpr"], ci=r.get("cpr_ci")), r["cpr"]),
-                 _cell(_number(r["cmd"], ci=r.get("cmd_ci")), r["cmd"]),
-                 _cell(_number(r["faithfulness"]), r["faithfulness"]), _cell(_number(r["size"], 2), r["size"]),
-                 _cell(f"{r['forward']:.4g}" if _finite(r["forward"]) else "-", r["forward"]),
-                 _cell(_number(r.get("private_cpr"), ci=r.get("private_cpr_ci")), r.get("private_cpr")),
-                 _cell(_number(r.get("private_cmd"), ci=r.get("private_cmd_ci")), r.get("private_cmd"))]  # fmt: skip
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<div class="scroll"><table class="sortable" id="circuit"><thead><tr>{ths}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
+def _check_cell(check: str, isolation: str | None = None) -> str:
+    """The check column's cell; ``isolation``: what the board says of an entry not run in the
+    complete sandbox (``tables.isolation_note``), marked after the check and in the cell's title."""
+    text = check + (" (not isolated)" if isolation else "")
+    return _cell(escape(text), {"verified": "3", "rescored": "2", "hash-checked": "1"}.get(check, "0"),
+                 css="text verified" if check == "verified" else "text", title=isolation or "")  # fmt: skip
 
 
 def transfer_table(rows: Sequence[Mapping], track: str) -> str:
@@ -221,8 +102,7 @@ def transfer_table(rows: Sequence[Mapping], track: str) -> str:
         entry = _entry_cell(r)
         if r.get("awaiting"):  # no private score yet: placed on its public scores (transfer_tables)
             entry = entry.replace("</td>", f'<br><span class="tag">{escape(AWAITING)}</span></td>', 1)
-        check = str(r["check"]) + (" (not isolated)" if r.get("isolation") else "")
-        cells = [_cell(str(rank), rank), entry, _check_cell(check)]
+        cells = [_cell(str(rank), rank), entry, _check_cell(str(r["check"]), r.get("isolation"))]
         for g in groups:
             for key in (g,) if circuit else (f"{g}_k1", f"{g}_k5"):
                 if g == "private" and r.get("awaiting"):
@@ -270,7 +150,7 @@ def _failures(failed: Sequence[Mapping], refused: Sequence[str]) -> str:
     out = ""
     if failed:
         items = "".join(
-            f"<li><b>{escape(str(f.get('name')))}</b> ({escape(str(f.get('track') or B.SINGLE_HEAD))}, "
+            f"<li><b>{escape(str(f.get('name')))}</b> ({escape(str(f.get('track')))}, "
             f"{escape(str((f.get('board') or {}).get('check', '')))}): "
             f"{escape(str((f.get('failure') or {}).get('type', '')))}"
             f"<pre>{escape(str((f.get('failure') or {}).get('reason', '')))}</pre></li>"
@@ -284,34 +164,20 @@ def _failures(failed: Sequence[Mapping], refused: Sequence[str]) -> str:
     return out
 
 
-def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequence[str], about: str,
-         title: str = "circuit_gym leaderboard", failed: Sequence[Mapping] = (), refused: Sequence[str] = (),
-         figures: Sequence[Figure] = (), radar: Mapping[str, Path] | None = None,
-         circuit_rows: Sequence[Mapping] = (), circuit_about: str = "",
-         transfer: Sequence[tuple[str, str, Sequence[Mapping]]] = (), planted: str = "",
-         edges: str = "") -> str:  # fmt: skip
-    """The whole page as a string (``about``: plain text, escaped here). ``circuit_rows``: the
-    circuit track's entries, in their own table after the single-head one (which is left out
-    when there are circuit entries only). ``transfer``: (track, about, ranked rows) of each
-    transfer track (benchmark v6), each in its own table first: the board ranks on them.
-    ``planted`` and ``edges``: those tracks' sections, in Markdown (``markdown_section``)."""
+def page(*, about: str, title: str = "circuit_gym leaderboard", failed: Sequence[Mapping] = (),
+         refused: Sequence[str] = (), transfer: Sequence[tuple[str, str, Sequence[Mapping]]] = (),
+         planted: str = "", edges: str = "") -> str:  # fmt: skip
+    """The whole page as a string (``about``: plain text, escaped here). ``transfer``: (track, about,
+    ranked rows) of each single-head and circuit track, each in its own sortable table first, the
+    benchmark in force first; ``planted`` and ``edges``: those tracks' sections, in Markdown
+    (:func:`markdown_section`); then the failed submissions and refused files."""
     script_hash = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'; "
            "base-uri 'none'; form-action 'none'")  # fmt: skip
-    circuit = (
-        f'<h2>Circuit track</h2><p class="about">{escape(circuit_about)}</p>{circuit_table(circuit_rows)}'
-        if circuit_rows
-        else ""
-    )
     transfer_html = "".join(
         f"<h2>{escape(transfer_heading(t))}</h2>"
         f'<p class="about">{escape(about_t)}</p>{transfer_table(rows_t, t)}'
         for t, about_t, rows_t in transfer
-    )
-    figs = "".join(
-        f'<figure><img src="{data_uri(f.path)}" alt="{escape(f.caption)}"><figcaption>{escape(f.caption)}'
-        "</figcaption></figure>"
-        for f in figures
     )
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -322,7 +188,6 @@ def page(rows: Sequence[Mapping], results: Mapping[str, Mapping], *, tasks: Sequ
         '<p class="about">Click a column header to sort by it (again to reverse). Intervals are 95% '
         "paired-bootstrap intervals; '-' means no value.</p>"
         f"{transfer_html}{markdown_section(planted)}{markdown_section(edges)}"
-        f"{table(rows, results, tasks, radar) if rows or not (circuit_rows or transfer) else ''}{figs}{circuit}"
         f"{_failures(failed, refused)}"
         f"<script>{SCRIPT}</script></body></html>\n"
     )

@@ -81,7 +81,7 @@ def entry_refusal(ledger: Ledger, result: dict) -> str | None:
     private = result.get("private")
     if not isinstance(private, dict) or not ledger.governs(private.get("seed_file_sha256")):
         return None
-    track = result.get("track", "single-head")
+    track = result["track"]
     index = next((i for i, r in enumerate(ledger.scorings) if r["content_hash"] == result["content_hash"]
                   and r["name"] == result["name"] and r["track"] == track), None)  # fmt: skip
     if index is None:
@@ -101,7 +101,7 @@ def append_scoring(result: dict, seed_sha: str, path: Path = LEDGER, day: dt.dat
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
         data = {"rule_per_week": SCORINGS_PER_WEEK, "seed_files": [], "scorings": []}
-    row = {"date": day.isoformat(), "track": result.get("track", "single-head"), "name": result["name"],
+    row = {"date": day.isoformat(), "track": result["track"], "name": result["name"],
            "seed_file_sha256": seed_sha, "content_hash": result["content_hash"]}  # fmt: skip
     data["scorings"].append(row)
     Path(path).write_text(json.dumps(data, indent=1) + "\n")

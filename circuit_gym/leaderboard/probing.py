@@ -23,7 +23,6 @@ import os
 import time
 from pathlib import Path
 
-from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.paths import REPO_ROOT
 from circuit_gym.leaderboard.provenance import files_hash
 
@@ -106,7 +105,7 @@ def probing_note(result: dict) -> str:
 def probing_markdown(results: list[dict]) -> str:
     """The board's lines on private scorings: each entry scored on private material with its
     count (empty when no result records one, as for results scored before the ledger)."""
-    noted = [(r["name"], r.get("track", B.SINGLE_HEAD), probing_note(r)) for r in results if r.get("probing")]
+    noted = [(r["name"], r["track"], probing_note(r)) for r in results if r.get("probing")]
     if not noted:
         return ""
     lines = [f"\nPrivate scorings (the maintainers' probing ledger; the rule: at most {SCORINGS_PER_WEEK} a "

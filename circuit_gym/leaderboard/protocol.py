@@ -4,9 +4,10 @@ An entry is current when three things match this checkout:
 
 - ``scorer_protocol``: :data:`SCORER_PROTOCOL`, the version of what a score *means* (which
   episodes, which summaries, how recovery, CPR / CMD and passes are computed and rounded);
-- its track's benchmark definition (``benchmark.definition()`` or ``benchmark.circuit_definition()``:
-  tasks, split, seeds, ablation, lambda, environment versions, ...);
-- ``weights_hash``: the benchmark model's weights.
+- its track's benchmark definition (its row's ``definition()``, e.g.
+  ``benchmark.TransferBenchmark.definition``: models, tasks, split, seeds, ablation, lambda, ...);
+- the weights of the public models it was scored on (``verification.py`` checks them per kind of
+  track: the zoo's hashes, the held-out members').
 
 The package version, the git commit and the policy's source hash (``policy_files_hash``) stay
 in the result file as provenance only: a docstring edit, a refactor of the baselines or a
@@ -27,9 +28,9 @@ SCORER_PROTOCOL = "circuit-gym-scorer-v1"
 PROVENANCE_ONLY = ("package_version", "git_commit", "policy_files_hash", "platform")
 
 
-def stale_reason(provenance: dict, definition: dict, weights_hash: str | None) -> str | None:
-    """Why a result with ``provenance`` is not current for ``definition`` (its track's) and the
-    model ``weights_hash`` (None: not checked), or None when it is current."""
+def stale_reason(provenance: dict, definition: dict) -> str | None:
+    """Why a result with ``provenance`` is not current under the scorer protocol and ``definition``
+    (its track's), or None when it is current."""
     protocol = provenance.get("scorer_protocol")
     if protocol is None:
         return (
@@ -41,6 +42,4 @@ def stale_reason(provenance: dict, definition: dict, weights_hash: str | None) -
     for key, expected in definition.items():
         if provenance.get(key) != expected:
             return f"scored under a different benchmark ({key}: {provenance.get(key)!r} != {expected!r})"
-    if weights_hash is not None and provenance.get("weights_hash") != weights_hash:
-        return f"scored on other model weights ({provenance.get('weights_hash')}, this model: {weights_hash})"
     return None

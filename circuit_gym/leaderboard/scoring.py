@@ -6,8 +6,8 @@ benchmark definition and builtins, its episodes laid out in :class:`Part` s (eac
 (task or kind, seed) jobs on one environment: one model's held-out tasks, a transfer cell, a
 planted kind; public, then private), how one episode is played by a builtin or by the sandboxed
 policy, its summaries and its private record. :func:`score_track` does the rest, the same way for
-every track (single head and circuit: :class:`OneModelRun` of a :class:`TrackPlay`; transfer,
-Planted and edges: their scorer's run):
+every track (each scorer's run: the transfer scorer's for the single-head and circuit tracks, the
+Planted, edge and knock-out scorers'):
 
 1. every check before anything runs (:func:`check_request`: the entry's name, exactly one of a
    policy spec or a builtin of this track, the policy located without importing it, the private
@@ -63,7 +63,7 @@ from circuit_gym.policy import InvalidActionError, InvalidScoresError
 from circuit_gym.progress import progress_iter
 from circuit_gym.solvers.white_box import WhiteBox, builtin
 
-# Entry names become file names (radar charts): letters, digits, '_', '.', '-', no '..'.
+# Entry names become file names (results, MIB exports): letters, digits, '_', '.', '-', no '..'.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 # The module whose file names a builtin's run in ``policy_files_hash`` (provenance only).
 BUILTIN_SPEC = "circuit_gym.solvers.white_box:BUILTINS"
@@ -157,7 +157,7 @@ class TrackRun:
     policy, and summarises the rows; an instance is made per run (it may hold the run's
     environments and what they recorded, e.g. the models' weights)."""
 
-    name: str  # the board's track name (recorded in the result, but for the single-head track)
+    name: str  # the board's track name (recorded in the result)
     kind: str | None = None  # the white-box registry's track whose builtins play it; None: :meth:`builtins`
     methods: tuple[str, ...] = ("rank_heads", "act")  # what a submitted policy must have
     builtin_spec: str = BUILTIN_SPEC  # the module whose files name a builtin's run (``policy_files_hash``)
@@ -426,8 +426,7 @@ def score_track(run: TrackRun, name: str, policy_spec: str | None = None, checkp
         **record_private_scoring(private_seeds, name, policy, run.name),
         **run.fields(),
     }
-    if run.name != B.SINGLE_HEAD:
-        result["track"] = run.name
+    result["track"] = run.name
     result["isolation"] = isolation_record(builtin_name)
     sandbox = None
     public_s: float | None = None  # a sandboxed policy's wall time up to the private part
@@ -483,80 +482,3 @@ def write_result(result: dict, out: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, sort_keys=True, allow_nan=True) + "\n")
     return out
-
-
-@dataclass(frozen=True)
-class TrackPlay:
-    """A track of held-out tasks on one model (single head, circuit): what its scoring needs
-    beyond the skeleton (read at call time, so a test's patched benchmark applies)."""
-
-    name: str
-    definition: Callable[[], dict]
-    eval_seeds: Callable[[], tuple[int, ...]]
-    other_seeds: Callable[[], tuple[int, ...]]  # scored, summarised, not kept per episode (may be empty)
-    private_seeds: Callable[[tuple[int, ...]], tuple[int, ...]]  # which of the private file's seeds
-    make_env: Callable[[str, str | None, tuple[int, ...], bool], gym.Env]  # model, path, seeds, cache
-    players: Players
-    scores: Callable[[list[dict], list[dict]], dict]  # evaluation rows, other seeds' rows
-    private_scores: Callable[[list[dict]], dict]
-    sample_rows: Callable[[list[dict]], list[dict]] = lambda rows: rows
-
-
-def episode_jobs(seeds) -> tuple[tuple[str, int], ...]:
-    """The (held-out task, seed) episodes of ``seeds`` in scoring order, task by task."""
-    return tuple((task, int(seed)) for task in B.HELD_OUT_TASKS for seed in seeds)
-
-
-def _own_player(env: gym.Env, who: Callable[[gym.Env], PlayOne]) -> PlayOne:
-    """A part's episodes on ``env`` as :func:`players` plays them."""
-    return who(env)
-
-
-class OneModelRun(PlayersRun):
-    """A run of a :class:`TrackPlay`: the held-out tasks on ``model`` (default the benchmark's),
-    one environment over the evaluation and other seeds, another over the private ones."""
-
-    def __init__(self, track: TrackPlay, model: str | None = None, model_path: str | None = None) -> None:
-        self.track, self.name, self.players = track, track.name, track.players
-        self.model_name, self.model_path = model or B.MODEL, model_path
-        self.env: Any = None
-        self.seeds: tuple[int, ...] = ()
-
-    def parts(self, sample: bool) -> list[Part]:
-        """The evaluation seeds, then (but in a sample) the other seeds, on one environment over both."""
-        evaluation, other = self.track.eval_seeds(), () if sample else self.track.other_seeds()
-        self.seeds = evaluation + other
-        out = [Part(f"{self.name}: evaluation seeds", episode_jobs(evaluation), self._env, _own_player,
-                    owns_env=False)]  # fmt: skip
-        if other:
-            out.append(Part(f"{self.name}: other seeds", episode_jobs(other), self._env, _own_player, detailed=False,
-                            owns_env=False))  # fmt: skip
-        return out
-
-    def _env(self, jobs: tuple[tuple[str, int], ...]) -> gym.Env:
-        return self.env
-
-    def open(self) -> None:
-        self.env = self.track.make_env(self.model_name, self.model_path, self.seeds, True)
-
-    def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
-        self.private = self.track.private_seeds(seeds)
-        env = lambda jobs: self.track.make_env(self.model_name, self.model_path, self.private, False)  # noqa: E731
-        return [
-            Part(f"{self.name}: private seeds", episode_jobs(self.private), env, _own_player, owns_env=False)
-        ]
-
-    def scores(self, main: list[dict], other: list[dict]) -> dict:
-        return self.track.scores(main, other)
-
-    def sample_rows(self, rows: list[dict]) -> list[dict]:
-        return self.track.sample_rows(rows)
-
-    def private_record(self, hidden: list[dict]) -> dict:
-        return {"n_seeds": len(self.private), "scores": self.track.private_scores(hidden)}
-
-    def definition(self) -> dict:
-        return self.track.definition()
-
-    def model(self) -> Any:
-        return self.env.unwrapped.model

@@ -6,9 +6,9 @@ A version of the board is a row of :data:`BENCHMARKS` (:class:`Benchmark`): its 
 (``edge_benchmark.EDGE_BENCHMARKS``). Its four tracks (single head, circuit building, Planted,
 edges) follow from those rows, and the version in force (``benchmark.IN_FORCE``) is the only
 default. Adding a version (v8: zoo v3) is its rows there and one row here. A retired version's
-tracks are refused by name, naming the version in force (:data:`REMOVED`); the two retired
-versions whose tracks the tests still play (:data:`RETIRED`) are shown under "Not ranking" until
-those tests move. Final tables of every retired version: ``docs/archive.md``.
+tracks are refused by name, naming the version in force (:data:`REMOVED`); v6's edge track, which
+its tests still play (:data:`RETIRED`), is shown under "Not ranking" until they move. Final tables
+of every retired version: ``docs/archive.md``.
 
 A row (:class:`Track`) holds what the rest of the leaderboard asks of a track: its definition
 (the benchmark version, tasks, models and seeds its results are checked against), how an entry
@@ -47,8 +47,6 @@ class Request:
     require_isolation: bool | None = None
     sample: int | None = None  # the canary's run: only the first episodes, status "sample"
     features: str = DEFAULT_FEATURES
-    model: str | None = None  # v5's tracks: the benchmark model unless another is named
-    model_path: str | None = None
 
     @classmethod
     def of(cls, policy: str, **kwargs) -> Request:
@@ -84,38 +82,25 @@ class Track:
     cost: Cost
     canary_episodes: int  # the canary's prefix (exact greedy search plays ~2,000 passes an episode)
     features: Callable[[], tuple[str, ...]] = lambda: (DEFAULT_FEATURES,)
-    single_model: bool = False  # scored on one named model (--model): v5's tracks
     private_model: bool = False  # ranked on the maintainers' private model: the transfer and edge tracks
 
 
 IN_FORCE = B.IN_FORCE  # the one place it is set: circuit_gym.benchmark (the main job reads it too)
 # Retired versions that keep their tracks until the tests playing them move to the version in force
-# (v5's two tracks are the attack and board tests' small vehicle on `toy`; v6's edge track is the
-# edge track's tests'): scored when named, shown on the board under "Not ranking: <why>".
+# (v6's edge track is the edge track's tests'): scored when named, shown on the board under
+# "Not ranking: <why>".
 RETIRED = {
     "v6": "retired: its private model is no longer kept, so no new entry can be ranked on it; v7 holds out "
     "zoo v2's members and a private model placed apart from every public member's layers",
-    "v5": "retired: one hand-picked observation column (induction_attn) tops it, above the trained PPO and "
-    "greedy search; v6 (the transfer tracks) holds models out as well as tasks",
 }
 # Retired tracks that left the tree: refused by name, naming the version in force (docs/archive.md
-# holds their final tables; the tag archive/v6-last is the last commit that scores them).
+# holds their final tables and why each retired; the tag archive/v6-last is the last commit that
+# scores them). Each is named by what it was, not by its benchmark's version.
 REMOVED = {
-    "transfer-single-head": "v6", "transfer-circuit": "v6",
+    "single-head": "held-out tasks on one model, toy", "circuit": "circuit building on one model, toy",
+    "transfer-single-head": "held-out tasks and models, zoo v1", "transfer-circuit": "circuit building on zoo v1",
     "planted": "the first Planted track (planted generator 2)",
 }  # fmt: skip
-
-
-def _v5(track: str) -> Callable[[str, Request], dict]:
-    def score(name: str, r: Request) -> dict:
-        from circuit_gym.leaderboard.circuit_scorer import score_circuit
-        from circuit_gym.leaderboard.scorer import score as score_single_head
-
-        scorer = score_circuit if track == B.CIRCUIT else score_single_head
-        return scorer(name, r.policy_spec, r.checkpoint, r.builtin, r.model, r.model_path, r.private_seeds,
-                      r.require_isolation, r.sample)  # fmt: skip
-
-    return score
 
 
 def _transfer(kind: str, version: str) -> Callable[[str, Request], dict]:
@@ -213,10 +198,6 @@ def _planted_row(track: str, benchmark: str, results_dir: Path, cost: Cost) -> T
     )  # fmt: skip
 
 
-# Measured 2026-11-26 on a 2-core machine with load average 10-17 (other jobs), the random
-# reference's policy sandboxed, fixed costs (child start, model loads) included: single-head (v5),
-# its first 24 evaluation episodes, cold 364 s, then warm 55 s.
-_MEASURED = "the random reference's policy, 2-core machine at load 10-17, 2026-11-26"
 # A submitted policy's seconds per episode on v7's single-head track, measured on this machine
 # (239.8 s cold and 46.6 s warm for 232 episodes); a track without one estimates from its random
 # reference's scoring time.
@@ -227,22 +208,6 @@ _V7_SINGLE_HEAD_COST = Cost(
     "2026-11-27, `python benchmarks/speed_targets.py --parts score`",
 )
 _KIND_DIRS = {B.SINGLE_HEAD: ".", B.CIRCUIT: "circuit"}
-_RETIRED_ROWS = (
-    Track(
-        name=B.SINGLE_HEAD, benchmark="v5", definition=B.definition, score=_v5(B.SINGLE_HEAD),
-        builtins=_white_boxes(B.SINGLE_HEAD),
-        episodes=lambda n_private: len(B.HELD_OUT_TASKS) * (len(B.EVAL_SEEDS) + len(B.REPRO_SEEDS) + n_private),
-        headline=_headline("circuit_gym.leaderboard.tables", "single_head_headline"),
-        results_dir=paths.RESULTS_DIR, cost=Cost(15.2, 2.3, _MEASURED), canary_episodes=2, single_model=True,
-    ),
-    Track(
-        name=B.CIRCUIT, benchmark="v5", definition=B.circuit_definition, score=_v5(B.CIRCUIT),
-        builtins=_white_boxes(B.CIRCUIT),
-        episodes=lambda n_private: len(B.HELD_OUT_TASKS) * (len(B.CIRCUIT_EVAL_SEEDS) + min(n_private, B.CIRCUIT_PRIVATE_SEEDS)),
-        headline=_headline("circuit_gym.leaderboard.tables", "circuit_headline"),
-        results_dir=paths.RESULTS_DIR / "circuit", cost=Cost(None, None), canary_episodes=1, single_model=True,
-    ),
-)  # fmt: skip
 
 
 def _edges(track: str) -> Callable[[str, Request], dict]:
@@ -316,11 +281,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         "v7", B.transfer_benchmark("v7"), EDGE_BENCHMARKS["v7"], {B.SINGLE_HEAD: _V7_SINGLE_HEAD_COST}
     ),
 }
-_ROWS = (
-    *(row for bench in BENCHMARKS.values() for row in bench.tracks()),
-    *_RETIRED_ROWS,
-    _edge_row(EDGE_BENCHMARKS["v6"]),
-)
+_ROWS = (*(row for bench in BENCHMARKS.values() for row in bench.tracks()), _edge_row(EDGE_BENCHMARKS["v6"]))
 TRACKS: dict[str, Track] = {t.name: t for t in _ROWS}
 # The track `leaderboard score` plays unless told: the single-head track of the benchmark in force.
 DEFAULT_TRACK = next(t.name for t in _ROWS if t.benchmark == IN_FORCE)
@@ -366,8 +327,6 @@ def check(row: Track, request: Request) -> None:
     if request.private_model is not None and not row.private_model:
         tracks = [t.name for t in _ROWS if t.private_model]
         raise ValueError(f"a private model belongs to the tracks {tracks}, not {row.name}")
-    if (request.model is not None or request.model_path is not None) and not row.single_model:
-        raise ValueError(f"the {row.name} track scores its own models: --model and --model-path do not apply")
 
 
 def score_reference(track_name: str, name: str, request: Request) -> dict:
@@ -379,12 +338,11 @@ def score_reference(track_name: str, name: str, request: Request) -> dict:
 
 
 def reference_request(track_name: str, policy: str, checkpoint: str | None, features: str = DEFAULT_FEATURES,
-                      model: str | None = None, **kwargs) -> Request:  # fmt: skip
-    """The request that rescores an entry recorded with ``policy`` (``builtin:NAME`` or a spec),
-    ``checkpoint``, ``features`` and, on a one-model track, ``model``."""
-    row = track(track_name)
-    return Request.of(policy, checkpoint=checkpoint, features=features,
-                      model=model if row.single_model else None, **kwargs)  # fmt: skip
+                      **kwargs) -> Request:  # fmt: skip
+    """The request that rescores an entry of ``track_name`` recorded with ``policy`` (``builtin:NAME``
+    or a spec), ``checkpoint`` and ``features``."""
+    track(track_name)  # a retired or unknown track is refused here
+    return Request.of(policy, checkpoint=checkpoint, features=features, **kwargs)
 
 
 def measured_seconds_per_episode(track_name: str, reference: Path) -> float:

@@ -1,8 +1,8 @@
 """Which result files go on the board: each verified, references recognised, optionally rescored.
 
 :func:`verify`: the entry name, the content hash, the status, and whether the entry is current
-(``circuit_gym/leaderboard/protocol.py``: scorer protocol, the track's benchmark definition, the model's
-weights). :func:`collect`: every file verified, reference entries recognised by the reviewed
+(``circuit_gym/leaderboard/protocol.py``: scorer protocol, the track's benchmark definition; the
+public models' weights, checked here per kind of track). :func:`collect`: every file verified, reference entries recognised by the reviewed
 manifest (``circuit_gym/leaderboard/references.py``), names unique per track, every other entry's
 private scoring checked against the committed ledger (``circuit_gym/leaderboard/private_ledger.py``),
 and with ``rescore`` every entry re-scored (:func:`rescore_matches`), ``jobs`` at once.
@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from circuit_gym import benchmark as B
 from circuit_gym.leaderboard import tracks
 from circuit_gym.leaderboard.compare import differences
 from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS, edge_benchmark
@@ -38,11 +37,9 @@ from circuit_gym.leaderboard.references import (
 )
 from circuit_gym.leaderboard.scoring import check_name, read_private_seeds, sealed_private
 
-CIRCUIT = B.CIRCUIT
-SINGLE_HEAD = B.SINGLE_HEAD
-# Benchmark v6's tracks (``circuit_gym/leaderboard/transfer_scorer.py``): the zoo's public models, four
-# quadrants, and the maintainers' private model.
-# The edge tracks rank on the private model too, with their own results (edge_scorer.py).
+# The single-head and circuit tracks of every version (``circuit_gym/leaderboard/transfer_scorer.py``):
+# the zoo's public models, four quadrants, and the maintainers' private model. The edge tracks rank
+# on the private model too, with their own results (edge_scorer.py).
 TRANSFER_TRACKS = tuple(
     t.name for t in tracks.TRACKS.values() if t.private_model and t.name not in EDGE_TRACKS
 )
@@ -84,7 +81,7 @@ def private_weights_hash(private_model: Path) -> str:
     return model_weights_hash(private_model)
 
 
-def verify(path: Path, weights_hash: str | None) -> dict:
+def verify(path: Path) -> dict:
     """The result in ``path`` if it is authentic and current; else :class:`RefusedResultError`."""
     try:
         result = json.loads(path.read_text())
@@ -100,7 +97,7 @@ def verify(path: Path, weights_hash: str | None) -> dict:
         raise RefusedResultError(f"{path}: {err}") from None
     if content_hash(result) != result["content_hash"]:
         raise RefusedResultError(f"{path}: content hash mismatch: the file was edited after scoring")
-    track = result.get("track", SINGLE_HEAD)
+    track = result.get("track")
     if track not in tracks.TRACKS:
         raise RefusedResultError(f"{path}: unknown track {track!r}")
     if result.get("status") not in ("scored", "failed"):
@@ -112,9 +109,9 @@ def verify(path: Path, weights_hash: str | None) -> dict:
     if not isinstance(prov, dict):
         raise RefusedResultError(f"{path}: no provenance")
     transfer = track in TRANSFER_TRACKS
-    # one benchmark model's weights (v5); v6 checks the zoo's below, Planted's are generated
-    one_model = tracks.track(track).single_model
-    stale = stale_reason(prov, definition_of(track), weights_hash if one_model else None)
+    # the public models' weights: the zoo's (transfer) or the held-out members' (edges) below;
+    # the Planted track's models are generated from their seeds
+    stale = stale_reason(prov, definition_of(track))
     if stale is None and transfer:
         stale = _transfer_stale(result, prov, definition_of(track))
     if stale is None and track in EDGE_TRACKS:
@@ -147,7 +144,6 @@ def rescore_matches(
     path: Path,
     result: dict,
     private_seeds: Path | None = None,
-    model_path: str | None = None,
     require_isolation: bool = True,
     reference: Reference | None = None,
     private_model: Path | None = None,
@@ -173,7 +169,6 @@ def rescore_matches(
     # must be on that seed file and (ranked on the model) on the model given, or it is refused.
     row = tracks.track(track(result))
     ranked_on_model = row.private_model and "weights_hash" in (private or {})
-    one_model = row.single_model
     with_private = private is not None and private_seeds is not None
     if with_private and tracks.retired(track(result)):
         # A retired benchmark's private scores are its record (its seed file and model are not the
@@ -199,7 +194,6 @@ def rescore_matches(
             check_private_model(private_model, bench)  # its shape and gate, before loading it
         check_private_weights(path, result, private_weights_hash(private_model))
     request = tracks.reference_request(track(result), policy, checkpoint, prov.get("features", DEFAULT_FEATURES),
-                                       model=prov.get("model"), model_path=model_path if one_model else None,
                                        private_seeds=private_seeds if with_private else None,
                                        private_model=private_model if with_private and ranked_on_model else None,
                                        require_isolation=require_isolation)  # fmt: skip
@@ -276,10 +270,9 @@ def cpu_differences(fresh: dict, recorded: dict) -> list[str]:
     return out
 
 
-def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, private_seeds: Path | None = None,
-            model_path: str | None = None, require_isolation: bool = True, jobs: int = 1,
-            references: References | None = None, private_model: Path | None = None,
-            ledger: Path = LEDGER) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
+def collect(paths: list[Path], rescore: bool = False, private_seeds: Path | None = None,
+            require_isolation: bool = True, jobs: int = 1, references: References | None = None,
+            private_model: Path | None = None, ledger: Path = LEDGER) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
     """(scored entries, refusal messages, failure records), in ``paths`` order.
 
     Each returned result gets ``result["board"] = {"check": ..., "reference": name or None}``
@@ -293,7 +286,7 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
     pending, refused, seen = [], [], set()
     for path in paths:
         try:
-            result = verify(path, weights_hash)
+            result = verify(path)
             name = result["name"]
             try:
                 reference = recognise(result, track(result), references)
@@ -311,7 +304,7 @@ def collect(paths: list[Path], weights_hash: str | None, rescore: bool = False, 
         pending.append((path, result, reference))
     if rescore:
         items = [(p, r, references[track(r)][ref] if ref else None) for p, r, ref in pending]
-        checks = _rescore_all(items, private_seeds, model_path, require_isolation, jobs, private_model)
+        checks = _rescore_all(items, private_seeds, require_isolation, jobs, private_model)
     else:
         checks = ["hash-checked"] * len(pending)
     entries, failed = [], []
@@ -329,23 +322,20 @@ def _rescore_or_refusal(
     result: dict,
     reference: Reference | None,
     private_seeds,
-    model_path,
     require_isolation,
     private_model=None,
 ) -> str | RefusedResultError:
     try:
-        return rescore_matches(
-            path, result, private_seeds, model_path, require_isolation, reference, private_model
-        )
+        return rescore_matches(path, result, private_seeds, require_isolation, reference, private_model)
     except RefusedResultError as err:
         return err
 
 
-def _rescore_all(items: list[tuple[Path, dict, Reference | None]], private_seeds: Path | None, model_path: str | None,
+def _rescore_all(items: list[tuple[Path, dict, Reference | None]], private_seeds: Path | None,
                  require_isolation: bool, jobs: int, private_model: Path | None = None) -> list[str | RefusedResultError]:  # fmt: skip
     """:func:`rescore_matches` of every item (a check, or the refusal); ``jobs`` processes at once.
     Any other error (e.g. isolation unavailable: the machine is at fault) stops the render."""
-    args = (private_seeds, model_path, require_isolation, private_model)
+    args = (private_seeds, require_isolation, private_model)
     if jobs <= 1 or len(items) <= 1:
         return [_rescore_or_refusal(*item, *args) for item in items]
     import multiprocessing
@@ -358,8 +348,8 @@ def _rescore_all(items: list[tuple[Path, dict, Reference | None]], private_seeds
 
 
 def track(result: dict) -> str:
-    """The track a result was scored on (files without ``track`` are single-head)."""
-    return result.get("track", SINGLE_HEAD)
+    """The track a result was scored on (every scorer records it; :func:`verify` refuses a file without one)."""
+    return result.get("track", "")
 
 
 def missing_references(

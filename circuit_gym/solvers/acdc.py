@@ -21,7 +21,7 @@ merged head-only mode (its issue 73, PR 76), so this is our head-level version:
   grid from 1e-3 to 0.5, so the thresholds are in the task's unit and scale with the
   behaviour.
 
-Cost (counted the way ``circuit_gym/leaderboard/scorer.py``'s ``PassCounter`` counts): the runner's two
+Cost (counted the way the scorer's ``PassCounter`` counts, ``circuit_gym/passes.py``): the runner's two
 forward passes (clean and counterfactual; one for zero or mean ablation) and the engine's
 one partial check pass, one partial pass for the empty circuit, then one partial pass per
 head tried, starting at that head's layer or lower (``AcdcResult.tries``).
