@@ -43,17 +43,24 @@ def test_transfer_rows_rank_on_the_private_model_and_place_public_only_entries_o
     assert [r["awaiting"] for r in ranked] == [True, False, False]
 
 
-def test_a_section_of_a_track_the_board_does_not_rank_on_says_why_under_its_heading():
-    from circuit_gym.leaderboard.board import with_status
-    from circuit_gym.leaderboard.tracks import TRACKS, retired
+def test_a_section_of_a_track_the_board_does_not_rank_on_says_why_under_its_heading(monkeypatch):
+    """Every track of the benchmark in force ranks; a version scored before it is put in force (its
+    row's ``not_ranking``, here the one in force taken as such) says why under each heading."""
+    import dataclasses
 
-    for name in TRACKS:
-        section = f"### Heading of {name}\n\nabout\n| table |\n"
-        shown = with_status(section, name)
-        if retired(name) is None:
-            assert shown == section  # a ranking track's section is untouched
-        else:
-            heading, blank, note = shown.splitlines()[:3]
-            assert heading == f"### Heading of {name}" and blank == "" and retired(name) in note
-            assert shown.endswith("about\n| table |\n")
-    assert with_status("", next(iter(TRACKS))) == ""  # no results: no section, no note
+    from circuit_gym.leaderboard import tracks
+    from circuit_gym.leaderboard.board import with_status
+
+    def shown(name: str) -> str:
+        return with_status(f"### Heading of {name}\n\nabout\n| table |\n", name)
+
+    for name in tracks.TRACKS:
+        assert shown(name) == f"### Heading of {name}\n\nabout\n| table |\n"  # a ranking track's: untouched
+    why = "scored before it is put in force"
+    row = dataclasses.replace(tracks.BENCHMARKS[tracks.IN_FORCE], not_ranking=why)
+    monkeypatch.setitem(tracks.BENCHMARKS, tracks.IN_FORCE, row)
+    for name in tracks.TRACKS:
+        heading, blank, note = shown(name).splitlines()[:3]
+        assert heading == f"### Heading of {name}" and blank == "" and note == f"**Not ranking: {why}.**"
+        assert shown(name).endswith("about\n| table |\n")
+    assert with_status("", tracks.DEFAULT_TRACK) == ""  # no results: no section, no note

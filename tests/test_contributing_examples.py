@@ -115,7 +115,7 @@ def test_the_new_track_is_served_by_score_reference(tables):
     name = f"{B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD)}-causal"
     row = tracks.track(name)
     # a live row of the benchmark in force, the board ranks on it
-    assert row.benchmark == B.IN_FORCE and tracks.retired(name) is None
+    assert row.benchmark == B.IN_FORCE and tracks.not_ranking(name) is None
     assert "greedy" in row.builtins() and row.episodes(0) > 0 and row.features() == ("causal",)
     # score_reference checks the request against the row before anything is scored
     with pytest.raises(ValueError, match=f"builtin on the {name} track"):

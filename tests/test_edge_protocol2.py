@@ -104,9 +104,8 @@ def test_v7s_rows_keep_protocol_1_and_their_definition():
 
     from circuit_gym.leaderboard.references import load_manifest
 
-    for version in ("v6", "v7"):
-        bench = EB.EDGE_BENCHMARKS[version]
-        assert bench.protocol == 1 and "edge_protocol" not in bench.definition()
+    bench = EB.EDGE_BENCHMARKS["v7"]
+    assert bench.protocol == 1 and "edge_protocol" not in bench.definition()
     committed = json.loads(load_manifest()["v7-edges"]["eap_ig"].result_path().read_text())["provenance"]
     definition = EB.EDGE_BENCHMARKS["v7"].definition()
     assert {k: committed[k] for k in definition} == json.loads(json.dumps(definition))

@@ -1,4 +1,4 @@
-"""The edge track (circuit_gym/leaderboard/edge_scorer.py, its row in tracks.py): the attacks first
+"""The edge track in force (circuit_gym/leaderboard/edge_scorer.py, its row in tracks.py): the attacks first
 (a lookup table of the public test set, a forged result file), then the ranking rule, the
 committed references and their MIB exports, the board section.
 
@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from circuit_gym import benchmark as B
 from circuit_gym.edges.graph import EdgeGraph
 from circuit_gym.edges.mib_files import edge_circuit_from_mib
 from circuit_gym.edges.ranking import EdgeRanking
@@ -31,7 +32,8 @@ from circuit_gym.leaderboard.tracks import TRACKS
 from circuit_gym.leaderboard.verification import RefusedResultError, collect, verify
 
 TESTS_DIR = Path(__file__).resolve().parent
-TRACK = EB.EDGE_BENCHMARKS["v6"].track
+VERSION = B.IN_FORCE
+TRACK = EB.EDGE_BENCHMARKS[VERSION].track
 MANIFEST = load_manifest()
 
 
@@ -52,9 +54,9 @@ def test_a_lookup_table_of_the_public_test_set_scores_nothing_on_the_secret_mode
 
     if not probe().complete:
         pytest.skip(f"isolation not available here: {probe().missing}")
-    small = dataclasses.replace(EB.EDGE_BENCHMARKS["v6"], held_out_models=(), planted_kinds=("induction",),
+    small = dataclasses.replace(EB.EDGE_BENCHMARKS[VERSION], held_out_models=(), planted_kinds=("induction",),
                                 planted_public_seeds=(0,), planted_private_models=1, candidates=64, budget=8)  # fmt: skip
-    monkeypatch.setitem(EB.EDGE_BENCHMARKS, "v6", small)
+    monkeypatch.setitem(EB.EDGE_BENCHMARKS, VERSION, small)
     monkeypatch.setattr(sandbox, "PRELOAD", ())
     monkeypatch.syspath_prepend(str(TESTS_DIR))
     from edge_lookup_policy import fingerprint
@@ -106,7 +108,10 @@ def test_a_forged_result_file_is_refused(tmp_path):
     moved = {
         **good,
         "name": "mine",
-        "provenance": {**good["provenance"], "weights_hashes": {"zoo2": "0" * 64}},
+        "provenance": {
+            **good["provenance"],
+            "weights_hashes": {good["provenance"]["held_out_models"][0]: "0" * 64},
+        },
     }
     moved["content_hash"] = content_hash(moved)  # scored (it says) on other held-out weights
     (tmp_path / "moved.json").write_text(json.dumps(moved))
@@ -147,9 +152,10 @@ def test_a_policys_ranking_puts_its_edges_first_and_reorders_only_the_candidates
 @pytest.mark.slow  # verification loads the held-out zoo models
 def test_the_track_is_a_row_with_every_edge_reference_and_the_edge_ppo_committed():
     from circuit_gym.edges.references import EDGE_REFERENCES
+    from circuit_gym.leaderboard.paths import RESULTS_DIR
 
     row = TRACKS[TRACK]
-    assert row.private_model and row.results_dir.name == TRACK
+    assert row.private_model and row.results_dir == RESULTS_DIR / EB.EDGE_BENCHMARKS[VERSION].results_folder
     assert set(row.builtins()) == set(EDGE_REFERENCES)
     committed = set(MANIFEST[TRACK])
     assert {"eap", "eap_ig", "random", "edge_ppo_untrained"} <= committed
@@ -157,7 +163,7 @@ def test_the_track_is_a_row_with_every_edge_reference_and_the_edge_ppo_committed
         result = verify(_committed(name))
         assert result["provenance"]["track"] == TRACK and result["status"] == "scored"
         episodes = result["scores"]["episodes"]
-        assert len(episodes) == EB.EDGE_BENCHMARKS["v6"].public_episodes()
+        assert len(episodes) == EB.EDGE_BENCHMARKS[VERSION].public_episodes()
         assert all(r["lm_passes"] >= 0 and len(r["circuit"]) == r["circuit_size"] for r in episodes)
 
 
@@ -182,17 +188,23 @@ def test_each_entrys_mib_export_holds_its_circuits(name):
 
 
 def test_the_board_section_ranks_the_entries_and_shows_no_private_model_as_a_dash():
+    """The private model's edge CPR ranks; an entry without it (here a copy of a reference whose
+    private part is dropped) comes after every entry that has it, with a dash in that column."""
     entries = []
     for name in MANIFEST[TRACK]:
         entry = json.loads(_committed(name).read_text())
         entry["board"] = {"check": "hash-checked", "reference": name}
         entries.append(entry)
-    rows = rank_edge_rows([edge_row(e) for e in entries])
-    cprs = [r["cpr"] for r in rows]
-    assert cprs == sorted(cprs, reverse=True)  # no private column here: the public edge CPR decides
+    public_only = {k: v for k, v in entries[0].items() if k != "private"}
+    public_only.update(name="public_only", board={"check": "hash-checked", "reference": None})
+    rows = rank_edge_rows([edge_row(e) for e in [public_only, *entries]])
+    private = [r["private_cpr"] for r in rows]
+    assert None not in private[:-1] and private[:-1] == sorted(private[:-1], reverse=True)
+    assert rows[-1]["name"] == "public_only" and private[-1] is None
     text = edge_markdown(rows, TRACK)
     table = [line for line in text.splitlines() if line.startswith("| ") and "entry" not in line]
-    assert len(table) == len(rows) and all(line.split("|")[4].strip() == "-" for line in table)
+    assert len(table) == len(rows)
+    assert [line.split("|")[4].strip() == "-" for line in table] == [False] * len(entries) + [True]
 
 
 @pytest.mark.slow
@@ -201,24 +213,21 @@ def test_the_private_model_is_scored_on_the_tasks_its_card_serves_and_ranks_the_
     private model, from its directory, without disk cache)."""
     import shutil
 
-    from circuit_gym import benchmark as B
     from circuit_gym.leaderboard.edge_scorer import score_edges
     from circuit_gym.models.loading import embedded_dir
 
-    small = dataclasses.replace(EB.EDGE_BENCHMARKS["v6"], held_out_models=(), planted_kinds=("induction",),
+    small = dataclasses.replace(EB.EDGE_BENCHMARKS[VERSION], held_out_models=(), planted_kinds=("induction",),
                                 planted_public_seeds=(0,), planted_private_models=1, candidates=64, budget=8)  # fmt: skip
-    monkeypatch.setitem(EB.EDGE_BENCHMARKS, "v6", small)
+    monkeypatch.setitem(EB.EDGE_BENCHMARKS, VERSION, small)
     model = tmp_path / "private" / "model"
-    shutil.copytree(embedded_dir(B.TRAIN_MODELS[0]), model)
+    shutil.copytree(embedded_dir(B.transfer_benchmark(VERSION).train_models[0]), model)
     seeds = tmp_path / "private" / "seeds.json"
     seeds.write_text(json.dumps([3, 7]))
     served = json.loads((model / "card_metrics.json").read_text())["suite"]["included"]
     result = score_edges("eap", TRACK, builtin="eap", private_seeds=seeds, private_model=model)
     assert result["status"] == "scored", result.get("failure")
     private = result["private"]
-    assert (
-        private["tasks"] == [t for t in B.TRANSFER_HELD_OUT_TASKS if t in served] and private["n_seeds"] == 1
-    )
+    assert private["tasks"] == [t for t in small.tasks if t in served] and private["n_seeds"] == 1
     assert private["scores"]["transfer"]["all"]["episodes"] == len(private["tasks"])
     # counts, the seed file's hash and the weights' hash: never a seed
     assert set(private) == {"seed_file_sha256", "n_models", "n_seeds", "tasks", "weights_hash", "scores"}
@@ -230,7 +239,6 @@ def test_the_private_model_is_scored_on_the_tasks_its_card_serves_and_ranks_the_
 def test_every_edge_row_reads_its_transfer_row_and_plays_only_gated_tasks():
     """An edge row's models, tasks and planted generator are its transfer row's; a held-out member
     is played only on the tasks its card's inclusion gate admits (zoo8 performs two of v7's four)."""
-    from circuit_gym import benchmark as B
     from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS
     from circuit_gym.leaderboard.edge_scorer import transfer_jobs
     from circuit_gym.models.cards import card_metrics

@@ -126,13 +126,13 @@ def test_a_policy_is_estimated_by_the_tracks_model_of_the_work_cold_or_warm():
 def test_the_command_line_offers_every_board_track_and_scores_the_benchmark_in_force_by_default():
     from circuit_gym.cli import build_parser
     from circuit_gym.leaderboard.references import TRACKS
-    from circuit_gym.leaderboard.tracks import DEFAULT_TRACK, IN_FORCE, retired
+    from circuit_gym.leaderboard.tracks import DEFAULT_TRACK, IN_FORCE, not_ranking
 
     parsed = build_parser().parse_args(["leaderboard", "score", "--name", "x"])
     in_force = B.transfer_benchmark(IN_FORCE)
     assert parsed.track == in_force.track(B.SINGLE_HEAD)
     assert in_force.definition()["benchmark_version"].endswith(IN_FORCE)
-    assert retired(DEFAULT_TRACK) is None
+    assert not_ranking(DEFAULT_TRACK) is None
     assert parsed.out is None  # written to the track's folder of the board
     for command in (["score", "--name", "x", "--out", "x.json"], ["canary"], ["rescore-references"]):
         with pytest.raises(SystemExit):  # argparse refuses a track the board does not have

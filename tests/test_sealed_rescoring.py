@@ -134,16 +134,16 @@ def test_a_forged_private_score_on_another_seed_file_is_refused_not_rescored(ben
     assert refused == [] and [e["board"]["check"] for e in entries] == ["verified"]
 
 
-def test_a_retired_tracks_private_part_on_its_own_seed_file_is_rescored_on_its_public_part(
+def test_a_private_part_of_a_track_not_in_force_on_its_own_seed_file_is_rescored_on_its_public_part(
     bench, tmp_path, monkeypatch
 ):
-    """On a track the board does not rank on (a retired benchmark's, here the small circuit track
-    taken as one), a private part on another seed file (its own benchmark's) is neither recomputed
-    nor refused; the check says "rescored", never "verified", so the board does not vouch for its
-    private column."""
+    """On a track the board does not rank on (a version scored before it is put in force, here the
+    small circuit track taken as one), a private part on another seed file (its own benchmark's) is
+    neither recomputed nor refused; the check says "rescored", never "verified", so the board does
+    not vouch for its private column."""
     from circuit_gym.leaderboard import tracks
 
-    monkeypatch.setattr(tracks, "retired", lambda name: "retired for this test")
+    monkeypatch.setattr(tracks, "not_ranking", lambda name: "not in force in this test")
     other = _forged(bench["result"], seed_file_sha256=hashlib.sha256(b"[4, 5]").hexdigest())
     assert rescore_matches(bench["path"], other, private_seeds=bench["seeds"]) == "rescored"
 

@@ -24,16 +24,14 @@ from circuit_gym.leaderboard.verification import rescore_matches
 MANIFEST = load_manifest()
 
 
-# Tracks with references in the manifest: every track of a benchmark the board ranks or keeps
+# Tracks with references in the manifest: every track of a benchmark the board ranks or shows
 # (a version being built has none yet: checked below).
 SCORED = tuple(t for t in TRACKS if MANIFEST[t])
 
 
-def test_every_track_of_a_ranked_or_retired_benchmark_has_references():
+def test_every_track_of_a_benchmark_the_board_shows_has_references():
     shown = {b for b in tracks.BENCHMARKS if b == tracks.IN_FORCE or tracks.BENCHMARKS[b].not_ranking}
-    missing = [
-        t for t in TRACKS if tracks.track(t).benchmark in {*shown, *tracks.RETIRED} and not MANIFEST[t]
-    ]
+    missing = [t for t in TRACKS if tracks.track(t).benchmark in shown and not MANIFEST[t]]
     assert missing == []
 
 
@@ -80,18 +78,14 @@ def test_every_board_track_is_a_row_with_its_own_folder_definition_and_reference
     folders = [row.results_dir for row in tracks.TRACKS.values()]
     assert len(set(folders)) == len(folders)
     for name, row in tracks.TRACKS.items():
-        assert (
-            row.benchmark in {*tracks.BENCHMARKS, *tracks.RETIRED}
-            and row.builtins()
-            and row.canary_episodes >= 1
-        )
+        assert row.benchmark in tracks.BENCHMARKS and row.builtins() and row.canary_episodes >= 1
         assert row.cost.cold_s is None or row.cost.cold_s >= row.cost.warm_s > 0
         for reference in MANIFEST[name].values():  # the references of a row live in its folder
             assert reference.result_path().parent == row.results_dir
             provenance = json.loads(reference.result_path().read_text())["provenance"]
             assert {k: provenance.get(k) for k in row.definition()} == row.definition()
     assert B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD) == tracks.DEFAULT_TRACK
-    assert not tracks.retired(tracks.DEFAULT_TRACK)
+    assert not tracks.not_ranking(tracks.DEFAULT_TRACK)
     for name in tracks.REMOVED:  # a track that left the tree is refused, naming the version in force
         with pytest.raises(
             ValueError, match=rf"track '{name}' .* is retired: the board ranks on benchmark {B.IN_FORCE}"
@@ -139,9 +133,7 @@ def test_what_a_row_cannot_do_is_refused_before_anything_runs(recorded):
     assert recorded == []
 
 
-@pytest.mark.parametrize(
-    "track", [t for t in SCORED if tracks.track(t).private_model and not t.startswith("edges")]
-)
+@pytest.mark.parametrize("track", [t for t in SCORED if tracks.track(t).private_model])
 def test_a_rows_episode_count_is_what_its_references_played(track):
     """The estimate's model of the work counts the episodes a scoring plays: on every committed
     reference of a transfer row, the public episodes it recorded (a v7 member serves only its
@@ -155,12 +147,12 @@ def test_a_rows_episode_count_is_what_its_references_played(track):
         assert row.episodes(0) == len(public), reference.name
 
 
-def test_the_board_shows_the_benchmark_in_force_before_the_retired_ones():
+def test_the_board_shows_the_benchmark_in_force_first():
     from circuit_gym.leaderboard.paths import BOARD_DIR
 
     names = list(tracks.TRACKS)[::-1]  # the table's order reversed: the helper must not rely on it
     ordered = tracks.in_board_order(names)
-    in_force = [n for n in ordered if not tracks.retired(n)]
+    in_force = [n for n in ordered if not tracks.not_ranking(n)]
     assert in_force and ordered[: len(in_force)] == in_force and sorted(ordered) == sorted(names)
     # the committed board: the first transfer heading is the benchmark in force's
     headings = [

@@ -42,7 +42,7 @@ from circuit_gym.leaderboard.planted_scorer import PLANTED_BENCHMARKS
 from circuit_gym.leaderboard.probing import probing_markdown
 from circuit_gym.leaderboard.references import References, load_manifest
 from circuit_gym.leaderboard.tables import failures_markdown
-from circuit_gym.leaderboard.tracks import IN_FORCE, TRACKS, in_board_order, retired
+from circuit_gym.leaderboard.tracks import IN_FORCE, TRACKS, in_board_order, not_ranking
 from circuit_gym.leaderboard.transfer_tables import (
     rank_transfer_rows,
     transfer_about,
@@ -84,8 +84,8 @@ def planted_markdown(paths: list[Path], track_name: str) -> str:
 
 def with_status(section: str, track_name: str) -> str:
     """``section`` (Markdown, its heading first) with, under its heading, why the board does not rank
-    on its track when it does not (a retired benchmark, or one scored but not yet in force)."""
-    status = retired(track_name)
+    on its track when it does not (a benchmark scored but not yet in force)."""
+    status = not_ranking(track_name)
     if not status or not section.strip():
         return section
     heading, _, rest = section.lstrip("\n").partition("\n")
@@ -127,14 +127,14 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, resco
     )
     probed = probing_markdown([*entries, *failed])  # each private scoring's count (issue 44)
     # A failure is listed under its own track's table when the board shows one, else in the board's
-    # own failures section (never under another, retired, track's heading).
+    # own failures section (never under another track's heading).
     unlisted = list(failed)
     transfer = []  # (track, about, ranked rows) of each transfer track with entries
     for t in in_board_order(TRANSFER_TRACKS):
         t_entries = [e for e in entries if track(e) == t]
         if t_entries:
             missing_references(t_entries, references[t], refused, f"{t} track: ")
-            status = f"Not ranking: {retired(t)}. " if retired(t) else ""  # the HTML page's note
+            status = f"Not ranking: {not_ranking(t)}. " if not_ranking(t) else ""  # the HTML page's note
             transfer.append(
                 (t, status + transfer_about(t), rank_transfer_rows([transfer_row(e) for e in t_entries]))
             )

@@ -20,10 +20,9 @@ from circuit_gym.leaderboard.paths import REPO_ROOT
 from circuit_gym.leaderboard.tracks import (
     BENCHMARKS,
     DEFAULT_TRACK,
-    RETIRED,
     TRACKS,
     Request,
-    retired,
+    not_ranking,
     score_reference,
     track,
 )
@@ -112,8 +111,8 @@ def _score(args: argparse.Namespace) -> int:
             print(f"error: refused: {why}", file=sys.stderr)
             return 2
     print(estimate(args.track, args.builtin, len(seeds[0]) if seeds else 0), file=sys.stderr)
-    if retired(args.track):
-        print(f"note: the {args.track} track is {retired(args.track)}; the board ranks on {DEFAULT_TRACK} "
+    if not_ranking(args.track):
+        print(f"note: the board does not rank on the {args.track} track yet ({not_ranking(args.track)}); it ranks on {DEFAULT_TRACK} "
               f"(the default of --track)", file=sys.stderr)  # fmt: skip
     request = Request(policy_spec=args.policy, builtin=args.builtin, checkpoint=args.checkpoint,
                       private_seeds=args.private_seeds, private_model=args.private_model,
@@ -168,7 +167,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         print(f"refused: {message}", file=sys.stderr)
     for t, rows in summary["boards"].items():
         listed = ", ".join(f"{r['name']}: {r['check']}" for r in rows)
-        note = f" ({retired(t)})" if retired(t) else ""
+        note = f" (not ranking: {not_ranking(t)})" if not_ranking(t) else ""
         print(f"{t}: {len(rows)} entries{note}: {listed}")
     for f in summary["failures"]:
         print(f"failed: {f['name']} ({f['track']}): listed as a failure, not an entry", file=sys.stderr)
@@ -226,10 +225,9 @@ def _cmd_seal_private(args: argparse.Namespace) -> int:
 
 
 def _track_help() -> str:
-    versions = [*BENCHMARKS, *RETIRED]
-    by_benchmark = {b: [t.name for t in TRACKS.values() if t.benchmark == b] for b in versions}
-    listed = "; ".join(f"{b}{' (retired)' if b in RETIRED else ''}: {', '.join(names)}"
-                       for b in versions if (names := by_benchmark[b]))  # fmt: skip
+    by_benchmark = {b: [t.name for t in TRACKS.values() if t.benchmark == b] for b in BENCHMARKS}
+    listed = "; ".join(f"{b}{' (not ranking yet)' if BENCHMARKS[b].not_ranking else ''}: {', '.join(names)}"
+                       for b, names in by_benchmark.items() if names)  # fmt: skip
     return (
         f"default: {DEFAULT_TRACK}, the benchmark in force. Tracks by benchmark: {listed}. Single head: "
         "rank_heads(observation); circuit: act(observation, action_mask) and rank_heads (docs/leaderboard.md)"

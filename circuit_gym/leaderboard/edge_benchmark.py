@@ -20,7 +20,7 @@ entry_ranking.py``), the metric weighs small circuits (``circuit_gym/edges/small
 CPR / CMD on a log size axis), and every cell of the board holds at least
 :data:`MIN_PUBLIC_EPISODES` public and :data:`MIN_PRIVATE_EPISODES` private episodes (a cell: the
 transfer part or the planted part, public or private), so adjacent entries' paired differences
-have intervals (``circuit_gym/edges/paired.py``). v6's and v7's rows keep protocol 1 and their results.
+have intervals (``circuit_gym/edges/paired.py``). v7's row keeps protocol 1 and its results.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class EdgeBenchmark:
     batch_size: int = B.PROMPTS_PER_EPISODE
     planted_kinds: tuple[str, ...] | None = None  # None: every kind of the generator's version
     results_folder: str = "edges"  # its board results, under leaderboard/results/
-    protocol: int = 1  # 1: v6 and v7 (EAP-IG fills what the entry does not rank); 2: issue 57
+    protocol: int = 1  # 1: v7 (EAP-IG fills what the entry does not rank); 2: issue 57
     # the transfer benchmark its models, tasks and private model come from (None: ``version``)
     source: str | None = None
 
@@ -102,7 +102,7 @@ class EdgeBenchmark:
 
     def tasks_on(self, model: str) -> tuple[str, ...]:
         """The held-out tasks public ``model`` serves (its card's gate: a zoo v2 member may not
-        perform them all; on zoo v1 every member performs every one)."""
+        perform them all)."""
         return B.transfer_benchmark(self.transfer_version).tasks_of(model, self.tasks)
 
     def public_cells(self) -> dict[str, int]:
@@ -125,11 +125,10 @@ class EdgeBenchmark:
         return self.public_episodes() + (hidden if private else 0)
 
 
-EDGES = "edges"
+EDGES = "edges"  # the edge track's kind: a version's track is its transfer row's prefix + this
 EDGE_BENCHMARKS: dict[str, EdgeBenchmark] = {
-    "v6": EdgeBenchmark.of(B.transfer_benchmark("v6"), EDGES),
     # benchmark v7: zoo v2's held-out members (each on the held-out tasks its card gates), the
-    # private model v2, planted generator v3's six kinds; the episode settings are v6's
+    # private model v2, planted generator v3's six kinds
     "v7": EdgeBenchmark.of(
         B.transfer_benchmark("v7"), B.transfer_benchmark("v7").track(EDGES), results_folder="v7/edges"
     ),

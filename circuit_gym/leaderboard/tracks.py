@@ -6,16 +6,15 @@ A version of the board is a row of :data:`BENCHMARKS` (:class:`Benchmark`): its 
 (``edge_benchmark.EDGE_BENCHMARKS``). Its four tracks (single head, circuit building, Planted,
 edges) follow from those rows, and the version in force (``benchmark.IN_FORCE``) is the only
 default. Adding a version (v8: zoo v3) is its rows there and one row here. A retired version's
-tracks are refused by name, naming the version in force (:data:`REMOVED`); v6's edge track, which
-its tests still play (:data:`RETIRED`), is shown under "Not ranking" until they move. Final tables
-of every retired version: ``docs/archive.md``.
+tracks leave the tree and are refused by name, naming the version in force (:data:`REMOVED`);
+their final tables: ``docs/archive.md``.
 
 A row (:class:`Track`) holds what the rest of the leaderboard asks of a track: its definition
 (the benchmark version, tasks, models and seeds its results are checked against), how an entry
 is scored on it (its scorer, whose environment comes from the one builder
 ``circuit_gym.track_envs``), its builtins, the episodes a run plays and what one costs (the
 estimate's model of the work), its terminal summary and board table, its results folder, and
-whether the board still ranks on it. :func:`score_reference` serves every row: the command
+whether the board ranks on it yet. :func:`score_reference` serves every row: the command
 line's ``score``, the canary, ``rescore-references`` and ``render --rescore`` all call it.
 
 Adding a track is a row here plus its table renderer (and its scorer, if it plays differently).
@@ -72,7 +71,7 @@ class Cost:
 @dataclass(frozen=True)
 class Track:
     name: str
-    benchmark: str  # the board version it belongs to (BENCHMARKS, or RETIRED)
+    benchmark: str  # the board version it belongs to (a key of BENCHMARKS)
     definition: Callable[[], dict]
     score: Callable[[str, Request], dict]  # (entry name, request) -> result
     builtins: Callable[[], tuple[str, ...]]
@@ -86,20 +85,13 @@ class Track:
 
 
 IN_FORCE = B.IN_FORCE  # the one place it is set: circuit_gym.benchmark (the main job reads it too)
-# Retired versions that keep their tracks until the tests playing them move to the version in force
-# (v6's edge track is the edge track's tests'): scored when named, shown on the board under
-# "Not ranking: <why>".
-RETIRED = {
-    "v6": "retired: its private model is no longer kept, so no new entry can be ranked on it; v7 holds out "
-    "zoo v2's members and a private model placed apart from every public member's layers",
-}
 # Retired tracks that left the tree: refused by name, naming the version in force (docs/archive.md
 # holds their final tables and why each retired; the tag archive/v6-last is the last commit that
 # scores them). Each is named by what it was, not by its benchmark's version.
 REMOVED = {
     "single-head": "held-out tasks on one model, toy", "circuit": "circuit building on one model, toy",
     "transfer-single-head": "held-out tasks and models, zoo v1", "transfer-circuit": "circuit building on zoo v1",
-    "planted": "the first Planted track (planted generator 2)",
+    "planted": "the first Planted track (planted generator 2)", "edges": "circuits as edges on zoo v1",
 }  # fmt: skip
 
 
@@ -281,7 +273,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         "v7", B.transfer_benchmark("v7"), EDGE_BENCHMARKS["v7"], {B.SINGLE_HEAD: _V7_SINGLE_HEAD_COST}
     ),
 }
-_ROWS = (*(row for bench in BENCHMARKS.values() for row in bench.tracks()), _edge_row(EDGE_BENCHMARKS["v6"]))
+_ROWS = tuple(row for bench in BENCHMARKS.values() for row in bench.tracks())
 TRACKS: dict[str, Track] = {t.name: t for t in _ROWS}
 # The track `leaderboard score` plays unless told: the single-head track of the benchmark in force.
 DEFAULT_TRACK = next(t.name for t in _ROWS if t.benchmark == IN_FORCE)
@@ -303,15 +295,15 @@ def track(name: str) -> Track:
 
 def in_board_order(names: Iterable[str]) -> list[str]:
     """Track ``names`` as the board shows them: the benchmark in force first, then the others in
-    ``BENCHMARKS``' order, then the retired ones (the order given within one benchmark)."""
-    versions = [*BENCHMARKS, *RETIRED]
+    ``BENCHMARKS``' order (the order given within one benchmark)."""
+    versions = list(BENCHMARKS)
     return sorted(names, key=lambda name: versions.index(track(name).benchmark))
 
 
-def retired(name: str) -> str | None:
-    """Why the board does not rank on track ``name`` (None: it does)."""
-    version = track(name).benchmark
-    return RETIRED[version] if version in RETIRED else BENCHMARKS[version].not_ranking
+def not_ranking(name: str) -> str | None:
+    """Why the board does not rank on track ``name`` (None: it does): a version scored before it is
+    put in force (its row's ``not_ranking``)."""
+    return BENCHMARKS[track(name).benchmark].not_ranking
 
 
 def check(row: Track, request: Request) -> None:

@@ -10,8 +10,9 @@ and with ``rescore`` every entry re-scored (:func:`rescore_matches`), ``jobs`` a
 
 Rescoring is strict (issue 58): given the maintainers' seed file (and private model), a private
 part of a track in force scored on another seed file or another model is refused, naming both
-hashes, never skipped (a retired track's private part, on its own benchmark's seed file, is
-recomputed only with that file and model, else its public part is rescored as before);
+hashes, never skipped (the private part of a track the board does not rank on yet, scored on its
+own benchmark's seed file, is recomputed only with that file and model, else its public part is
+rescored as before);
 and what the board shows of an entry (status, scores, failure, the white-box tag, isolation, the
 policy's CPU record, the private scores) is compared, not only the public scores.
 """
@@ -170,9 +171,9 @@ def rescore_matches(
     row = tracks.track(track(result))
     ranked_on_model = row.private_model and "weights_hash" in (private or {})
     with_private = private is not None and private_seeds is not None
-    if with_private and tracks.retired(track(result)):
-        # A retired benchmark's private scores are its record (its seed file and model are not the
-        # ones in force, v6's model is lost): recomputed only with its own, else the public part.
+    if with_private and tracks.not_ranking(track(result)):
+        # A benchmark not in force keeps its own private material (its seed file and model need not
+        # be the ones in force): its private scores are recomputed only with its own, else the public part.
         assert private is not None and private_seeds is not None
         with_private = read_private_seeds(private_seeds)[1] == private.get("seed_file_sha256") and (
             private_model is not None or not ranked_on_model
