@@ -30,7 +30,6 @@ MODEL = "toy"
 # single head (rank the heads, best-of-k ablated) and circuit building (add heads until STOP).
 SINGLE_HEAD = "single-head"
 CIRCUIT = "circuit"
-TRANSFER_PREFIX = "transfer-"  # benchmark v6's tracks: transfer-single-head, transfer-circuit
 PLANTED = "planted"  # the Planted track: circuit building on generated models with known circuits
 # Held-out tasks, chosen by circuit_gym.suite.choose_held_out among the tasks the inclusion
 # gate admits on the test split (docs/suite/suite_toy_test.json: all eight), from the
@@ -84,23 +83,26 @@ def circuit_env(model: str = MODEL) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Benchmark v6, the transfer tracks (issue 35): models are held out, not only tasks. v5 (above)
-# stays as it was, on `toy`. Every solver is scored in four quadrants, seen / unseen task x seen /
-# unseen model, on the public zoo (circuit_gym.embedded.ZOO: one public recipe), and the board
-# ranks on the held-out tasks of a *private* model trained by the same recipe with a secret seed
-# (scripts/train_zoo.py --private-seed-file), whose weights are never committed: a policy that
-# memorised the public models' head ids gains nothing there.
+# The transfer benchmarks (issue 35): models are held out, not only tasks. Every solver is scored
+# in four quadrants, seen / unseen task x seen / unseen model, on a public zoo (one public recipe),
+# and the board ranks on the held-out tasks of a *private* model trained by the same recipe with a
+# secret seed (scripts/train_zoo.py --private-seed-file), whose weights are never committed: a
+# policy that memorised the public models' head ids gains nothing there. The settings below were
+# fixed for the first of them, on zoo v1 (retired: docs/archive.md), before its zoo was trained;
+# every row keeps them unless it says otherwise.
+# Zoo v1's version string and model split, which the studies on zoo v1 (robustness tasks, the
+# column rule, the edge references, the memorisers' fits) still record and read.
 TRANSFER_BENCHMARK_VERSION = "circuit-gym-transfer-v6"
-TRANSFER_CIRCUIT_BENCHMARK_VERSION = "circuit-gym-transfer-circuit-v6"
 # The model split rule (circuit_gym.embedded): zoo members with an odd index train, those with an
 # even index are held out; fixed on the names before any agent was trained or scored on the zoo.
 TRAIN_MODELS = ZOO_TRAIN  # zoo1, zoo3
 HELD_OUT_MODELS = ZOO_HELD_OUT  # zoo2, zoo4
-# The task split rule: the training tasks stay v5's; held out are v5's held-out tasks that the
-# zoo performs (brackets, successor: induction fails every member's inclusion gate) and the two
-# tasks added for this version before the zoo was trained (capital: factual recall, minimum:
-# selection by comparison). Four mechanisms (code, sequences, knowledge, comparison), so that no
-# one hand-picked copy feature solves them all (v5's three held-out tasks were all copy-like).
+# The task split rule: the training tasks stay the one-model benchmark's; held out are its
+# held-out tasks that the zoo performs (brackets, successor: induction fails every member's
+# inclusion gate) and two tasks added before the zoo was trained (capital: factual recall,
+# minimum: selection by comparison). Four mechanisms (code, sequences, knowledge, comparison), so
+# that no one hand-picked copy feature solves them all (the one-model benchmark's three held-out
+# tasks were all copy-like).
 TRANSFER_TRAIN_TASKS = TRAIN_TASKS
 TRANSFER_HELD_OUT_TASKS = ("brackets", "capital", "minimum", "successor")
 # Test-split batches per (model, task) cell: 8 x 9 tasks x 4 public models = 288 episodes.
@@ -127,8 +129,8 @@ class TransferBenchmark:
     """One version of the transfer benchmark: a row of :data:`TRANSFER_BENCHMARKS`.
 
     A version fixes the zoo (its training and held-out models), the task split, the seeds and the
-    pinned settings; its tracks are named ``prefix + kind`` (``transfer-single-head`` on v6) and
-    its result files carry ``circuit-gym-transfer[-circuit]-{version}``. A new version is a row.
+    pinned settings; its tracks are named ``prefix + kind`` (``v7-single-head``) and its result
+    files carry ``circuit-gym-transfer[-circuit]-{version}``. A new version is a row.
     """
 
     version: str
@@ -211,10 +213,9 @@ IN_FORCE = "v7"
 # Benchmark v7 (issue 41): the same task split, seeds and settings on zoo v2 (the self-repair
 # knob drawn per member), split by the same odd/even rule (train zoo5, zoo7; held out zoo6, zoo8),
 # a new private model drawn from a new secret, and the planted generator's version 3 (six kinds,
-# the defect fixed). Everything v6 chose before its zoo was trained is kept, so the two versions
-# differ only in the models.
+# the defect fixed). Everything chosen for zoo v1 before it was trained is kept, so the two
+# transfer benchmarks differ only in the models.
 TRANSFER_BENCHMARKS: dict[str, TransferBenchmark] = {
-    "v6": TransferBenchmark("v6", TRANSFER_PREFIX, TRAIN_MODELS, HELD_OUT_MODELS),
     "v7": TransferBenchmark(
         "v7",
         "v7-",
@@ -236,7 +237,7 @@ def transfer_benchmark(version: str) -> TransferBenchmark:
 
 
 def transfer_track(track: str) -> tuple[TransferBenchmark, str]:
-    """The row and kind (single head or circuit) of any version's transfer track (``transfer-circuit``,
+    """The row and kind (single head or circuit) of any version's transfer track (``v7-circuit``,
     ``v7-single-head``); ValueError naming the transfer tracks otherwise."""
     for bench in TRANSFER_BENCHMARKS.values():
         for kind in (SINGLE_HEAD, CIRCUIT):

@@ -1,13 +1,11 @@
-"""Fit a transfer benchmark's fair reference entries (the one in force by default) on the training tasks of its training models.
+"""Fit a transfer benchmark's fair reference entry (the one in force by default) on the training tasks of its training models.
 
-    python scripts/fit_transfer_baselines.py --out-dir docs/results/transfer
+    python scripts/fit_transfer_baselines.py      # -> docs/results/VERSION/fixed_policy.json
 
-- ``fixed_policy.json``: the fixed memoriser (``circuit_gym.baselines.fixed_policy``), the oracle
-  frequency of every head over the train split's first ``--fixed-episodes`` batches of each
-  training task on each training model (ties broken by mean reward);
-- ``column_policy.json``: the single-column rule (``circuit_gym.baselines.column_policy``) with the
-  best pooled best-of-1 recovery on the eval split's first ``--column-episodes`` batches of each
-  training task on each training model.
+``fixed_policy.json``: the fixed memoriser (``circuit_gym.baselines.fixed_policy``), the oracle
+frequency of every head over the train split's first ``--fixed-episodes`` batches of each training
+task on each training model (ties broken by mean reward). (The single-column rule was a reference
+of zoo v1's board only, where every member served every task: tag archive/v6-last fits it.)
 
 Nothing held out (task, model or the test split) is read.
 """
@@ -22,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from circuit_gym import benchmark as B  # noqa: E402
-from circuit_gym.baselines.column_policy import ColumnPolicy, choose_fair_rule, parse_rule  # noqa: E402
 from circuit_gym.baselines.fixed_policy import FixedPolicy  # noqa: E402
 from circuit_gym.baselines.transfer_envs import transfer_env  # noqa: E402
 from circuit_gym.baselines.transfer_training import docs_dir  # noqa: E402
@@ -31,10 +28,8 @@ from circuit_gym.baselines.transfer_training import docs_dir  # noqa: E402
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--fixed-episodes", type=int, default=32, help="train-split batches per task and model")
-    p.add_argument("--column-episodes", type=int, default=16, help="eval-split batches per task and model")
     p.add_argument("--version", choices=tuple(B.TRANSFER_BENCHMARKS), default=B.IN_FORCE,
                    help="the transfer benchmark whose training models and tasks are fitted on")  # fmt: skip
-    p.add_argument("--entries", nargs="+", choices=("fixed", "column"), default=["fixed"])
     p.add_argument("--out-dir", type=Path, help="default: the version's docs folder (docs/results/VERSION)")
     args = p.parse_args(argv)
     bench = B.transfer_benchmark(args.version)
@@ -42,14 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     fitted_on = {"models": list(bench.train_models), "tasks": list(bench.train_tasks),
                  "benchmark_version": bench.benchmark_version(B.SINGLE_HEAD)}  # fmt: skip
-    if "fixed" in args.entries:
-        fit_fixed(bench, args, fitted_on)
-    if "column" in args.entries:
-        if args.version != "v6":  # choose_fair_rule plays every training task on every training model
-            raise SystemExit(
-                "the column rule is fitted on v6's zoo only (every member there serves every task)"
-            )
-        fit_column(args, fitted_on)
+    fit_fixed(bench, args, fitted_on)
 
 
 def fit_fixed(bench: B.TransferBenchmark, args: argparse.Namespace, fitted_on: dict) -> None:
@@ -62,17 +50,6 @@ def fit_fixed(bench: B.TransferBenchmark, args: argparse.Namespace, fitted_on: d
                 "written_by": "scripts/fit_transfer_baselines.py"})  # fmt: skip
     top = [int(h) for h in (-fixed.scores).argsort(kind="stable")[:5]]
     print(f"fixed memoriser ({bench.version}): top heads {top}")
-
-
-def fit_column(args: argparse.Namespace, fitted_on: dict) -> None:
-    rule, rules = choose_fair_rule(B.TRAIN_MODELS, B.TRANSFER_TRAIN_TASKS, "eval", args.column_episodes)
-    column, sign = parse_rule(rule)
-    ColumnPolicy(column, sign).save(args.out_dir / "column_policy.json",
-                                    {"rule": rule, "fitted_on": {**fitted_on, "split": "eval",
-                                                                 "batches": args.column_episodes},
-                                     "train_scores": rules[rule],
-                                     "written_by": "scripts/fit_transfer_baselines.py"})  # fmt: skip
-    print(f"fair column (v6): {rule}, training best-of-1 {rules[rule]['best_of_1']['recovery']:.3f}")
 
 
 if __name__ == "__main__":

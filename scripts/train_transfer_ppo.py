@@ -37,10 +37,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="which recipe (DESIGNS): the reference, or issue 34's causal observation")  # fmt: skip
     parser.add_argument("--version", choices=tuple(TRANSFER_BENCHMARKS), default=IN_FORCE,
                         help="the transfer benchmark whose training models are trained on")  # fmt: skip
-    parser.add_argument("--out", type=Path, help="runs (default: runs/transfer, runs/transfer_VERSION)")
-    parser.add_argument(
-        "--docs", type=Path, help="finished runs (default: docs/results/transfer, docs/results/VERSION)"
-    )
+    parser.add_argument("--out", type=Path, help="runs (default: runs/transfer_VERSION)")
+    parser.add_argument("--docs", type=Path, help="finished runs (default: docs/results/VERSION)")
     parser.add_argument(
         "--workers", type=int, default=1, help="trainings at once, one process (and core) each"
     )
@@ -55,9 +53,7 @@ def main(argv: list[str] | None = None) -> None:
                              "epoch when the command runs again): for machines lent for a while")  # fmt: skip
     parser.add_argument("--job", nargs=2, metavar=("TRACK", "SEED"), help=argparse.SUPPRESS)  # one training
     args = parser.parse_args(argv)
-    args.out = args.out or ROOT / "runs" / (
-        "transfer" if args.version == "v6" else f"transfer_{args.version}"
-    )
+    args.out = args.out or ROOT / "runs" / f"transfer_{args.version}"
     args.docs = args.docs or training.docs_dir(args.version, ROOT / "docs" / "results")
     try:
         training.check_train_set(args.version)

@@ -291,7 +291,7 @@ def test_fair_column_refuses_anything_held_out(kwargs, batches_read):
 
 
 def test_committed_column_checkpoint_is_the_reports_fair_rule():
-    """The board entry and the v6 report (scripts/feature_ceiling.py --benchmark v6) agree on the
+    """Zoo v1's board entry and its feature-ceiling report (docs/results/feature_ceiling/v6.json) agree on the
     fair rule, chosen on training tasks of training models; the ceiling is another rule."""
     record = json.loads((TRANSFER / "column_policy.json").read_text())
     report = json.loads((ROOT / "docs" / "results" / "feature_ceiling" / "v6.json").read_text())

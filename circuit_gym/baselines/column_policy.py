@@ -1,13 +1,13 @@
 """Single-column policy: rank heads by one observation column, ``sign * obs[:, column]``.
 
 No learning: a (column, sign) pair, a *rule* written ``+last_copy`` or ``-entropy``, is the whole
-policy. Issue 35 item 6 puts the fairly chosen rule on the board as a reference entry: the rule
-with the best pooled best-of-1 recovery on the **training tasks of the training models**
+policy. Issue 35 item 6 put the fairly chosen rule on zoo v1's board as a reference entry (its
+checkpoint: ``docs/results/transfer/column_policy.json``; that board retired, docs/archive.md):
+the rule with the best pooled best-of-1 recovery on the **training tasks of the training models**
 (eval split), chosen here by :func:`choose_fair_rule`, which refuses held-out tasks, held-out
-models and the test split. ``scripts/feature_ceiling.py`` reports it beside the ceiling (the
-rule chosen on the held-out tasks themselves, which no entry may use).
+models and the test split; its report beside the ceiling (the rule chosen on the held-out tasks
+themselves, which no entry may use) is ``docs/results/feature_ceiling/v6.md``.
 
-    python scripts/fit_transfer_baselines.py     # writes docs/results/transfer/column_policy.json
     circuit-gym leaderboard score --policy circuit_gym.baselines.column_policy:make_policy \\
         --checkpoint docs/results/transfer/column_policy.json ...
 

@@ -218,7 +218,7 @@ def gpt2_cost() -> str:
 
 
 def transfer_table(track: str, key: str, headline: bool = False) -> Callable[[], str]:
-    """Benchmark v6's table of one track and measure, as ``scripts/transfer_report.py`` renders it;
+    """Zoo v1's archived board (``docs/results/transfer/report.json``): the table of one track and measure;
     ``headline``: only the private model and the held-out tasks of the public held-out models."""
 
     def render() -> str:
@@ -294,8 +294,8 @@ LEARNED_AGENTS = {"ppo": "PPO, single head", "circuit_ppo": "circuit PPO"}
 
 
 def transfer_learned_agents() -> str:
-    """Learned agents on benchmark v6, one row per (track, design, measure) that
-    ``scripts/transfer_report.py`` summarises (``issue_34.designs``): mean over training seeds (95%
+    """Learned agents on zoo v1's archived board, one row per (track, design, measure) that
+    its report summarised (``issue_34.designs``): mean over training seeds (95%
     t-interval over seeds) on the held-out tasks of the public held-out models and on the private
     model, the checkpoint-selection score the design is chosen by, and LM passes per episode."""
     from circuit_gym.reporting import transfer as report
