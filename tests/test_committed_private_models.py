@@ -32,6 +32,9 @@ def test_a_sealed_private_model_opens_and_its_weights_are_the_headers(path):
         assert log.get("backup_pairs"), "a zoo v3 private model records its trained truth"
         card = json.loads((opened.model_dir / "card_metrics.json").read_text())
         assert card["weights_hash"] == header["weights_hash"]  # its card measured these weights
+        # and as the public zoo's cards measure theirs: the board's ablation and reference text (a
+        # name outside the package would default to zero ablation and prose)
+        assert (card["ablation"], card["reference"]) == ("resample", "stdlib+taskstyle")
         weights = (opened.model_dir / "model.safetensors").read_bytes()
     stretch = weights[len(weights) // 2 : len(weights) // 2 + 64]
     tracked = [p for p in ROOT.rglob("*.safetensors") if ".venv" not in p.parts]
