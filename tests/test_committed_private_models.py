@@ -42,4 +42,7 @@ def test_a_sealed_private_model_opens_and_its_weights_are_the_headers(path):
 
 
 def test_the_zoo_v3_private_models_are_committed_sealed():
-    assert [p.name for p in SEALED_MODELS if p.name.startswith("zoo_v3_private_")] == ["zoo_v3_private_a.enc", "zoo_v3_private_b.enc"]
+    assert [p.name for p in SEALED_MODELS if p.name.startswith("zoo_v3_private_")] == [
+        "zoo_v3_private_a.enc",
+        "zoo_v3_private_b.enc",
+    ]
