@@ -16,10 +16,11 @@ machine was idle.
 
     python benchmarks/profile_main_job.py [--benchmark VERSION] [--scale measure|full|quick]
 
-**Benchmark v5** (``--benchmark v5``, ``circuit-gym run --benchmark v5``): profile of the v5 job by
-stage and by function, with the machine's own matmul rate beside it.
+**The one-model job** (``--benchmark v5``, ``circuit_gym.baselines.run_all``, the retired one-model
+board's job): profile of the job by stage and by function, with the machine's own matmul rate
+beside it.
 
-Runs ``circuit-gym run --benchmark v5`` (``--quick`` by default: the whole pipeline on tiny settings; ``--full``
+Runs ``run_all.run`` (``run_all.run_quick`` by default: the whole pipeline on tiny settings; ``--full``
 for the real job) in a child process under the sampling profiler **py-spy** (``pip install
 py-spy``; ``--subprocesses``, so the sweep workers are sampled too) with an empty sweep cache
 of its own, and prints one table:
@@ -231,11 +232,12 @@ def child_main(argv: list[str]) -> None:
     directory = os.environ[COUNTS_ENV]
     counts = install(directory)
     _stage_wrappers(counts)
-    from circuit_gym.cli import main
+    from circuit_gym.baselines import run_all
 
+    out = Path(argv[argv.index("--out") + 1])
     start = time.perf_counter()
     try:
-        main(["run", "--benchmark", "v5", *argv])
+        (run_all.run_quick if "--quick" in argv else run_all.run)(out)
     finally:
         counts.seconds["total"] = time.perf_counter() - start
         counts.dump(directory)

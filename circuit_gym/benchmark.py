@@ -17,13 +17,10 @@ from dataclasses import dataclass
 from circuit_gym.embedded import ZOO_HELD_OUT, ZOO_TRAIN, ZOO_V2_HELD_OUT, ZOO_V2_TRAIN, is_embedded
 from circuit_gym.env_ids import CIRCUIT_SUFFIX, env_id
 
-# v5: the retrained embedded model (run F: copies any token), on which induction passes the
-# inclusion gate and induction_seen is left out (redundant there); the same rule now holds out
-# brackets, induction and successor. v4: the induction_seen task passes the inclusion gate and
-# the rule holds it out in place of successor. v3: the 144-head embedded model (12 x 12),
-# held-out tasks chosen by the oracle-structure rule below, scores per task. v2: recovery as a
-# ratio of sums over episodes with a bootstrap interval, on the 4 x 4 model (v1: mean of
-# ratios). Result files of another version are refused.
+# The one-model definition: held-out tasks on the embedded model ``toy`` (run F: copies any
+# token), played by the one-model job (circuit_gym.baselines.run_all, scripts/reproduce_gpt2.py)
+# and its studies (PPO seeds, leave-one-out); its board retired (docs/archive.md: its final
+# tables, its version history). BENCHMARK_VERSION is the identity its studies' results record.
 BENCHMARK_VERSION = "circuit-gym-heldout-v5"
 MODEL = "toy"
 # The board's kinds of play, spelled once (circuit_gym/leaderboard/tracks.py: the table of tracks):

@@ -34,7 +34,7 @@ def board_env(kind: str, model: str, pool_size: int, *, tasks: Sequence[str] | N
               cache: bool = True, model_path: str | None = None, transfer: bool | B.TransferBenchmark = False,
               features: str = DEFAULT_FEATURES, **overrides) -> gym.Env:  # fmt: skip
     """The environment of ``kind`` (``benchmark.SINGLE_HEAD`` or ``benchmark.CIRCUIT``) on ``model``
-    over batches ``0 .. pool_size - 1`` of ``split``, with the benchmark's settings (v5's; with
+    over batches ``0 .. pool_size - 1`` of ``split``, with the shared settings of ``circuit_gym.benchmark`` (with
     ``transfer``, a transfer benchmark's row's: ``True`` is the one in force, ``benchmark.IN_FORCE``). ``tasks``: the environment's
     default (every task) when None. ``overrides``: environment arguments a caller changes on
     purpose (e.g. ``oracle_info`` for training)."""

@@ -178,12 +178,13 @@ def test_head_scorer_ignores_head_order_but_uses_other_heads():
     assert not torch.allclose(net.logits(obs)[0, 0], net.logits(other)[0, 0])
 
 
-def test_v5_main_job_quick_writes_every_artifact(tmp_path, monkeypatch):
-    """Benchmark v5's job, kept by name (the default job is v6's: tests/test_main_job.py)."""
-    from circuit_gym.cli import main
+def test_the_one_model_job_quick_writes_every_artifact(tmp_path, monkeypatch):
+    """The one-model job (circuit_gym.baselines.run_all, which scripts/reproduce_gpt2.py runs; the
+    board's main job: tests/test_main_job.py), on tiny settings."""
+    from circuit_gym.baselines.run_all import run_quick
 
     monkeypatch.setenv("CIRCUIT_GYM_CACHE", str(tmp_path / "cache"))
-    assert main(["run", "--benchmark", "v5", "--quick", "--out", str(tmp_path / "res")]) == 0
+    run_quick(tmp_path / "res")
     res = tmp_path / "res"
     report = json.loads((res / "results.json").read_text())
     assert report["model"] == "toy"

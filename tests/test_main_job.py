@@ -1,4 +1,4 @@
-"""The main job (``circuit-gym run``): the benchmark in force by default, v5 by name, and its table against
+"""The main job (``circuit-gym run``): the benchmark in force, and its table against
 the track's own scorer."""
 
 from __future__ import annotations
@@ -19,16 +19,12 @@ TINY = Budget(pool_size=1, selection_episodes=1, epochs=1, steps_per_epoch=8, se
               tasks=main_job.BENCH.tasks_of(_MODEL, main_job.BENCH.train_tasks)[:1])  # fmt: skip
 
 
-def test_run_plays_the_benchmark_in_force_by_default_and_v5_by_name(tmp_path, monkeypatch):
+def test_run_plays_the_benchmark_in_force(tmp_path, monkeypatch):
     calls = {}
     monkeypatch.setattr(
         main_job, "run", lambda out, budget, **kw: calls.setdefault("transfer", (out, budget, kw))
     )
-    from circuit_gym.baselines import run_all
-
-    monkeypatch.setattr(run_all, "run", lambda out, **kw: calls.setdefault("v5", (out, kw)))
     assert main(["run", "--out", str(tmp_path / "a")]) == 0
-    assert main(["run", "--benchmark", "v5", "--quick", "--out", str(tmp_path / "b")]) == 0
     out, budget, _ = calls["transfer"]
     assert out == tmp_path / "a" and budget == main_job.BUDGET
     # the default job plays every public model, every task of both splits, the board's test batches
@@ -42,11 +38,9 @@ def test_run_plays_the_benchmark_in_force_by_default_and_v5_by_name(tmp_path, mo
         from circuit_gym.models.cards import gated_tasks
 
         assert set(main_job.served(m, budget)) == set(budget.tasks) & set(gated_tasks(m))
-    assert calls["v5"][0] == tmp_path / "b" and calls["v5"][1]["model"] == "toy"
-    with pytest.raises(
-        SystemExit, match="v5"
-    ):  # the transfer job plays the zoo: a model argument is a mistake
-        main(["run", "--model", "gpt2", "--out", str(tmp_path / "c")])
+    for retired in (["--model", "gpt2"], ["--benchmark", "v7"]):  # it plays the zoo of the one in force
+        with pytest.raises(SystemExit):
+            main(["run", *retired, "--out", str(tmp_path / "c")])
 
 
 def test_ppo_budget_is_the_reference_recipe_with_fewer_steps():

@@ -1,6 +1,5 @@
-"""The baselines' subcommands of ``circuit-gym``: ``run`` (the main job: the benchmark in force by default,
-``circuit_gym.baselines.main_job``; v5's by name, ``circuit_gym.baselines.run_all``) and
-``circuits`` (MIB circuit files of the reference solvers).
+"""The baselines' subcommands of ``circuit-gym``: ``run`` (the main job on the benchmark in force,
+``circuit_gym.baselines.main_job``) and ``circuits`` (MIB circuit files of the reference solvers).
 
 Registered by :func:`register`, which ``circuit_gym/cli.py`` finds in its registry of apps.
 """
@@ -16,35 +15,9 @@ from circuit_gym.commands import add_model_args
 def _cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    if args.benchmark == "v5":
-        return _run_v5(args)
     from circuit_gym.baselines.main_job import BUDGET, QUICK, run
 
-    if args.model is not None or args.model_path is not None:
-        raise SystemExit(
-            f"--model and --model-path belong to --benchmark v5: benchmark {IN_FORCE} plays the public zoo"
-        )
     run(Path(args.out), QUICK if args.quick else BUDGET, seed=args.seed, device=args.device)
-    return 0
-
-
-def _run_v5(args: argparse.Namespace) -> int:
-    """Benchmark v5's main job (held-out tasks on one model), kept by name."""
-    from dataclasses import replace
-    from pathlib import Path
-
-    from circuit_gym.baselines.ppo import PPOConfig
-    from circuit_gym.baselines.run_all import run
-
-    config, circuit_ppo = PPOConfig(), None
-    if args.quick:  # a smoke run of the whole pipeline, for tests
-        config = replace(config, epochs=1, steps_per_epoch=256, pool_size=8, n_envs=2, batch_size_prompts=4)
-        circuit_ppo = dict(epochs=1, budget=4, steps_per_epoch=64, steps_per_collect=32, pool_size=2, selection_episodes=1,
-                           n_envs=2, batch_size_prompts=4, minibatch=16, repeat=1)  # fmt: skip
-    run(Path(args.out), model=args.model or "toy", model_path=args.model_path,
-        eval_episodes=4 if args.quick else args.eval_episodes, ppo=config, seed=args.seed, device=args.device,
-        workers=args.workers, circuit_episodes=1 if args.quick else args.circuit_episodes,
-        circuit_build_episodes=1 if args.quick else args.circuit_build_episodes, circuit_ppo=circuit_ppo)  # fmt: skip
     return 0
 
 
@@ -119,33 +92,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         help="the main job: train the reference agent and score it with the cheap references on the benchmark in force",
-        description=f"Benchmark {IN_FORCE} (default, in force; the board's transfer track): PPO trained on the training models' "
+        description=f"Benchmark {IN_FORCE} (in force; the board's transfer track): PPO trained on the training models' "
         "training tasks, then PPO, greedy, EAP-IG, random and the memorisers on the public zoo's four quadrants, "
-        "written as the board's table. --benchmark v5: the retired v5 job (held-out tasks on one model).",
+        "written as the board's table.",
     )
-    p.add_argument(
-        "--benchmark",
-        choices=[IN_FORCE, "v5"],
-        default=IN_FORCE,
-        help=f"which job (default: {IN_FORCE}, in force)",
-    )
-    add_model_args(p, default=None)
     p.add_argument("--out", default="results", help="output directory")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="tiny settings: checks the wiring")
-    v5 = p.add_argument_group("benchmark v5 only")
-    v5.add_argument("--eval-episodes", type=int, default=48, help="evaluation episodes per task")
-    v5.add_argument("--workers", type=int, default=2, help="processes that sweep the pools before training")
-    v5.add_argument(
-        "--circuit-episodes",
-        type=int,
-        default=8,
-        help="held-out episodes per task for the circuit scores (CPR/CMD, with ACDC and EAP-IG)",
-    )
-    v5.add_argument(
-        "--circuit-build-episodes",
-        type=int,
-        default=2,
-        help="held-out episodes per task for the circuit-building solvers (greedy search: ~2,000 passes each)",
-    )
+    p.add_argument("--device", default="cpu", help="torch device: cpu (default), cuda, cuda:1, mps")
     p.set_defaults(func=_cmd_run)

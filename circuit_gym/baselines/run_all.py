@@ -1,5 +1,7 @@
-"""Benchmark v5's main job (``circuit-gym run --benchmark v5``; the default job is benchmark v6's,
-:mod:`circuit_gym.baselines.main_job`): train PPO, evaluate every solver, write results/.
+"""The one-model job: on one model (``toy`` by default; GPT-2 small with ``scripts/reproduce_gpt2.py``)
+train PPO, evaluate every solver on the held-out tasks, write results/. The board's main job is
+:mod:`circuit_gym.baselines.main_job` (``circuit-gym run``); this one's numbers on ``toy`` are the
+retired one-model board's (docs/archive.md). :func:`run_quick` is the whole pipeline on tiny settings.
 
 1. Train PPO (``circuit_gym.baselines.ppo``) on the Multi environment: the benchmark's training
    tasks (``circuit_gym.benchmark.TRAIN_TASKS``), train split; the evaluation
@@ -157,7 +159,7 @@ def run(out: Path, model: str = "toy", model_path: str | None = None, eval_episo
     info = eval_env.unwrapped.model.circuit_gym_info
     report = {
         "model": info.name, "weights_hash": info.weights_hash, "n_heads_total": info.n_heads_total,
-        "version": circuit_gym.__version__, "command": f"circuit-gym run --benchmark v5 --model {model} --out {out}",
+        "version": circuit_gym.__version__, "command": f"circuit_gym.baselines.run_all.run({str(out)!r}, model={model!r})",
         "rows": rows, "circuits": circuits, "circuit_building": building, "greedy_vs_sweep": greedy_agreement, "ppo": {"config": asdict(config), **ppo_summary},
         "learning_curve": curve, "heatmaps": heatmaps, "episodes": results_as_dicts(results),
         "eval_batch_indices": list(episodes), "wall_seconds": time.time() - start, "oracle_tables": tables,
@@ -213,3 +215,12 @@ def _heatmaps(out: Path, eval_env, test_env, policy: PPOPolicy, episodes) -> dic
             )  # fmt: skip
             files[task] = path.name
     return files
+
+
+def run_quick(out: Path, model: str = "toy", seed: int = 0, device: str = "cpu") -> dict:
+    """:func:`run` on tiny settings: a smoke run of the whole pipeline (the tests', the profile's quick run)."""
+    config = replace(PPOConfig(), epochs=1, steps_per_epoch=256, pool_size=8, n_envs=2, batch_size_prompts=4)
+    circuit_ppo = dict(epochs=1, budget=4, steps_per_epoch=64, steps_per_collect=32, pool_size=2, selection_episodes=1,
+                       n_envs=2, batch_size_prompts=4, minibatch=16, repeat=1)  # fmt: skip
+    return run(out, model=model, eval_episodes=4, ppo=config, seed=seed, device=device, circuit_episodes=1,
+               circuit_build_episodes=1, circuit_ppo=circuit_ppo)  # fmt: skip

@@ -152,7 +152,8 @@ class CircuitDiscoveryEnv(HeadEnv):
       any token, not only the third of the ids its training repeated; ``induction`` passes its
       inclusion gate. Run D's model stays embedded as ``"toy_d"`` behind the v2/v3 Toy IDs,
       which keep their behaviour. ``InductionSeen`` gets no v4 (on the new model it measures
-      what ``Induction`` measures). Multi samples the training tasks of leaderboard benchmark v5.
+      what ``Induction`` measures). Multi samples the training tasks every board has trained on
+      since (agreement, docstring, greater-than, IOI, pronoun).
       GPT2 IDs: same behaviour as v2/v3 except Multi's task set.
     * v3: IDs for the ``induction_seen`` task (``InductionSeen``: induction over the token ids
       the embedded model was trained to copy; ``induction`` copies ids it never saw copied

@@ -155,13 +155,12 @@ TASK_SETS_V3 = {
 }
 # v4: the retrained embedded model (run F) as "toy"; every task of v2 again (InductionSeen stays
 # v3 on toy_d: on the new model it measures what Induction measures); Multi samples the training
-# tasks of leaderboard benchmark v5.
+# tasks every board has trained on since (benchmark.TRAIN_TASKS).
 MODELS_V4 = {"Toy": "toy", "GPT2": "gpt2"}
-BENCHMARK_V5_TRAIN_TASKS = ("agreement", "docstring", "greater_than", "ioi", "pronoun")
-TASK_SETS_V4 = {**{k: v for k, v in TASK_SETS_V2.items() if k != "Multi"}, "Multi": BENCHMARK_V5_TRAIN_TASKS}
+MULTI_TASKS_V4 = ("agreement", "docstring", "greater_than", "ioi", "pronoun")
+TASK_SETS_V4 = {**{k: v for k, v in TASK_SETS_V2.items() if k != "Multi"}, "Multi": MULTI_TASKS_V4}
 # Circuit building v0: one ID per task part of the single-head IDs current when it was
-# released (v4's and InductionSeen), on the current embedded model; Multi = benchmark v5's
-# training tasks.
+# released (v4's and InductionSeen), on the current embedded model; Multi = v4's training tasks.
 CIRCUIT_TASK_SETS_V0 = {"InductionSeen": ("induction_seen",), **TASK_SETS_V4}
 # Zoo v0: the public zoo (circuit_gym.embedded.MODEL_SETS["zoo"]); one ID per task some member
 # passes its inclusion gate on (the members' cards), each member serving only its gated tasks.
@@ -221,7 +220,7 @@ REGISTRY: tuple[Line, ...] = (
     Line(SINGLE_HEAD, 4, MODELS_V4, TASK_SETS_V4,
          "the embedded model is retrained so that its induction circuit copies any token (run F; run D "
          "stays as toy_d behind the v2/v3 IDs): induction passes its inclusion gate; Multi samples the "
-         "training tasks of leaderboard benchmark v5"),
+         "training tasks every board has trained on since (agreement, docstring, greater-than, IOI, pronoun)"),
     Line(CIRCUIT, 0, MODELS_V4, CIRCUIT_TASK_SETS_V0,
          "first release: add heads from the empty circuit (or remove from the full one) until STOP or the budget"),
     Line(ZOO_SINGLE_HEAD, 0, MODELS_ZOO_V0, ZOO_TASK_SETS_V0,
