@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from circuit_gym.embedded import ZOO_HELD_OUT, ZOO_TRAIN, ZOO_V2_HELD_OUT, ZOO_V2_TRAIN, is_embedded
+from circuit_gym.embedded import (
+    ZOO_HELD_OUT,
+    ZOO_TRAIN,
+    ZOO_V2_HELD_OUT,
+    ZOO_V2_TRAIN,
+    ZOO_V3_HELD_OUT,
+    ZOO_V3_TRAIN,
+    is_embedded,
+)
 from circuit_gym.env_ids import CIRCUIT_SUFFIX, env_id
 
 # The one-model definition: held-out tasks on the embedded model ``toy`` (run F: copies any
@@ -222,6 +230,21 @@ TRANSFER_BENCHMARKS: dict[str, TransferBenchmark] = {
         planted_generator=3,
         train_set="zoo-v2-train",
         results_folder="v7",
+    ),
+    # Benchmark v8 (issues 55 and 60): zoo v3, whose members were trained with dormant backups (a
+    # backup silent while its primary works), split by the same rule (train zoo9, zoo11; held out
+    # zoo10, zoo12), two private models of the same recipe, and everything else as v7: the task
+    # split, seeds and settings were fixed before zoo v3 was trained, so v7 and v8 differ in the
+    # models only (and in v8's own edge protocol and knock-out track: circuit_gym.leaderboard.tracks).
+    "v8": TransferBenchmark(
+        "v8",
+        "v8-",
+        ZOO_V3_TRAIN,
+        ZOO_V3_HELD_OUT,
+        zoo_generation="v3",
+        planted_generator=3,
+        train_set="zoo-v3-train",
+        results_folder="v8",
     ),
 }
 

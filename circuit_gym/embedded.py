@@ -20,14 +20,14 @@ from __future__ import annotations
 ZOO_GENERATIONS: dict[str, tuple[str, ...]] = {
     "v1": ("zoo1", "zoo2", "zoo3", "zoo4"),
     "v2": ("zoo5", "zoo6", "zoo7", "zoo8"),
-    # zoo v3 (issue 55: the backup objective, dormant backups known by training); its IDs and model
-    # sets come with benchmark v8, which ranks on it
+    # zoo v3 (issue 55: the backup objective, dormant backups known by training): benchmark v8's models
     "v3": ("zoo9", "zoo10", "zoo11", "zoo12"),
 }
 ZOO = ZOO_GENERATIONS["v1"]
 ZOO_V2 = ZOO_GENERATIONS["v2"]
+ZOO_V3 = ZOO_GENERATIONS["v3"]
 # The members shipped in this release (each with its card).
-SHIPPED_ZOO = ZOO + ZOO_V2 + ZOO_GENERATIONS["v3"]
+SHIPPED_ZOO = ZOO + ZOO_V2 + ZOO_V3
 # Embedded model -> its directory under circuit_gym/models/.
 EMBEDDED_PATHS: dict[str, str] = {
     "toy": "toy",
@@ -38,7 +38,7 @@ EMBEDDED_PATHS: dict[str, str] = {
 EMBEDDED = tuple(EMBEDDED_PATHS)
 
 
-# The zoo's split into training and held-out models (benchmark v6 on v1, v7 on v2;
+# The zoo's split into training and held-out models (benchmark v6 on v1, v7 on v2, v8 on v3;
 # ``circuit_gym.benchmark``): members with an odd index train, those with an even index are held
 # out. A rule on the names, fixed before any agent was trained or scored on the zoo. On v1 the
 # training half spans the placements' extremes (zoo1: layers 8-9, zoo3: 0-1), the held-out half
@@ -52,10 +52,12 @@ def zoo_split(members: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...
 
 ZOO_TRAIN, ZOO_HELD_OUT = zoo_split(ZOO)
 ZOO_V2_TRAIN, ZOO_V2_HELD_OUT = zoo_split(ZOO_V2)
+ZOO_V3_TRAIN, ZOO_V3_HELD_OUT = zoo_split(ZOO_V3)
 # Named sets of embedded models an environment can draw from (``model="zoo"``).
 MODEL_SETS: dict[str, tuple[str, ...]] = {
     "zoo": ZOO, "zoo-train": ZOO_TRAIN, "zoo-held-out": ZOO_HELD_OUT,
     "zoo-v2": ZOO_V2, "zoo-v2-train": ZOO_V2_TRAIN, "zoo-v2-held-out": ZOO_V2_HELD_OUT,
+    "zoo-v3": ZOO_V3, "zoo-v3-train": ZOO_V3_TRAIN, "zoo-v3-held-out": ZOO_V3_HELD_OUT,
 }  # fmt: skip
 
 

@@ -43,9 +43,9 @@ def bench(tmp_path_factory):
     root = tmp_path_factory.mktemp("knockout_attacks")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CIRCUIT_GYM_CACHE", str(root / "cache"))
-        row = dataclasses.replace(KS.KNOCKOUT_V8_DRAFT, track=TINY, public_seeds=(0,), private_models=1,
+        row = dataclasses.replace(KS.KNOCKOUT_V8, track=TINY, public_seeds=(0,), private_models=1,
                                   kinds=(KIND,), steps=3, batch_size=8, versus=())  # fmt: skip
-        mp.setitem(KS.KNOCKOUT_BENCHMARKS_DRAFT, TINY, row)
+        mp.setitem(KS.KNOCKOUT_BENCHMARKS, TINY, row)
         seeds = root / "secret.txt"
         seeds.write_text("# maintainers only\n734512987\n")
         cache = root / "greedy.json"

@@ -1,4 +1,4 @@
-"""The edge track's protocol 2 (issue 57; circuit_gym/edges/entry_ranking.py, the v8 draft row of
+"""The edge track's protocol 2 (issue 57; circuit_gym/edges/entry_ranking.py, benchmark v8's row of
 circuit_gym/leaderboard/edge_benchmark.py, transfer_row_2 in edge_scorer.py): the entry decides
 every edge the ranking metric reads, a constant entry is a random one, the rows count enough
 episodes, and v7's rows are untouched."""
@@ -87,8 +87,9 @@ def test_entries_that_agree_on_the_candidates_score_alike_on_the_ranking_metric(
     assert cpr(curves[0]) != cpr(curves[2])
 
 
-def test_the_v8_draft_counts_enough_episodes_per_cell_and_v7_did_not():
-    draft = EB.EDGE_V8_DRAFT
+def test_v8s_row_counts_enough_episodes_per_cell_and_v7_did_not():
+    draft = EB.EDGE_BENCHMARKS["v8"]
+    assert draft.transfer_version == "v8" and draft.held_out_models == ("zoo10", "zoo12")
     assert draft.protocol == 2 and min(draft.public_cells().values()) >= EB.MIN_PUBLIC_EPISODES == 16
     assert min(draft.private_cells(2).values()) >= EB.MIN_PRIVATE_EPISODES == 8
     assert min(draft.private_cells(1).values()) < EB.MIN_PRIVATE_EPISODES  # the scorer refuses that model
@@ -109,7 +110,7 @@ def test_v7s_rows_keep_protocol_1_and_their_definition():
     committed = json.loads(load_manifest()["v7-edges"]["eap_ig"].result_path().read_text())["provenance"]
     definition = EB.EDGE_BENCHMARKS["v7"].definition()
     assert {k: committed[k] for k in definition} == json.loads(json.dumps(definition))
-    assert EB.EDGE_V8_DRAFT.definition()["edge_protocol"] == 2
+    assert EB.EDGE_BENCHMARKS["v8"].definition()["edge_protocol"] == 2
 
 
 def test_a_reference_is_scored_on_its_scores_of_the_candidates_only():

@@ -12,7 +12,7 @@ import pytest
 
 from circuit_gym.edges.entry_ranking import fixed_order
 from circuit_gym.envs.edge_building import EdgeBuildingEnv
-from circuit_gym.leaderboard.edge_benchmark import EDGE_V8_DRAFT
+from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS
 from circuit_gym.leaderboard.edge_scorer import builtin_play, entry_played, episode_key, transfer_row_2
 
 K, BUDGET, TASK = 64, 4, "ioi"
@@ -29,7 +29,7 @@ def env() -> EdgeBuildingEnv:
 
 
 def _row(env: EdgeBuildingEnv, name: str) -> tuple[dict, object]:
-    bench = dataclasses.replace(EDGE_V8_DRAFT, candidates=K, budget=BUDGET)
+    bench = dataclasses.replace(EDGE_BENCHMARKS["v8"], candidates=K, budget=BUDGET)
     played = builtin_play(name, bench)(env, TASK, 0)
     return transfer_row_2("tiny", TASK, 0, played), played
 

@@ -30,19 +30,18 @@ def test_list_envs_covers_every_family_and_every_registered_id():
     planted = [r for r in current if r["family"] in ("planted", "planted-circuit")]
     edges = [r for r in current if r["family"] in ("edges", "zoo-edges", "planted-edges")]
     # planted: v1's six kinds (planted generator version 3) in both kinds; v0's four are older now
-    # zoo: two generations (Zoo: zoo v1, ZooV2: zoo v2, the board in force), 10 task parts x 2 kinds each
-    assert len(circuit) == len(single) == len(zoo) // 2 == 20 and len(planted) == 12
+    # zoo: three generations (Zoo: zoo v1, ZooV2: zoo v2, the board in force, ZooV3: zoo v3, benchmark v8),
+    # 10 task parts x 2 kinds each
+    assert len(circuit) == len(single) == len(zoo) // 3 == 20 and len(planted) == 12
     assert all(r["id"].endswith("-v1") for r in planted)
     # edges: the toy model's 10 task parts (no GPT-2: its MLP edges are not patched), each zoo generation's 10,
     # 6 planted kinds
     knockout = [r for r in current if r["family"] == "planted-knockout"]
     assert len(knockout) == 6 and all(r["id"].endswith("-KnockOut-v0") for r in knockout)
-    # knock-out over zoo v2 (the board in force's public models): its 10 task parts
+    # knock-out over zoo v2 (the board in force's public models) and zoo v3 (v8's): 10 task parts each
     zoo_knockout = [r for r in current if r["family"] == "zoo-knockout"]
-    assert len(zoo_knockout) == 10 and all(
-        r["id"].startswith("CircuitDiscovery-ZooV2-") for r in zoo_knockout
-    )
-    assert len(edges) == 36 and len(current) == 144
+    assert len(zoo_knockout) == 20 and {r["id"].split("-")[1] for r in zoo_knockout} == {"ZooV2", "ZooV3"}
+    assert len(edges) == 46 and len(current) == 184
     assert all(r["id"].endswith("-Edges-v1" if "-Planted-" in r["id"] else "-Edges-v0") for r in edges)
     assert all(r["id"].endswith("-Circuit-v0") for r in circuit)
     assert env_ids() == [r["id"] for r in current] and circuit_gym.list_envs() == current
@@ -132,11 +131,11 @@ def test_circuit_gym_list_prints_one_line_per_current_id(capsys):
     for line, row in zip(rows, current, strict=True):
         assert line.split(None, 2)[1:] == [row["model"], ", ".join(row["tasks"])]
     assert footer.startswith(
-        "144 current IDs (20 single-head ablation, 20 circuit building, 20 single-head ablation over the model zoo, "
-        "20 circuit building over the model zoo, 6 single-head ablation on generated planted models, "
+        "184 current IDs (20 single-head ablation, 20 circuit building, 30 single-head ablation over the model zoo, "
+        "30 circuit building over the model zoo, 6 single-head ablation on generated planted models, "
         "6 circuit building on generated planted models, 10 edge-circuit building, "
-        "20 edge-circuit building over the model zoo, 6 edge-circuit building on generated planted models, "
-        "6 knock-out on generated planted models, 10 knock-out over the model zoo)"
+        "30 edge-circuit building over the model zoo, 6 edge-circuit building on generated planted models, "
+        "6 knock-out on generated planted models, 20 knock-out over the model zoo)"
     )
 
 
@@ -156,15 +155,16 @@ def test_doctor_counts_every_registered_id(capsys):
     assert main(["doctor", "--json"]) == 0
     ids = json.loads(capsys.readouterr().out)["environment_ids"]
     assert ids["all"] == len(REGISTERED)  # counted independently, from gymnasium's registry
-    assert ids["current"] == 144 == sum(f["current"] for f in ids["by_family"].values())
+    assert ids["current"] == 184 == sum(f["current"] for f in ids["by_family"].values())
     assert ids["by_family"]["circuit"] == {
         "current": 20,
         "all": sum(
-            i.endswith("-Circuit-v0") and not ("-Zoo-" in i or "-ZooV2-" in i or "-Planted-" in i)
+            i.endswith("-Circuit-v0")
+            and not ("-Zoo-" in i or "-ZooV2-" in i or "-ZooV3-" in i or "-Planted-" in i)
             for i in REGISTERED
         ),
     }
     assert main(["doctor"]) == 0
-    assert "registered environment IDs: 144 current (20 single-head ablation, 20 circuit building, 20 " in (
+    assert "registered environment IDs: 184 current (20 single-head ablation, 20 circuit building, 30 " in (
         capsys.readouterr().out
     )

@@ -29,9 +29,9 @@ SECRET = "# maintainers only\n734512987\n"
 @pytest.fixture
 def tiny(monkeypatch, tmp_path) -> KS.KnockOutBenchmark:
     """The v8 row on public seed 0, one secret model, the self-repair kind, K = 3, 8 prompts."""
-    row = dataclasses.replace(KS.KNOCKOUT_V8_DRAFT, track=TINY, public_seeds=(0,), private_models=1,
+    row = dataclasses.replace(KS.KNOCKOUT_V8, track=TINY, public_seeds=(0,), private_models=1,
                               kinds=("self_repair",), steps=3, batch_size=8)  # fmt: skip
-    monkeypatch.setitem(KS.KNOCKOUT_BENCHMARKS_DRAFT, TINY, row)
+    monkeypatch.setitem(KS.KNOCKOUT_BENCHMARKS, TINY, row)
     return row
 
 
@@ -168,7 +168,7 @@ def test_the_draft_row():
     """``v8-knockout``: generator 3's six kinds on public seeds, secret models of the v7 Planted
     draw, K = 8; its definition names every episode setting; an unknown track is refused."""
     row = KS.knockout_benchmark("v8-knockout")
-    assert row is KS.KNOCKOUT_V8_DRAFT and len(row.kinds_played) == 6
+    assert row is KS.KNOCKOUT_V8 and len(row.kinds_played) == 6
     d = row.definition()
     assert d["track"] == "v8-knockout" and d["steps"] == 8 and d["generator_version"] == 3
     assert d["env_ids"][4] == "CircuitDiscovery-Planted-SelfRepair-KnockOut-v0"
@@ -183,7 +183,7 @@ def test_the_draft_row():
 def test_the_committed_greedy_cache_covers_the_public_episodes():
     """Every public episode of the draft row has its greedy curve committed (K values, each below the
     clean metric: greedy never raises it), so scoring never recomputes them."""
-    row = KS.KNOCKOUT_V8_DRAFT
+    row = KS.KNOCKOUT_V8
     curves = KS.read_greedy_cache()
     for kind in row.kinds_played:
         for seed in row.public_seeds:

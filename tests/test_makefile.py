@@ -78,21 +78,20 @@ def test_ci_installs_torch_from_the_configured_indexes(tmp_path):
     done = subprocess.run(["bash", ".ci/run"], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     lines = done.stdout.splitlines()
     assert _torch_line(lines).endswith("pip install --quiet torch==2.13.0")
-    assert any(
-        line.endswith('-m pytest -q -m "not slow" --durations=30') for line in lines
-    )  # and it runs the suite
-    assert any(
-        line.endswith("-m pytest -q -m slow --durations=30") for line in lines
-    )  # and then the slow tests
+    assert any('-m pytest -q -m "not slow" --durations=30' in line for line in lines)  # and it runs the suite
+    assert any("-m pytest -q -m slow --durations=30" in line for line in lines)  # and then the slow tests
 
 
 def test_make_test_lists_the_30_slowest_tests(tmp_path):
     """`make test`'s suite run ends with pytest's table of the 30 slowest tests (issue 56); the
-    numerics rerun does not repeat it."""
+    numerics rerun does not repeat it. By default the suite runs in two pytest-xdist workers, a test
+    file each, torch on one thread per worker; JOBS=1 runs it serially, with nothing added."""
     lines = [line for line in _dry_run(f"VENV={tmp_path}/venv", target="test") if " -m pytest " in line]
     assert len(lines) == 2, lines
     suite, numerics = lines
     assert shlex.split(suite) == [
+        "OMP_NUM_THREADS=1",
+        "MKL_NUM_THREADS=1",
         f"{tmp_path}/venv/bin/python",
         "-m",
         "pytest",
@@ -100,8 +99,18 @@ def test_make_test_lists_the_30_slowest_tests(tmp_path):
         "-m",
         "not slow",
         "--durations=30",
+        "-n",
+        "2",
+        "--dist",
+        "loadfile",
     ]
     assert "--durations" not in numerics and numerics.endswith("-m pytest -q -m numerics")
+    assert "-n" not in shlex.split(numerics)  # the numerics rerun stays serial, one thread
+    serial = [
+        line for line in _dry_run(f"VENV={tmp_path}/venv", "JOBS=1", target="test") if " -m pytest " in line
+    ]
+    assert shlex.split(serial[0]) == [f"{tmp_path}/venv/bin/python", "-m", "pytest", "-q", "-m", "not slow",
+                                      "--durations=30"]  # fmt: skip
 
 
 def test_readme_shows_the_command_make_runs(tmp_path):

@@ -29,19 +29,32 @@ MANIFEST = load_manifest()
 SCORED = tuple(t for t in TRACKS if MANIFEST[t])
 
 
+def _has_results(version: str) -> bool:
+    return any(any(row.results_dir.glob("*.json")) for row in tracks.BENCHMARKS[version].tracks())
+
+
 def test_every_track_of_a_benchmark_the_board_shows_has_references():
-    shown = {b for b in tracks.BENCHMARKS if b == tracks.IN_FORCE or tracks.BENCHMARKS[b].not_ranking}
+    """The version in force, and a version scored but not in force (the board shows its sections),
+    has references on every track; a version being built (no result yet) is not ranking and has none."""
+    shown = {b for b in tracks.BENCHMARKS if b == tracks.IN_FORCE or _has_results(b)}
     missing = [t for t in TRACKS if tracks.track(t).benchmark in shown and not MANIFEST[t]]
     assert missing == []
+    for version in set(tracks.BENCHMARKS) - shown:
+        assert tracks.BENCHMARKS[version].not_ranking, (
+            version
+        )  # being built: the board says why it does not rank
+        assert not any(MANIFEST[t.name] for t in tracks.BENCHMARKS[version].tracks())
 
 
 def test_a_version_is_one_row_whose_tracks_follow_from_its_rows():
     """Each row of BENCHMARKS gives its four tracks (single head, circuit, Planted, edges), named
-    after its transfer row, with the folders its rows name; the in-force one's are the default."""
+    after its transfer row, and from v8 on its knock-out track, with the folders its rows name; the
+    in-force one's are the default."""
     for version, bench in tracks.BENCHMARKS.items():
         names = [t.name for t in bench.tracks()]
         kinds = (B.SINGLE_HEAD, B.CIRCUIT, B.PLANTED)
-        assert names == [*(bench.transfer.track(k) for k in kinds), bench.edges.track]
+        knockout = [] if bench.knockout is None else [bench.knockout]
+        assert names == [*(bench.transfer.track(k) for k in kinds), bench.edges.track, *knockout]
         assert all(tracks.TRACKS[n].benchmark == version for n in names)
         assert bench.edges.version == bench.transfer.version == version
     assert tracks.BENCHMARKS[tracks.IN_FORCE].transfer.track(B.SINGLE_HEAD) == tracks.DEFAULT_TRACK

@@ -177,6 +177,11 @@ ZOO_TASK_SETS_V0 = {
 # same task parts: every one is performed by some zoo v2 member (their cards); Multi is v7's training tasks.
 MODELS_ZOO_V2 = {"ZooV2": "zoo-v2"}
 ZOO_V2_NOTES = "over zoo v2 (zoo5-zoo8, benchmark v7's public models), a member drawn at each reset"
+# ZooV3 v0 (issue 55): zoo v3 (MODEL_SETS["zoo-v3"]: zoo9-zoo12, trained with the backup objective: each
+# gated task's primary head has a backup that is silent while the primary works), benchmark v8's public
+# models, behind a model part of its own as zoo v2's; the same task parts (every one gated by some member).
+MODELS_ZOO_V3 = {"ZooV3": "zoo-v3"}
+ZOO_V3_NOTES = "over zoo v3 (zoo9-zoo12, trained with dormant backups: benchmark v8's public models), a member drawn at each reset"
 # Planted v0: a fresh planted model per reset ("planted" is the generated family, not one model);
 # one ID per circuit kind (circuit_gym.tasks.planted.KINDS).
 MODELS_PLANTED_V0 = {"Planted": "planted"}
@@ -264,6 +269,14 @@ REGISTRY: tuple[Line, ...] = (
          "observation recomputed on the ablated model after each; the ground truth in info only at the episode's end",
          kwargs={"inner": "knockout", "version": PLANTED_GENERATOR_V1}),
     Line(ZOO_KNOCKOUT, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the knock-out environment {ZOO_V2_NOTES}",
+         kwargs={"inner": "knockout"}),
+    Line(ZOO_SINGLE_HEAD, 0, MODELS_ZOO_V3, ZOO_TASK_SETS_V0, f"first release of the single-head environment {ZOO_V3_NOTES}",
+         kwargs={"inner": "single-head"}),
+    Line(ZOO_CIRCUIT, 0, MODELS_ZOO_V3, ZOO_TASK_SETS_V0, f"first release of the circuit-building environment {ZOO_V3_NOTES}",
+         kwargs={"inner": "circuit"}),
+    Line(ZOO_EDGES, 0, MODELS_ZOO_V3, ZOO_TASK_SETS_V0, f"first release of the edge-building environment {ZOO_V3_NOTES}",
+         kwargs={"inner": "edges"}, max_episode_steps=EDGE_EPISODE_STEPS),
+    Line(ZOO_KNOCKOUT, 0, MODELS_ZOO_V3, ZOO_TASK_SETS_V0, f"first release of the knock-out environment {ZOO_V3_NOTES}",
          kwargs={"inner": "knockout"}),
 )  # fmt: skip
 

@@ -295,7 +295,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--features", default=DEFAULT_FEATURES,
         help=f"transfer tracks: the observation the policy is given, the environments' features argument "
         f"({DEFAULT_FEATURES}, the default; causal: attribution and EAP-IG columns, whose passes count as the "
-        "policy's compute; single-head also prediction)",
+        "policy's compute; single-head also prediction); knock-out tracks: the per-head scores the policy reads "
+        "and pays for (attribution+eap_ig, the default, or attribution)",
     )  # fmt: skip
     p.add_argument(
         "--policy",

@@ -14,7 +14,7 @@ an edge episode's setup, EAP and EAP-IG over 29,089 edges, costs 6-12 s, one edg
 ~9 s), never on held-out results: one test batch per (held-out model, held-out task), two
 public planted seeds per kind.
 
-**Protocol 2** (issue 57; ``protocol=2``, the row :data:`EDGE_V8_DRAFT` for benchmark v8): the
+**Protocol 2** (issue 57; ``protocol=2``, benchmark v8's row): the
 entry's own scores decide every edge the ranking metric reads (``circuit_gym/edges/
 entry_ranking.py``), the metric weighs small circuits (``circuit_gym/edges/small_circuits.py``:
 CPR / CMD on a log size axis), and every cell of the board holds at least
@@ -135,21 +135,19 @@ EDGE_BENCHMARKS: dict[str, EdgeBenchmark] = {
 }
 EDGE_TRACKS = tuple(b.track for b in EDGE_BENCHMARKS.values())
 
-# Protocol 2 for benchmark v8 (issue 57), not on the board yet: the lead adds it to
-# EDGE_BENCHMARKS when v8 is assembled. Until then it scores v7's held-out models and tasks and
-# v7's private model (``source``), on 3 test batches per (model, task) (6 pairs: 18 episodes),
-# 3 public planted seeds per kind (18), 4 private batches per served task (>= 8 with 2 tasks).
-_V7 = B.transfer_benchmark("v7")
-EDGE_V8_DRAFT = EdgeBenchmark(
-    "v8", "v8-edges", _V7.held_out_models, _V7.held_out_tasks, _V7.planted_generator, seeds=(0, 1, 2),
-    private_seeds_used=4, planted_public_seeds=(0, 1, 2), protocol=2, source="v7", results_folder="v8/edges",
+# Benchmark v8's row (issue 57's protocol 2): zoo v3's held-out members and v8's private models, on 3
+# test batches per (model, served task), 3 public planted seeds per kind (18), 4 private batches per
+# served task (>= 8 with 2 tasks): every cell at least MIN_PUBLIC_EPISODES / MIN_PRIVATE_EPISODES.
+EDGE_BENCHMARKS["v8"] = EdgeBenchmark.of(
+    B.transfer_benchmark("v8"), B.transfer_benchmark("v8").track(EDGES), seeds=(0, 1, 2), private_seeds_used=4,
+    planted_public_seeds=(0, 1, 2), protocol=2, results_folder="v8/edges",
 )  # fmt: skip
-EDGE_BENCHMARKS_DRAFT: dict[str, EdgeBenchmark] = {"v8": EDGE_V8_DRAFT}
+EDGE_TRACKS = tuple(b.track for b in EDGE_BENCHMARKS.values())
 
 
 def edge_benchmark(track: str) -> EdgeBenchmark:
     """The row whose track is ``track``; ValueError naming the edge tracks otherwise."""
-    for bench in (*EDGE_BENCHMARKS.values(), *EDGE_BENCHMARKS_DRAFT.values()):
+    for bench in EDGE_BENCHMARKS.values():
         if bench.track == track:
             return bench
     raise ValueError(f"edge track must be one of {list(EDGE_TRACKS)}, got {track!r}")

@@ -33,8 +33,8 @@ ranking, its passes what the ranking records (``lm_passes``).
 
 ``sample``: the canary's run (first public episodes, their rows, ``status`` "sample").
 
-**Protocol 2** (a row with ``protocol=2``: :data:`~circuit_gym.leaderboard.edge_benchmark.
-EDGE_V8_DRAFT`, issue 57). The entry's ranking is :func:`circuit_gym.edges.entry_ranking.
+**Protocol 2** (a row with ``protocol=2``: benchmark v8's row of :data:`~circuit_gym.leaderboard.
+edge_benchmark.EDGE_BENCHMARKS`, issue 57). The entry's ranking is :func:`circuit_gym.edges.entry_ranking.
 entry_rankings`: its added edges, its other candidates by its own signed scores (CPR) or their
 absolute values (CMD), ties and every other edge in one fixed random order per episode
 (:func:`episode_key`), the same for every entry; no EAP-IG fill-in. A reference

@@ -1,7 +1,7 @@
 """Score a knock-out policy on the knock-out track (issue 60): which few ablations remove a behaviour?
 
-A draft track, ``v8-knockout`` (:data:`KNOCKOUT_V8_DRAFT`; benchmark v8 adopts it later, as the edge
-track's ``v8-edges``). Each episode is one ``CircuitDiscovery-Planted-{Kind}-KnockOut-v0`` episode
+Benchmark v8's track ``v8-knockout`` (a row of :data:`KNOCKOUT_BENCHMARKS`, named in
+``circuit_gym/leaderboard/tracks.py``'s table as v8's other tracks are). Each episode is one ``CircuitDiscovery-Planted-{Kind}-KnockOut-v0`` episode
 (``circuit_gym.envs.knockout.KnockOutEnv`` on a planted model of generator 3: up to K heads ablated one
 at a time, cumulatively, the observation recomputed on the ablated model after each; no oracle
 fields) on test-split batch 0, for each kind of the generator, on the row's **public** seeds and,
@@ -139,16 +139,16 @@ class KnockOutBenchmark:
         return len(self.kinds_played) * (len(self.public_seeds) + (self.private_models if private else 0))
 
 
-# Benchmark v8's knock-out track, not on the board yet (the lead adds it when v8 is assembled).
-KNOCKOUT_V8_DRAFT = KnockOutBenchmark("v8", "v8-knockout")
-KNOCKOUT_BENCHMARKS_DRAFT: dict[str, KnockOutBenchmark] = {KNOCKOUT_V8_DRAFT.track: KNOCKOUT_V8_DRAFT}
+# Benchmark v8's knock-out track: its secret planted models are v8's Planted track's draw (its own salt).
+KNOCKOUT_V8 = KnockOutBenchmark("v8", "v8-knockout", planted_draw="v8-planted")
+KNOCKOUT_BENCHMARKS: dict[str, KnockOutBenchmark] = {KNOCKOUT_V8.track: KNOCKOUT_V8}
 
 
 def knockout_benchmark(track: str) -> KnockOutBenchmark:
     """The row whose track is ``track``; ValueError naming the knock-out tracks otherwise."""
-    if track not in KNOCKOUT_BENCHMARKS_DRAFT:
-        raise ValueError(f"knock-out track must be one of {list(KNOCKOUT_BENCHMARKS_DRAFT)}, got {track!r}")
-    return KNOCKOUT_BENCHMARKS_DRAFT[track]
+    if track not in KNOCKOUT_BENCHMARKS:
+        raise ValueError(f"knock-out track must be one of {list(KNOCKOUT_BENCHMARKS)}, got {track!r}")
+    return KNOCKOUT_BENCHMARKS[track]
 
 
 def make_env(bench: KnockOutBenchmark, kind: str, seeds: tuple[int, ...], scores: str = SCORES[0]) -> gym.Env:
@@ -393,7 +393,7 @@ class KnockOutRun(TrackRun):
             self.cache.close()
 
 
-def score_knockout(name: str, track: str = KNOCKOUT_V8_DRAFT.track, policy_spec: str | None = None,
+def score_knockout(name: str, track: str = KNOCKOUT_V8.track, policy_spec: str | None = None,
                    checkpoint: str | None = None, builtin: str | None = None,
                    private_seeds: str | Path | None = None, require_isolation: bool | None = None,
                    sample: int | None = None, greedy_cache: Path = GREEDY_CACHE, scores: str = SCORES[0]) -> dict:  # fmt: skip
@@ -445,7 +445,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="the knock-out track's scorer (issue 60)")
     sub = parser.add_subparsers(dest="command", required=True)
     score = sub.add_parser("score")
-    score.add_argument("--track", default=KNOCKOUT_V8_DRAFT.track)
+    score.add_argument("--track", default=KNOCKOUT_V8.track)
     score.add_argument("--name")
     who = score.add_mutually_exclusive_group(required=True)
     who.add_argument("--builtin", choices=tuple(REFERENCES))
@@ -464,7 +464,7 @@ def main(argv: list[str] | None = None) -> None:
     paired.add_argument("results", nargs="+")
     paired.add_argument("--metric", default="relative_area", choices=PAIRED_METRICS)
     cache = sub.add_parser("greedy-cache")
-    cache.add_argument("--track", default=KNOCKOUT_V8_DRAFT.track)
+    cache.add_argument("--track", default=KNOCKOUT_V8.track)
     cache.add_argument("--kinds", nargs="+")
     cache.add_argument("--seeds", nargs="+", type=int)
     args = parser.parse_args(argv)

@@ -102,7 +102,7 @@ class PlantedBenchmark:
         return len(self.kinds) * (len(self.public_seeds) + (self.private_models if private else 0))
 
 
-_V7 = B.transfer_benchmark("v7")
+_V7, _V8 = B.transfer_benchmark("v7"), B.transfer_benchmark("v8")
 PLANTED_BENCHMARKS: dict[str, PlantedBenchmark] = {
     row.track: row
     for row in (
@@ -110,6 +110,10 @@ PLANTED_BENCHMARKS: dict[str, PlantedBenchmark] = {
         # public seeds; its own salt, so one seed file draws other secret models than the first track's
         PlantedBenchmark(_V7.track(B.PLANTED), f"circuit-gym-planted-{_V7.version}", _V7.planted_generator,
                          kinds_of(_V7.planted_generator), salt=0x5EC7A3),
+        # benchmark v8: the same generator, kinds and public seeds; a salt of its own, so its secret
+        # models are not v7's (whose private scores have been published)
+        PlantedBenchmark(_V8.track(B.PLANTED), f"circuit-gym-planted-{_V8.version}", _V8.planted_generator,
+                         kinds_of(_V8.planted_generator), salt=0x5EC8A3),
     )
 }  # fmt: skip
 # How the edge track draws its secret planted models (``edge_scorer`` asks without a track): as the

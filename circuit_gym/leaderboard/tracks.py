@@ -5,7 +5,7 @@ A version of the board is a row of :data:`BENCHMARKS` (:class:`Benchmark`): its 
 (``planted_scorer.PLANTED_BENCHMARKS``, named after the transfer row) and its edge track's row
 (``edge_benchmark.EDGE_BENCHMARKS``). Its four tracks (single head, circuit building, Planted,
 edges) follow from those rows, and the version in force (``benchmark.IN_FORCE``) is the only
-default. Adding a version (v8: zoo v3) is its rows there and one row here. A retired version's
+default. Adding a version is its rows there and one row here (v8: zoo v3, and its knock-out track). A retired version's
 tracks leave the tree and are refused by name, naming the version in force (:data:`REMOVED`);
 their final tables: ``docs/archive.md``.
 
@@ -219,6 +219,48 @@ def _edge_builtins() -> tuple[str, ...]:
     return reference_names()
 
 
+def _knockout_score(track: str) -> Callable[[str, Request], dict]:
+    def score(name: str, r: Request) -> dict:
+        from circuit_gym.envs.knockout import SCORES
+        from circuit_gym.leaderboard.knockout_scorer import score_knockout
+
+        # the observation's per-head scores the entry reads (and pays for): ``features``, as the
+        # transfer tracks' observation; the command line's default (DEFAULT_FEATURES) means the track's
+        scores = SCORES[0] if r.features == DEFAULT_FEATURES else r.features
+        return score_knockout(name, track, policy_spec=r.policy_spec, checkpoint=r.checkpoint, builtin=r.builtin,
+                              private_seeds=r.private_seeds, require_isolation=r.require_isolation,
+                              sample=r.sample, scores=scores)  # fmt: skip
+
+    return score
+
+
+def _knockout_row(track: str, benchmark: str, results_dir: Path) -> Track:
+    """A knock-out track's row (``knockout_scorer.KNOCKOUT_BENCHMARKS[track]``): public planted seeds,
+    and the secret planted models with the seed file (no private model: ``private_model`` False)."""
+
+    def row():  # the scorer imports the environments: only when asked
+        from circuit_gym.leaderboard.knockout_scorer import knockout_benchmark
+
+        return knockout_benchmark(track)
+
+    def builtins() -> tuple[str, ...]:
+        from circuit_gym.solvers.knockout import REFERENCES
+
+        return tuple(REFERENCES)
+
+    def features() -> tuple[str, ...]:
+        from circuit_gym.envs.knockout import SCORES
+
+        return (DEFAULT_FEATURES, *SCORES)
+
+    return Track(
+        name=track, benchmark=benchmark, definition=lambda: row().definition(), score=_knockout_score(track),
+        builtins=builtins, episodes=lambda n_private: row().episodes(n_private > 0),
+        headline=_headline("circuit_gym.leaderboard.knockout_scorer", "headline"), results_dir=results_dir,
+        cost=Cost(None, None), canary_episodes=1, features=features,
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """One version of the board (a row of :data:`BENCHMARKS`): the rows its tracks are built from."""
@@ -229,9 +271,12 @@ class Benchmark:
     costs: Mapping[str, Cost] = field(default_factory=dict)  # measured seconds per episode, per kind
     # Why the board does not rank on it yet (a version scored before it is put in force); None: it ranks.
     not_ranking: str | None = None
+    knockout: str | None = (
+        None  # its knock-out track (a key of knockout_scorer.KNOCKOUT_BENCHMARKS), from v8 on
+    )
 
     def tracks(self) -> tuple[Track, ...]:
-        """Its tracks in board order: single head, circuit building, Planted, edges."""
+        """Its tracks in board order: single head, circuit building, Planted, edges, knock-out."""
         folder = paths.RESULTS_DIR / self.transfer.results_folder
         transfer = tuple(
             Track(
@@ -253,7 +298,12 @@ class Benchmark:
         planted = _planted_row(
             self.transfer.track(B.PLANTED), self.version, folder / B.PLANTED, Cost(None, None)
         )
-        return (*transfer, planted, _edge_row(self.edges))
+        knockout = (
+            ()
+            if self.knockout is None
+            else (_knockout_row(self.knockout, self.version, folder / "knockout"),)
+        )
+        return (*transfer, planted, _edge_row(self.edges), *knockout)
 
 
 def _edge_row(e: EdgeBenchmark) -> Track:
@@ -272,6 +322,16 @@ BENCHMARKS: dict[str, Benchmark] = {
     "v7": Benchmark(
         "v7", B.transfer_benchmark("v7"), EDGE_BENCHMARKS["v7"], {B.SINGLE_HEAD: _V7_SINGLE_HEAD_COST}
     ),
+    # v8 (issues 55, 57, 60): zoo v3's members (dormant backups by training) held out, its two private
+    # models, planted generator 3, the edge track's protocol 2 and the knock-out track. It ranks once
+    # every track's references are scored (the rule v7 came into force by).
+    "v8": Benchmark(
+        "v8",
+        B.transfer_benchmark("v8"),
+        EDGE_BENCHMARKS["v8"],
+        knockout="v8-knockout",
+        not_ranking="its references are being scored (benchmark v8: zoo v3, issue 60); v7 ranks until then",
+    ),  # fmt: skip
 }
 _ROWS = tuple(row for bench in BENCHMARKS.values() for row in bench.tracks())
 TRACKS: dict[str, Track] = {t.name: t for t in _ROWS}
