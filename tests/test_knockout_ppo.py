@@ -87,3 +87,41 @@ def test_the_prior_adds_a_multiple_of_the_attribution_column_to_head_logits_only
     obs[..., ATTRIBUTION_COLUMN] = torch.linspace(-1, 1, 144)[torch.randperm(144)]
     with torch.no_grad():
         assert int(big.logits(obs[:1])[0, :144].argmax()) == int(obs[0, :, ATTRIBUTION_COLUMN].argmax())
+
+
+def test_the_zoo_mix_plays_every_planted_kind_and_only_the_zoos_training_members(monkeypatch):
+    """With ``zoo_envs`` > 0, any n_envs consecutive training seeds (the trainer's ``seed + i``, whatever
+    the resume offset) give each planted kind once and ``zoo_envs`` environments over zoo v3's training
+    members, training tasks, train split; 0 keeps the planted-only assignment (``seed % 6``)."""
+    from circuit_gym import embedded
+    from circuit_gym.baselines.knockout_policy import KnockOutPPOConfig
+    from circuit_gym.envs.registration import entry
+
+    made = []
+    monkeypatch.setattr(K, "WithoutInfoKeys", lambda env, keys: env)
+    monkeypatch.setattr(
+        K,
+        "make_env",
+        lambda config, kind, seeds, split, pool: made.append(("planted", kind, split)) or object(),
+    )
+    monkeypatch.setattr(K.gym, "make", lambda env_id, **kw: made.append(("zoo", env_id, kw)) or object())
+    config = KnockOutPPOConfig(n_envs=8, zoo_envs=2)
+    for base in (0, 13, 1000 + 7 * 8):
+        made.clear()
+        for i in range(config.n_envs):
+            K.make_training_env(config, base + i)
+        assert sorted(m[1] for m in made if m[0] == "planted") == sorted(K.KINDS)
+        zoo = [m for m in made if m[0] == "zoo"]
+        assert len(zoo) == 2 and all(
+            kw["model"] == "zoo-v3-train" and kw["split"] == "train" for _, _, kw in zoo
+        )
+    assert set(embedded.MODEL_SETS["zoo-v3-train"]) == {"zoo9", "zoo11"}
+    # Multi: the training tasks only
+    assert set(entry(config.zoo_env_id).tasks) == {"agreement", "docstring", "greater_than", "ioi", "pronoun"}
+    made.clear()
+    planted_only = KnockOutPPOConfig()
+    for seed in range(6):
+        K.make_training_env(planted_only, seed)
+    assert [m[1] for m in made] == list(K.KINDS)
+    with pytest.raises(ValueError, match="zoo_envs"):
+        KnockOutPPOConfig(n_envs=6, zoo_envs=6)

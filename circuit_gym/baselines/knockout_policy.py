@@ -48,6 +48,18 @@ class KnockOutPPOConfig(PPOConfigBase):
     # The head logits start from ``prior`` x the attribution column (:class:`PriorScorer`): the
     # untrained policy is a softened conditional attribution and PPO learns where to depart from it.
     prior: float = 10.0
+    # Environments on trained models besides the planted ones (issue 60: "the zoo v3 training members"):
+    # ``zoo_envs`` of the ``n_envs`` play ``zoo_env_id`` over ``zoo_models`` (training members,
+    # training tasks, train split, ``zoo_pool_size`` batches per (model, task)). 0: planted only.
+    zoo_envs: int = 0
+    zoo_env_id: str = "CircuitDiscovery-ZooV3-Multi-KnockOut-v0"
+    zoo_models: str = "zoo-v3-train"
+    zoo_pool_size: int = 8
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 <= self.zoo_envs < self.n_envs:
+            raise ValueError(f"zoo_envs must be in [0, n_envs = {self.n_envs}), got {self.zoo_envs}")
 
     @property
     def gamma(self) -> float:

@@ -17,7 +17,9 @@ The network is the circuit-building PPO's :class:`~circuit_gym.baselines.circuit
 (a logit per head from its feature row and, through self-attention, every other head's; a STOP
 logit), on the knock-out observation's columns, plus a learned multiple of the attribution column
 (:class:`~circuit_gym.baselines.knockout_policy.PriorScorer`: it starts as conditional attribution). Training: the ``n_envs`` environments play the six
-planted kinds in turn (environment ``i`` plays kind ``i % 6``) on :data:`TRAIN_SEEDS`, train split.
+planted kinds in turn (environment ``i`` plays kind ``i % 6``) on :data:`TRAIN_SEEDS`, train split,
+and with ``zoo_envs`` > 0 that many more play the zoo v3 training members (``zoo9``, ``zoo11``) on
+their training tasks, train split (``--zoo-envs 2 --n-envs 8``): never a held-out model or task.
 
 Checkpoint selection, on training-side seeds only: after every epoch the deterministic policy plays
 one episode per kind on train-split batch 0 of each of :data:`SELECTION_SEEDS` (never trained on);
@@ -73,10 +75,17 @@ VARIABLE_INFO_KEYS = ("ablated", TRUTH_KEY)
 
 
 def make_training_env(config: KnockOutPPOConfig, seed: int) -> gym.Env:
-    """Training environment ``seed`` (the trainer numbers its environments ``seed + i``): kind ``seed % 6``."""
-    kind = KINDS[seed % len(KINDS)]
+    """Training environment ``seed`` (the trainer numbers its environments ``seed + i``, so ``seed %
+    (6 + zoo_envs)`` runs through every slot once per ``n_envs`` consecutive seeds): slot ``j < 6``
+    plays planted kind ``j``, the others the zoo's training members (``config.zoo_env_id``)."""
+    slot = seed % (len(KINDS) + config.zoo_envs)
+    if slot >= len(KINDS):
+        env = gym.make(config.zoo_env_id, model=config.zoo_models, split=config.split, pool_size=config.zoo_pool_size,
+                       batch_size=config.batch_size_prompts, steps=config.steps, device=config.device,
+                       scores=config.scores, observe_last=False)  # fmt: skip
+        return WithoutInfoKeys(env, VARIABLE_INFO_KEYS)
     return WithoutInfoKeys(
-        make_env(config, kind, TRAIN_SEEDS, config.split, config.pool_size), VARIABLE_INFO_KEYS
+        make_env(config, KINDS[slot], TRAIN_SEEDS, config.split, config.pool_size), VARIABLE_INFO_KEYS
     )
 
 
