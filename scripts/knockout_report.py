@@ -59,7 +59,7 @@ from circuit_gym.tasks.planted import task_name  # noqa: E402
 PUBLIC_SEEDS = range(20)  # circuit_gym.leaderboard.planted_scorer.PlantedBenchmark.public_seeds
 GENERATOR = 3
 KINDS = kinds_of(GENERATOR)
-PRIVATE_KIND = "private model (its tasks)"  # the sealed model's rows, pooled over its tasks
+PRIVATE_KIND = "private_model"  # the sealed model's rows, pooled over its tasks
 AGENT = "ppo"  # the row of the learned agent (--agent)
 
 
@@ -177,6 +177,9 @@ def measure_state(state, truth, kind: str, seed, k: int, names: list[str], greed
     (a knock-out policy: ``act(observation, mask)``), it plays ``env``'s episode of ``task`` too, as
     the row ``AGENT``, its passes the environment's count of what it read."""
     clean = state.clean_metric
+    if not np.isfinite(clean) or clean <= 0:  # the behaviour is not there on this batch: nothing to knock out
+        print(f"skipped {kind}: clean metric {clean:.3f} on this batch", file=sys.stderr, flush=True)
+        return []
     greedy_curve = state.greedy_curve(k)[1] if greedy else None
     episode, n_total = next(_EPISODES), state.runner.n_layers * state.runner.n_heads
     played = []
