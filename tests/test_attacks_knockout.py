@@ -44,7 +44,7 @@ def bench(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CIRCUIT_GYM_CACHE", str(root / "cache"))
         row = dataclasses.replace(KS.KNOCKOUT_V8, track=TINY, public_seeds=(0,), private_models=1,
-                                  kinds=(KIND,), steps=3, batch_size=8, versus=())  # fmt: skip
+                                  kinds=(KIND,), steps=3, batch_size=8, versus=(), trained_models=())  # fmt: skip
         mp.setitem(KS.KNOCKOUT_BENCHMARKS, TINY, row)
         seeds = root / "secret.txt"
         seeds.write_text("# maintainers only\n734512987\n")

@@ -73,7 +73,8 @@ def test_v8_is_a_board_version_not_ranking_until_its_references_are_scored():
     assert not tracks.not_ranking(tracks.DEFAULT_TRACK)
     knockout = tracks.track("v8-knockout")
     assert knockout.definition()["benchmark_version"] == "circuit-gym-knockout-v8"
-    assert knockout.episodes(0) == 6 * 3 and knockout.episodes(1) == 6 * (3 + 8)
+    trained = knockout.episodes(0) - 6 * 3  # zoo v3's held-out members' verified pairs
+    assert trained >= 6 and knockout.episodes(1) == 6 * (3 + 8) + trained
 
 
 def test_v8s_secret_planted_models_are_not_v7s():

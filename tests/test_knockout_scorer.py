@@ -30,7 +30,7 @@ SECRET = "# maintainers only\n734512987\n"
 def tiny(monkeypatch, tmp_path) -> KS.KnockOutBenchmark:
     """The v8 row on public seed 0, one secret model, the self-repair kind, K = 3, 8 prompts."""
     row = dataclasses.replace(KS.KNOCKOUT_V8, track=TINY, public_seeds=(0,), private_models=1,
-                              kinds=("self_repair",), steps=3, batch_size=8)  # fmt: skip
+                              kinds=("self_repair",), steps=3, batch_size=8, trained_models=())  # fmt: skip
     monkeypatch.setitem(KS.KNOCKOUT_BENCHMARKS, TINY, row)
     return row
 
@@ -164,16 +164,34 @@ def test_paired_differences_against_numpy():
     assert d["mean"] == pytest.approx(diff.mean()) and d["ci95"] == pytest.approx(list(ci))
 
 
-def test_the_draft_row():
-    """``v8-knockout``: generator 3's six kinds on public seeds, secret models of the v7 Planted
-    draw, K = 8; its definition names every episode setting; an unknown track is refused."""
+def test_v8s_row():
+    """``v8-knockout``: generator 3's six kinds on public seeds, secret models of the v8 Planted
+    draw, K = 8, and zoo v3's held-out members on the tasks whose recorded pair their cards verify
+    (read here from the shipped card files); its definition names every episode setting; an
+    unknown track is refused."""
+    import json
+
+    from circuit_gym.leaderboard.paths import REPO_ROOT
+
     row = KS.knockout_benchmark("v8-knockout")
-    assert row is KS.KNOCKOUT_V8 and len(row.kinds_played) == 6
+    assert row is KS.KNOCKOUT_V8 and len(row.kinds_played) == 6 and row.planted_draw == "v8-planted"
+    assert row.trained_models == ("zoo10", "zoo12")
+    verified = {}
+    for member in row.trained_models:
+        card = json.loads(
+            (REPO_ROOT / "circuit_gym" / "models" / "zoo" / member / "card_metrics.json").read_text()
+        )
+        verified[member] = [t for t, p in card["backup_pairs"].items()
+                            if p.get("measures", {}).get("meets_bar") and t in card["suite"]["included"]]  # fmt: skip
+    assert {m: list(KS.trained_tasks(m)) for m in row.trained_models} == verified
     d = row.definition()
     assert d["track"] == "v8-knockout" and d["steps"] == 8 and d["generator_version"] == 3
     assert d["env_ids"][4] == "CircuitDiscovery-Planted-SelfRepair-KnockOut-v0"
-    assert row.episodes(False) == 6 * len(row.public_seeds)
-    assert row.episodes(True) == 6 * (len(row.public_seeds) + row.private_models)
+    assert d["trained_models"] == verified
+    trained = sum(len(v) for v in verified.values())
+    assert trained >= 6  # zoo10: 5 verified pairs, zoo12: 3 (docs/zoo.md)
+    assert row.episodes(False) == 6 * len(row.public_seeds) + trained
+    assert row.episodes(True) == 6 * (len(row.public_seeds) + row.private_models) + trained
     with pytest.raises(ValueError, match="knock-out track"):
         KS.knockout_benchmark("v7-knockout")
     with pytest.raises(ValueError, match="versus"):
@@ -207,3 +225,40 @@ def test_the_track_plays_the_scores_an_entry_asks_for_and_never_measures_the_las
     assert KS.KnockOutRun(TINY, scores="attribution").definition()["observation_scores"] == "attribution"
     with pytest.raises(ValueError, match="scores must be one of"):
         KS.KnockOutRun(TINY, scores="eap_ig")
+
+
+@pytest.mark.slow
+def test_the_trained_part_scores_an_entry_against_the_recorded_pair(monkeypatch, tmp_path):
+    """A trained model's episode (zoo9, successor: its recorded pair meets the bar) is scored against
+    the pair its training log records (read here from the raw file), greedy's curve cached under its
+    own key, and its row keyed for pairing by (kind, model, task)."""
+    import json
+
+    from circuit_gym.envs.knockout import KnockOutEnv
+    from circuit_gym.models.loading import embedded_dir
+    from circuit_gym.solvers.knockout import REFERENCES
+
+    track = "tiny-knockout-trained"
+    row = dataclasses.replace(KS.KNOCKOUT_V8, track=track, public_seeds=(0,), kinds=("induction",), steps=2,
+                              batch_size=8, trained_models=("zoo9",))  # fmt: skip
+    monkeypatch.setitem(KS.KNOCKOUT_BENCHMARKS, track, row)
+    monkeypatch.setattr(KS, "trained_tasks", lambda member: ("successor",))
+    cache = tmp_path / "greedy.json"
+    KS.build_greedy_cache(row, cache)
+    assert KS.trained_greedy_key(row, "zoo9", "successor") in KS.read_greedy_cache(cache)
+    result = KS.score_knockout("ref", track, builtin="conditional_attribution", greedy_cache=cache)
+    assert result["status"] == "scored"
+    (got,) = [r for r in result["scores"]["episodes"] if r["kind"] == KS.TRAINED_KIND]
+    assert (got["model"], got["task"]) == ("zoo9", "successor")
+    log = json.loads((embedded_dir("zoo9") / "training_log.json").read_text())
+    (pair,) = [p for p in log["backup_pairs"] if p["task"] == "successor"]
+    env = KnockOutEnv(model="zoo9", tasks=("successor",), split="test", pool_size=1, batch_size=8, steps=2,
+                      ablation="resample")  # fmt: skip
+    env.reset(options={"task": "successor", "batch_index": 0})
+    order = REFERENCES["conditional_attribution"](env.state, 2).order
+    env.close()
+    truth = {int(pair["primary"]), int(pair["backup"])}
+    assert got["recall"] == pytest.approx(len(truth & set(order)) / 2)
+    assert got["backup_recall"] == float(int(pair["backup"]) in order)
+    assert KS.episode_key(got) == (KS.TRAINED_KIND, "zoo9", "successor")
+    assert result["scores"]["summary"][KS.TRAINED_KIND]["episodes"] == 1

@@ -50,6 +50,7 @@ entry's paired differences against the row's ``versus`` references on the same e
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -61,6 +62,7 @@ import gymnasium as gym
 import numpy as np
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
+from circuit_gym import benchmark as B
 from circuit_gym.circuits.knockout_scores import relative_area, remaining_curve, truth_scores
 from circuit_gym.edges.paired import adjacent_differences, paired_difference
 from circuit_gym.envs.knockout import DEFAULT_BATCH, DEFAULT_STEPS, SCORES, KnockOutEnv
@@ -84,6 +86,7 @@ from circuit_gym.tasks.planted import task_name
 GREEDY_CACHE = REPO_ROOT / "docs" / "results" / "knockout" / "greedy_curves.json"
 METHODS = ("act",)  # what a submitted policy must have
 METRICS = ("relative_area", "precision", "recall", "backup_recall", "auc", "lm_passes")
+TRAINED_KIND = "trained"  # the ``kind`` of every trained-model episode (its ``model`` and ``task`` say which)
 PAIRED_METRICS = ("relative_area", "backup_recall", "recall", "auc")  # the ranking scores, entry - reference
 CLEAN_RTOL = 1e-4  # a cached greedy curve is this batch's when its clean metric agrees this closely
 
@@ -108,6 +111,9 @@ class KnockOutBenchmark:
     ablation: str = "resample"
     versus: tuple[str, ...] = ("conditional_attribution",)  # references every entry is paired with
     results_folder: str = "v8/knockout"  # under leaderboard/results/
+    # Trained models whose backups are known by training (zoo v3, issue 55): each public member's
+    # tasks whose recorded pair its card verifies (``trained_tasks``), scored against its trained truth
+    trained_models: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.kinds or ()) - set(kinds_of(self.generator)))
@@ -122,6 +128,12 @@ class KnockOutBenchmark:
     def kinds_played(self) -> tuple[str, ...]:
         return self.kinds if self.kinds is not None else kinds_of(self.generator)
 
+    def trained_jobs(self) -> tuple[tuple[str, int], ...]:
+        """The trained part's episodes: (task, index into ``trained_models``), member by member."""
+        return tuple(
+            (task, i) for i, member in enumerate(self.trained_models) for task in trained_tasks(member)
+        )
+
     def definition(self) -> dict:
         """What the track's results are comparable under (checked against every result's provenance)."""
         return {
@@ -133,14 +145,30 @@ class KnockOutBenchmark:
             "ablation": self.ablation, "versus": list(self.versus),
             "score": "knock-out area over k = 1..K relative to exact greedy's on the same batch; truth scores "
                      "with backups and suppressors counted",
+            **({"trained_models": {m: list(trained_tasks(m)) for m in self.trained_models}}
+               if self.trained_models else {}),
         }  # fmt: skip
 
     def episodes(self, private: bool) -> int:
-        return len(self.kinds_played) * (len(self.public_seeds) + (self.private_models if private else 0))
+        planted = len(self.kinds_played) * (len(self.public_seeds) + (self.private_models if private else 0))
+        return planted + len(self.trained_jobs())
+
+
+def trained_tasks(member: str) -> tuple[str, ...]:
+    """The tasks of public zoo member ``member`` whose backup pair its card verifies: gated, and the
+    recorded pair meets the bar (redundancy and P's self-repair, measured with plain hooks in
+    ``tests/test_zoo_v3_backups.py``), in the card's order."""
+    from circuit_gym.models.cards import card_metrics
+
+    card = card_metrics(member)
+    gated = set(card["suite"]["included"])
+    pairs = card.get("backup_pairs") or {}
+    return tuple(t for t, p in pairs.items() if t in gated and p.get("measures", {}).get("meets_bar"))
 
 
 # Benchmark v8's knock-out track: its secret planted models are v8's Planted track's draw (its own salt).
-KNOCKOUT_V8 = KnockOutBenchmark("v8", "v8-knockout", planted_draw="v8-planted")
+KNOCKOUT_V8 = KnockOutBenchmark("v8", "v8-knockout", planted_draw="v8-planted",
+                                trained_models=B.transfer_benchmark("v8").held_out_models)  # fmt: skip
 KNOCKOUT_BENCHMARKS: dict[str, KnockOutBenchmark] = {KNOCKOUT_V8.track: KNOCKOUT_V8}
 
 
@@ -158,6 +186,14 @@ def make_env(bench: KnockOutBenchmark, kind: str, seeds: tuple[int, ...], scores
                     pool_size=bench.batch_index + 1, batch_size=bench.batch_size, steps=bench.steps,
                     ablation=bench.ablation, oracle=False, oracle_info=False, scores=scores, observe_last=False,
                     inner_cache=max(1, len(seeds)))  # fmt: skip
+
+
+def make_trained_env(bench: KnockOutBenchmark, member: str, scores: str = SCORES[0]) -> KnockOutEnv:
+    """The knock-out environment of public trained model ``member`` over its verified tasks, the row's
+    settings, no oracle; the observation's per-head ``scores`` as the entry asked."""
+    return KnockOutEnv(model=member, tasks=trained_tasks(member), split=bench.split, pool_size=bench.batch_index + 1,
+                       batch_size=bench.batch_size, steps=bench.steps, ablation=bench.ablation, oracle_info=False,
+                       scores=scores, observe_last=False)  # fmt: skip
 
 
 def _inner(env: gym.Env, seed: int) -> KnockOutEnv:
@@ -214,24 +250,29 @@ def read_greedy_cache(path: Path = GREEDY_CACHE) -> dict[str, dict]:
     return json.loads(Path(path).read_text())["curves"] if Path(path).exists() else {}
 
 
-def greedy_entry(env: KnockOutEnv, bench: KnockOutBenchmark, kind: str) -> dict:
-    """Exact greedy's order and curve on ``env``'s batch (reset there), with what identifies the batch."""
-    env.reset(options={"task": task_name(kind), "batch_index": bench.batch_index})
+def trained_greedy_key(bench: KnockOutBenchmark, member: str, task: str) -> str:
+    """The cache key of exact greedy's curve on a trained model's episode."""
+    return (f"{member}/{task}/{bench.split}/batch{bench.batch_index}x{bench.batch_size}/k{bench.steps}/"
+            f"{bench.ablation}")  # fmt: skip
+
+
+def greedy_entry(env: KnockOutEnv, bench: KnockOutBenchmark, task: str) -> dict:
+    """Exact greedy's order and curve on ``env``'s batch of ``task`` (reset there), with what identifies the batch."""
+    env.reset(options={"task": task, "batch_index": bench.batch_index})
     order, metrics = env.state.greedy_curve(bench.steps)
     return {"weights_hash": env.model.circuit_gym_info.weights_hash, "clean_metric": float(env.state.clean_metric),
             "order": [int(h) for h in order], "metrics": [float(m) for m in metrics]}  # fmt: skip
 
 
-def greedy_metrics(env: KnockOutEnv, bench: KnockOutBenchmark, kind: str, seed: int | None,
+def greedy_metrics(env: KnockOutEnv, bench: KnockOutBenchmark, task: str, key: str | None,
                    cache: dict[str, dict]) -> list[float]:  # fmt: skip
-    """Exact greedy's metric after each ablation on this episode's batch: the cache's entry when it
-    is this model's and batch's (weights hash and clean metric agree), else computed (secret models:
-    ``seed`` None, always computed, never written)."""
-    key = None if seed is None else greedy_key(bench, kind, seed)
+    """Exact greedy's metric after each ablation on this episode's batch of ``task``: the cache's
+    entry ``key`` when it is this model's and batch's (weights hash and clean metric agree), else
+    computed (secret models: ``key`` None, always computed, never written)."""
     if key is None or key not in cache:
-        return greedy_entry(env, bench, kind)["metrics"]
+        return greedy_entry(env, bench, task)["metrics"]
     entry = cache[key]
-    env.reset(options={"task": task_name(kind), "batch_index": bench.batch_index})
+    env.reset(options={"task": task, "batch_index": bench.batch_index})
     same = entry["weights_hash"] == env.model.circuit_gym_info.weights_hash and np.isclose(
         entry["clean_metric"], env.state.clean_metric, rtol=CLEAN_RTOL, atol=0.0
     )
@@ -249,20 +290,34 @@ def build_greedy_cache(bench: KnockOutBenchmark, path: Path = GREEDY_CACHE, kind
     if sorted(set(seeds) - set(bench.public_seeds)):
         raise ValueError(f"only the row's public seeds {bench.public_seeds} are cached, got {seeds}")
     curves = read_greedy_cache(path)
+
+    def write(key: str, entry: dict) -> None:
+        curves[key] = entry
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        text = {"about": "exact greedy knock-out on public planted and trained-model episodes "
+                         "(circuit_gym/leaderboard/knockout_scorer.py greedy-cache)",
+                "curves": dict(sorted(curves.items()))}  # fmt: skip
+        Path(path).write_text(json.dumps(text, indent=1) + "\n")
+
     for kind in kinds or bench.kinds_played:
         env = make_env(bench, kind, tuple(seeds))
         try:
             for seed in seeds:
-                key = greedy_key(bench, kind, seed)
-                if key not in curves:
-                    curves[key] = greedy_entry(_inner(env, seed), bench, kind)
-                    Path(path).parent.mkdir(parents=True, exist_ok=True)
-                    text = {"about": "exact greedy knock-out on public planted episodes "
-                                     "(circuit_gym/leaderboard/knockout_scorer.py greedy-cache)",
-                            "curves": dict(sorted(curves.items()))}  # fmt: skip
-                    Path(path).write_text(json.dumps(text, indent=1) + "\n")
+                if greedy_key(bench, kind, seed) not in curves:
+                    write(
+                        greedy_key(bench, kind, seed), greedy_entry(_inner(env, seed), bench, task_name(kind))
+                    )
         finally:
             env.close()
+    if kinds is None:  # the trained part's episodes too (a run asked for some kinds computes those only)
+        for member in bench.trained_models:
+            trained = make_trained_env(bench, member)
+            try:
+                for task in trained_tasks(member):
+                    if trained_greedy_key(bench, member, task) not in curves:
+                        write(trained_greedy_key(bench, member, task), greedy_entry(trained, bench, task))
+            finally:
+                trained.close()
     return curves
 
 
@@ -318,6 +373,7 @@ class KnockOutRun(TrackRun):
         self.bench, self.name, self.observation = knockout_benchmark(track), track, scores
         self.greedy = read_greedy_cache(greedy_cache)
         self.weights: dict[int, str] = {}
+        self.trained_weights: dict[str, str] = {}
         self.secret: tuple[int, ...] = ()
         self.cache: PrivateCache | None = None
         self.versus = {ref: builtin_play(ref) for ref in self.bench.versus}
@@ -327,8 +383,37 @@ class KnockOutRun(TrackRun):
 
     def parts(self, sample: bool) -> list[Part]:
         b = self.bench
-        return [self._part(f"{self.name}: public seeds ({k})", tuple((k, int(s)) for s in b.public_seeds), True)
-                for k in b.kinds_played]  # fmt: skip
+        planted = [self._part(f"{self.name}: public seeds ({k})", tuple((k, int(s)) for s in b.public_seeds), True)
+                   for k in b.kinds_played]  # fmt: skip
+        trained = [self._trained_part(i, member) for i, member in enumerate(b.trained_models)]
+        return planted + trained
+
+    def _trained_part(self, index: int, member: str) -> Part:
+        """Public trained model ``member``'s verified tasks, scored against its trained truth."""
+        from circuit_gym.models.loading import embedded_dir
+        from circuit_gym.models.trained_truth import trained_truth
+
+        bench = self.bench
+
+        def play(env: KnockOutEnv, who: Play) -> PlayOne:
+            truth = trained_truth(embedded_dir(member), member)
+
+            def one(task: str, _index: int, detailed: bool = True) -> dict:
+                self.trained_weights[member] = env.model.circuit_gym_info.weights_hash
+                key = trained_greedy_key(bench, member, task)
+                greedy = greedy_metrics(env, bench, task, key, self.greedy)
+                row = scores_of(
+                    who(env, task, bench.batch_index), greedy, truth, task, bench.steps, env.n_total
+                )
+                versus = {ref: scores_of(p(env, task, bench.batch_index), greedy, truth, task, bench.steps,
+                                         env.n_total) for ref, p in self.versus.items()}  # fmt: skip
+                return {"kind": TRAINED_KIND, "model": member, "task": task, **row, "versus": versus}
+
+            return one
+
+        jobs = tuple(job for job in bench.trained_jobs() if job[1] == index)
+        return Part(f"{self.name}: trained model {member}", jobs,
+                    lambda jobs: make_trained_env(bench, member, self.observation), play)  # fmt: skip
 
     def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
         self.secret = private_model_seeds(seeds, self.bench.planted_draw)[: self.bench.private_models]
@@ -347,7 +432,8 @@ class KnockOutRun(TrackRun):
                 if public:
                     self.weights[seed] = inner.model.circuit_gym_info.weights_hash
                 truth, task = truth_of(seed, bench.generator), task_name(kind)
-                greedy = greedy_metrics(inner, bench, kind, seed if public else None, self.greedy)
+                key = greedy_key(bench, kind, seed) if public else None
+                greedy = greedy_metrics(inner, bench, task, key, self.greedy)
                 row = scores_of(
                     who(inner, task, bench.batch_index), greedy, truth, kind, bench.steps, inner.n_total
                 )
@@ -384,7 +470,11 @@ class KnockOutRun(TrackRun):
     def model(self) -> SimpleNamespace:
         """The public models, by their weights hashes (None after a sample run, which plays some only)."""
         whole = set(self.weights) == set(self.bench.public_seeds)
+        whole = whole and set(self.trained_weights) == set(self.bench.trained_models)
         models = weights_hash(self.weights, self.bench.public_seeds) if whole else None
+        if models is not None and self.bench.trained_models:  # the trained members' weights too, in order
+            trained = "\n".join(f"{m}:{self.trained_weights[m]}" for m in self.bench.trained_models)
+            models = hashlib.sha256(f"{models}\n{trained}".encode()).hexdigest()
         return SimpleNamespace(circuit_gym_info=SimpleNamespace(name=f"planted-v{self.bench.generator}",
                                                                 weights_hash=models))  # fmt: skip
 
@@ -405,10 +495,20 @@ def score_knockout(name: str, track: str = KNOCKOUT_V8.track, policy_spec: str |
     return score_track(run, name, policy_spec, checkpoint, builtin, private_seeds, require_isolation, sample)
 
 
+def episode_key(row: dict) -> tuple:
+    """What identifies a public episode across result files: (kind, seed) on a planted model,
+    (kind, model, task) on a trained one."""
+    return (
+        (row["kind"], row["model"], row["task"])
+        if row["kind"] == TRAINED_KIND
+        else (row["kind"], row["seed"])
+    )
+
+
 def paired_table(results: dict[str, dict], metric: str = "relative_area") -> list[dict]:
     """Adjacent entries' paired differences of ``metric`` over the public episodes both played
-    (matched by kind and seed), entries ordered by their public mean, best first."""
-    scores = {name: {(r["kind"], r["seed"]): r[metric] for r in res["scores"]["episodes"]}
+    (matched by :func:`episode_key`), entries ordered by their public mean, best first."""
+    scores = {name: {episode_key(r): r[metric] for r in res["scores"]["episodes"]}
               for name, res in results.items() if res.get("status") == "scored"}  # fmt: skip
     means = {n: mean_ci95(list(s.values()))[0] for n, s in scores.items()}
     order = sorted(scores, key=lambda n: (-means[n] if np.isfinite(means[n]) else np.inf, n))
