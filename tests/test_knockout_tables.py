@@ -1,0 +1,60 @@
+"""The knock-out track's board section (circuit_gym/leaderboard/knockout_tables.py): public means
+computed from the episodes, planted and trained apart; ranked on the secret column only when every
+entry has one; the paired column read from the result's ``versus``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from circuit_gym.leaderboard import knockout_tables as T
+
+
+def _entry(
+    name: str, planted: list[float], trained: list[float], secret: float | None, versus: float | None
+) -> dict:
+    episodes = [{"kind": "self_repair", "seed": i, "relative_area": a, "backup_recall": float(i % 2), "lm_passes": 16}
+                for i, a in enumerate(planted)]  # fmt: skip
+    episodes += [{"kind": "trained", "model": "zoo10", "task": f"t{i}", "relative_area": a,
+                  "backup_recall": 1.0, "lm_passes": 16} for i, a in enumerate(trained)]  # fmt: skip
+    entry = {"name": name, "board": {"check": "hash-checked"}, "scores": {"episodes": episodes, "versus": {}}}
+    if versus is not None:
+        entry["scores"]["versus"] = {"conditional_attribution": {"all": {"relative_area": versus,
+                                                                          "relative_area_ci95": [versus - 0.1, versus + 0.1]}}}  # fmt: skip
+    if secret is not None:
+        entry["private"] = {"scores": {"summary": {"all": {"relative_area": secret, "relative_area_ci95": [0.1, 0.9],
+                                                            "backup_recall": 0.5}}}}  # fmt: skip
+    return entry
+
+
+def test_public_cells_are_the_episode_means_with_t_intervals_planted_and_trained_apart():
+    planted, trained = [0.9, 0.7, 0.8, float("nan")], [0.2, 0.4]
+    row = T.knockout_row(_entry("a", planted, trained, None, 0.05))
+    finite = np.array([0.9, 0.7, 0.8])
+    ci = stats.t.interval(0.95, len(finite) - 1, loc=finite.mean(), scale=stats.sem(finite))
+    assert row["public"][0] == pytest.approx(finite.mean()) and row["public"][1] == pytest.approx(list(ci))
+    assert row["public"][2] == pytest.approx(
+        np.mean([0, 1, 0, 1])
+    )  # backup recall over every planted episode
+    assert row["trained"][0] == pytest.approx(0.3) and row["secret"] is None
+    assert row["versus"][0] == pytest.approx(0.05) and row["passes"] == 16
+
+
+def test_ranked_on_the_secret_column_only_when_every_entry_has_it():
+    high_public = _entry("high_public", [0.95, 0.9], [], 0.2, 0.1)
+    high_secret = _entry("high_secret", [0.5, 0.4], [], 0.8, -0.1)
+    rows = [T.knockout_row(e) for e in (high_public, high_secret)]
+    assert [r["name"] for r in T.rank_knockout_rows(rows)] == ["high_secret", "high_public"]
+    rows.append(T.knockout_row(_entry("public_only", [0.1, 0.2], [], None, None)))
+    assert [r["name"] for r in T.rank_knockout_rows(rows)] == ["high_public", "high_secret", "public_only"]
+
+
+def test_the_section_names_the_track_and_the_reference_has_no_paired_cell():
+    ref = _entry("conditional_attribution", [0.9, 0.8], [0.5], 0.9, 0.0)
+    text = T.knockout_markdown([T.knockout_row(ref)], "v8-knockout")
+    assert text.startswith("### Knock-out track (v8-knockout)")
+    (line,) = [x for x in text.splitlines() if x.startswith("| 1 |")]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1] == "conditional_attribution" and cells[6] == "-"  # no difference against itself
+    assert cells[3].startswith("0.900 [0.100, 0.900] / 0.50") and cells[5].startswith("0.500 / 1.00")
