@@ -64,7 +64,8 @@ def board_env(kind: str, model: str, pool_size: int, *, tasks: Sequence[str] | N
 
 def planted_env_id(kind: str, version: int | None = None) -> str:
     """The circuit-building Planted ID of the circuit ``kind`` on the planted generator's ``version``
-    (None: the default, 2, the v6 board's, ``-v0``; 3: ``-v1``): the registry's line that pins it."""
+    (None: the default, 2, ``-v0``, a retired board's: docs/archive.md; 3: ``-v1``): the
+    registry's line that pins it."""
     # imported here: the planted modules register the planted tasks, which the suite's users never see
     from circuit_gym.envs.registration import PLANTED_CIRCUIT, REGISTRY
     from circuit_gym.models.planted.versions import DEFAULT_VERSION

@@ -105,8 +105,8 @@ def test_github_slugs():
     assert github_slug("Builtin white-box solvers") == "builtin-white-box-solvers"
     assert github_slug("What `CIRCUIT_GYM_THREADS` does (1.0)") == "what-circuit_gym_threads-does-10"
     assert (
-        github_slug("**Benchmark v6**: the [transfer](transfer.md) tracks")
-        == "benchmark-v6-the-transfer-tracks"
+        github_slug("**Benchmark v8**: the [transfer](transfer.md) tracks")
+        == "benchmark-v8-the-transfer-tracks"
     )
     assert github_slug("Zoo, Planted & Toy") == "zoo-planted--toy"
 

@@ -122,7 +122,7 @@ MEASUREMENT = re.compile(
 )
 # Pages whose every result comes from a shipped file (issue 33): the README's results, the full
 # results, and the pages on circuit building, models, tasks, the leaderboard, the zoo, the planted
-# models and circuit scoring, the engine, the baselines, environments and SB3, and benchmark v6's
+# models and circuit scoring, the engine, the baselines, environments and SB3, and the
 # transfer pages (transfer, private model, memorisers).
 CHECKED_PAGES = ("README.md", "docs/results.md", "docs/circuit_envs.md", "docs/models.md", "docs/tasks.md",
                  "docs/leaderboard.md", "docs/zoo.md", "docs/planted.md", "docs/circuits.md", "docs/engine-and-benchmarks.md",

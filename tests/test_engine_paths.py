@@ -236,7 +236,7 @@ def test_the_setting_follows_the_environment_and_names_its_cache_entries(tiny_mo
     monkeypatch.delenv(ATTENTION_ENV_VAR, raising=False)
     assert default_attention() == "sdpa"
     sdpa_key = tables.sweep_key(tiny_model, task, batch, ref, "zero")
-    assert "attention" not in sdpa_key and attention_cache_fields("sdpa") == {}  # v6's keys unchanged
+    assert "attention" not in sdpa_key and attention_cache_fields("sdpa") == {}  # issue 46 kept the old keys
     monkeypatch.setenv(ATTENTION_ENV_VAR, "matmul")
     assert _tiny_engine(tiny_model, None).attention == "matmul"  # type: ignore[arg-type]
     matmul_key = tables.sweep_key(tiny_model, task, batch, ref, "zero")

@@ -8,7 +8,7 @@ heads, except the ACDC test, which scores ACDC (the discovery code) against the 
 patched by plain hooks too (:class:`EdgePatcher`: a sender's counterfactual output fed into one
 receiver's q, k or v, recomputed here from the residual stream, or into the logits).
 
-Generator version 2 (the v6 board's models) keeps its tests and its documented defect (the
+Generator version 2 (a retired board's models) keeps its tests and its documented defect (the
 strict expected failures); version 3's tests follow them.
 """
 
@@ -381,7 +381,7 @@ def _edges_between(senders, receivers) -> set[str]:
 
 def test_v2_is_unchanged_by_the_version_registry():
     """Version 2 is the default and its models are what they were: the truth's JSON has no v3
-    fields, the names and cache directories say v2 (the committed v6 board was scored on them)."""
+    fields, the names and cache directories say v2 (a retired board was scored on them: docs/archive.md)."""
     (state, truth), (state_2, truth_2) = generate(3), generate(3, version=2)
     assert truth == truth_2 and all(torch.equal(state[k], state_2[k]) for k in state)
     assert truth.version == 2 and truth.kinds == KINDS

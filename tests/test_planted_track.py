@@ -213,7 +213,7 @@ def test_choose_column_finds_a_planted_informative_column():
 
 # ------------------------------------------------------------------ IDs and tables
 def test_every_planted_id_makes_resets_and_steps_on_its_generator_version():
-    """v0: generator version 2's four kinds (the v6 board's models); v1: version 3's six kinds."""
+    """v0: generator version 2's four kinds (a retired board's models); v1: version 3's six kinds."""
     rows = [
         r for family in ("planted", "planted-circuit") for r in list_envs(all_versions=True, family=family)
     ]
@@ -302,7 +302,8 @@ def test_v7_planted_plays_generator_3s_kinds_on_their_ids_and_is_the_default():
             "circuit",
             3,
         )
-    # another salt than the edge track's draw (the first Planted track's): other secret models
+    # another salt than the edge track's draw (planted_scorer.EDGE_DRAW, a retired board's): other
+    # secret models
     assert not set(PS.private_model_seeds((5,))) & set(PS.private_model_seeds((5,), V7))
     row = TRACKS[V7]
     assert (row.benchmark, row.definition()) == ("v7", new)

@@ -194,7 +194,7 @@ def test_script_recovery_matches_the_oracle_table_read_directly(zoo1, monkeypatc
     fixed = FixedPolicy.load(script.FIXED)
     solvers = {script.FIXED_LABEL: [("fixed", "attention", lambda obs, _env: fixed.rank_heads(obs))]}
     row = script.score_cells({"zoo1": [name]}, solvers, episodes=1)[f"zoo1/{name}"][script.FIXED_LABEL]
-    # independently: the batch and table built here with benchmark v6's settings, the heads by hand
+    # independently: the batch and table built here with the transfer settings, the heads by hand
     task = ROBUSTNESS_TASKS[name]
     table = sweep_table(zoo1, task, task.batch(zoo1, "test", B.PROMPTS_PER_EPISODE, seed=0),
                         reference_batch(zoo1, B.TRANSFER_REFERENCE), ablation=B.TRANSFER_ABLATION, lam=B.LAM)  # fmt: skip

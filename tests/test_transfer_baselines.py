@@ -1,5 +1,5 @@
-"""Benchmark v6's reference baselines of issue 35 items 5 and 6: the test-set memoriser, the
-single-column policy (fair and ceiling) and the v6 fixed memoriser.
+"""The transfer reference baselines of issue 35 items 5 and 6, first fitted on zoo v1: the test-set
+memoriser, the single-column policy (fair and ceiling) and the fixed memoriser fitted on zoo v1.
 
 Attacks first: what the board scores must never reach a fit (the memoriser's batches, the fair
 column's tasks and models), and a forged checkpoint must be a clear error, not a ranking."""
@@ -291,10 +291,10 @@ def test_fair_column_refuses_anything_held_out(kwargs, batches_read):
 
 
 def test_committed_column_checkpoint_is_the_reports_fair_rule():
-    """Zoo v1's board entry and its feature-ceiling report (docs/results/feature_ceiling/v6.json) agree on the
-    fair rule, chosen on training tasks of training models; the ceiling is another rule."""
+    """Zoo v1's board entry and its feature-ceiling report (docs/results/feature_ceiling/zoo_v1.json)
+    agree on the fair rule, chosen on training tasks of training models; the ceiling is another rule."""
     record = json.loads((TRANSFER / "column_policy.json").read_text())
-    report = json.loads((ROOT / "docs" / "results" / "feature_ceiling" / "v6.json").read_text())
+    report = json.loads((ROOT / "docs" / "results" / "feature_ceiling" / "zoo_v1.json").read_text())
     policy = ColumnPolicy.load(TRANSFER / "column_policy.json")
     assert (
         policy.rule == record["rule"] == report["fair_rule"] == column_policy.best_rule(report["rules_train"])

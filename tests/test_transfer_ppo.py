@@ -1,4 +1,4 @@
-"""PPO trained across the training models of benchmark v6 (issue 35 item 7): a tiny run of each
+"""PPO trained across the training models of zoo v1 (issue 35 item 7): a tiny run of each
 track on the Zoo-Multi IDs over ``zoo-train`` serves, and chooses its checkpoint on, training
 tasks of training models on the train split only, and its selection visits every such cell."""
 

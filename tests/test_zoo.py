@@ -169,19 +169,19 @@ def test_benchmark_v7_splits_zoo_v2_by_zoo_v1s_rule_and_changes_nothing_else():
     from circuit_gym import benchmark as B
 
     v7 = B.transfer_benchmark("v7")
-    v6 = B.TransferBenchmark("v6", "transfer-", B.TRAIN_MODELS, B.HELD_OUT_MODELS)  # zoo v1's row, as it was
+    zoo_v1 = B.TransferBenchmark("zoo-v1", "zoo-v1-", B.TRAIN_MODELS, B.HELD_OUT_MODELS)  # zoo v1's row
     assert set(v7.public_models()) == set(ZOO_GENERATIONS["v2"]) and not set(v7.train_models) & set(
         v7.held_out_models
     )
     assert all(int(m.removeprefix("zoo")) % 2 == 1 for m in v7.train_models)
     assert all(int(m.removeprefix("zoo")) % 2 == 0 for m in v7.held_out_models)
     for kind in (B.SINGLE_HEAD, B.CIRCUIT):
-        a, b = v6.definition(kind), v7.definition(kind)
+        a, b = zoo_v1.definition(kind), v7.definition(kind)
         changed = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
         assert changed == {"benchmark_version", "track", "train_models", "held_out_models", "zoo_generation"}
     assert v7.quadrant("capital", "zoo6") == "unseen_task_unseen_model"
     with pytest.raises(ValueError, match="no split"):
-        v7.quadrant("ioi", "zoo1")  # a v6 model is in no split of v7
+        v7.quadrant("ioi", "zoo1")  # a zoo v1 model is in no split of v7
 
 
 def test_the_private_models_placement_is_apart_from_every_public_members_from_v2_on():

@@ -16,8 +16,8 @@ Both re-run blocks from the cached residual stream: attention-only models throug
 pass first), others by calling the bridge's blocks directly, or through the bridge's own
 ``start_at_layer`` when calling blocks does not reproduce the clean pass.
 
-Attention on the fast replay (``attention``): ``"sdpa"`` (the default, every table up to
-benchmark v6) or ``"matmul"`` (batched products for short sequences, issue 46); an engine
+Attention on the fast replay (``attention``): ``"sdpa"`` (the default, every table
+before issue 46) or ``"matmul"`` (batched products for short sequences, issue 46); an engine
 built without one follows ``$CIRCUIT_GYM_ATTENTION`` (:func:`default_attention`), and cache
 keys name the path (:func:`attention_cache_fields`). Other architectures ignore it.
 
@@ -68,7 +68,7 @@ def default_ablation(model_name: str) -> str:
 
 
 def default_attention() -> str:
-    """``$CIRCUIT_GYM_ATTENTION`` when set (checked), else ``"sdpa"`` (benchmark v6's numbers)."""
+    """``$CIRCUIT_GYM_ATTENTION`` when set (checked), else ``"sdpa"`` (every table before issue 46)."""
     return check_attention(os.environ.get(ATTENTION_ENV_VAR) or "sdpa")
 
 

@@ -13,7 +13,7 @@ engine checks the replay against the bridge's clean pass before using it.
 Attention has two paths (``attention``), each exact to float tolerance against the bridge
 (``tests/test_engine_paths.py``) but not bit for bit equal to each other:
 
-- ``"sdpa"`` (the default; every table up to benchmark v6): ``scaled_dot_product_attention``.
+- ``"sdpa"`` (the default; every table before issue 46): ``scaled_dot_product_attention``.
   On CPU with 12-dimensional heads its kernel spends most of its time in per-(row, head)
   overhead, not arithmetic (issue 46: 56% of a sweep's time for 3% of its FLOPs);
 - ``"matmul"``: for short sequences and small heads (:func:`uses_matmul`, a rule measured by

@@ -6,7 +6,7 @@ checkpoint: ``docs/results/transfer/column_policy.json``; that board retired, do
 the rule with the best pooled best-of-1 recovery on the **training tasks of the training models**
 (eval split), chosen here by :func:`choose_fair_rule`, which refuses held-out tasks, held-out
 models and the test split; its report beside the ceiling (the rule chosen on the held-out tasks
-themselves, which no entry may use) is ``docs/results/feature_ceiling/v6.md``.
+themselves, which no entry may use) is ``docs/results/feature_ceiling/zoo_v1.md``.
 
     circuit-gym leaderboard score --policy circuit_gym.baselines.column_policy:make_policy \\
         --checkpoint docs/results/transfer/column_policy.json ...
@@ -153,7 +153,7 @@ def model_tables(models: Sequence[str], tasks: Sequence[str], split: str, episod
 def choose_fair_rule(models: Sequence[str] | None = None, tasks: Sequence[str] | None = None, split: str = "eval",
                      episodes: int = 16, features: str = DEFAULT_FEATURES,
                      make_env: Callable | None = None) -> tuple[str, dict]:  # fmt: skip
-    """The fair rule of benchmark v6 and every rule's scores: chosen on the training tasks of the
+    """The fair rule and every rule's scores: chosen on the training tasks of the
     training models (default) on a non-test split. Held-out tasks, held-out models and the test
     split are refused, so nothing held out can move the choice."""
     from circuit_gym import benchmark as B

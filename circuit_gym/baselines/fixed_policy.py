@@ -43,7 +43,7 @@ class FixedPolicy:
 
     @classmethod
     def fit_many(cls, envs: Sequence, tasks: Sequence[str] | None = None, episodes: int = 32) -> FixedPolicy:
-        """:meth:`fit` over several environments (benchmark v6: one per training model), their
+        """:meth:`fit` over several environments (a transfer benchmark: one per training model), their
         counts and rewards added up; ``tasks`` defaults to what each environment samples."""
         if not envs:
             raise ValueError("fit_many needs at least one environment")

@@ -12,9 +12,10 @@ learns to stop once the circuit is whole). On the four ``CircuitDiscovery-Plante
 IDs over :data:`TRAIN_SEEDS` (train split, batches ``0 .. pool_size - 1``): the ``n_envs`` parallel
 environments play the kinds in turn (environment ``i`` plays kind ``i % n_kinds``), so every collect
 holds the kinds alike. The ID version in ``--env-id`` picks the generator: ``-v1`` (default)
-benchmark v7's (version 3, six kinds; :data:`V1_ENV_ID`, ``--n-envs`` a multiple of 6), ``-v0`` the
-retired first Planted track's (version 2, four kinds). The observation is the track's (``features="attention"``: the scorer's
-environments have no other), so the policy can be scored on the track unchanged.
+benchmark v7's (version 3, six kinds; :data:`V1_ENV_ID`, ``--n-envs`` a multiple of 6), ``-v0``
+version 2's (four kinds; its board retired: docs/archive.md). The observation is the track's
+(``features="attention"``: the scorer's environments have no other), so the policy can be scored on
+the track unchanged.
 
 Checkpoint selection (:func:`selection`), on training-side seeds only: after every epoch the
 deterministic policy plays the track's episode (``start="empty"``, budget 16, alpha 0.01) on
@@ -89,9 +90,10 @@ class PlantedPPOConfig(CircuitPPOConfig):
     epochs: int = 10
 
 
-# What a run's ID version (the last part of ``config.env_id``) pins: v0 the v6 board's planted
-# generator (version 2, four kinds), v1 benchmark v7's (version 3, six kinds). The run's config stays a
-# ``CircuitPPOConfig`` (``circuit_ppo.load_policy`` reads it), so the version lives in its ID.
+# What a run's ID version (the last part of ``config.env_id``) pins: v0 the planted generator's
+# version 2 (four kinds; retired board: docs/archive.md), v1 benchmark v7's (version 3, six kinds).
+# The run's config stays a ``CircuitPPOConfig`` (``circuit_ppo.load_policy`` reads it), so the
+# version lives in its ID.
 ID_VERSIONS = {0: (2, KINDS, PLANTED_TASK_SETS_V0), 1: (PLANTED_GENERATOR_V1, KINDS_V3, PLANTED_TASK_SETS_V1)}
 V1_ENV_ID = PlantedPPOConfig.env_id
 

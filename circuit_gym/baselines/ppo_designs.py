@@ -1,4 +1,4 @@
-"""The PPO designs compared on benchmark v6 (issue 34), and where each one's runs live.
+"""The PPO designs compared on zoo v1's transfer board (issue 34), and where each one's runs live.
 
 A design is the reference recipe of both tracks (``PPOConfig`` and ``CircuitPPOConfig`` as they
 default) with some fields changed. The same changes apply to both tracks, so a design is one

@@ -3,7 +3,7 @@ training tasks use often, and whether PPO finds it at least as well as the fixed
 
     python scripts/robustness_tasks.py --ppo docs/results/transfer/ppo --ppo docs/results/transfer/ppo_causal
 
-Stage 1 (choice, train and eval splits only), per training model of benchmark v6 (zoo1, zoo3) and
+Stage 1 (choice, train and eval splits only), per training model of zoo v1 (zoo1, zoo3) and
 robustness task (``circuit_gym.tasks.robustness``):
 
 - **training frequency**: the oracle head of every train-split episode of the training tasks
@@ -14,7 +14,7 @@ robustness task (``circuit_gym.tasks.robustness``):
 - a (task, model) cell is **kept** when the gate passes and the bottleneck is among the
   ``circuit_gym.suite.OTHER_TOP`` (5) heads most often oracle in training on that model.
 
-Stage 2 (scoring, test split batches ``0..--episodes - 1``, benchmark v6's settings through
+Stage 2 (scoring, test split batches ``0..--episodes - 1``, the transfer settings of
 ``baselines.transfer_envs.transfer_env``): best-of-1 and best-of-5 oracle recovery
 (``circuit_gym.evaluation``) of every PPO seed of each ``--ppo`` directory (each in an
 environment of its own ``config.features``; mean over seeds with a t-interval), the fixed
@@ -237,7 +237,7 @@ def markdown(report: dict) -> str:
         f"`{report['command']}`", "",
         f"Choice: train split ({s['train_episodes']} batches per training task) and eval split "
         f"({s['gate_episodes']} oracle tables, {s['accuracy_batches']} x 16 prompts for accuracy). "
-        f"Scores: test split, batches 0-{s['episodes'] - 1}, benchmark v6's settings.", "",
+        f"Scores: test split, batches 0-{s['episodes'] - 1}, {s['benchmark_version']}'s settings.", "",
         "## Choice", "",
         "| model | task | eval accuracy | gate | bottleneck (modal share) | training share (rank) | kept |",
         "|---|---|---|---|---|---|---|",

@@ -1,4 +1,4 @@
-"""The test-set memoriser: the attack benchmark v6's board must expose (issue 35 item 5).
+"""The test-set memoriser: the attack a transfer board must expose (issue 35 item 5, first on zoo v1).
 
 It recognises, from the observation alone, which task (and, in the per-model variant, which
 public zoo member) an episode comes from, and ranks heads by the mean contrastive reward that
@@ -196,7 +196,7 @@ def collect(models: Sequence[str], tasks: Sequence[str], batches: Sequence[int],
     scored = sorted(set(batches) & set(B.TRANSFER_SEEDS))
     if scored:
         raise ValueError(
-            f"batches {scored} are scored by the board ({B.TRANSFER_BENCHMARK_VERSION}); fit on others"
+            f"batches {scored} are scored by the board (benchmark.TRANSFER_SEEDS); fit on others"
         )
     make_env = make_env or transfer_env
     indices = [FEATURE_SETS[features].index(c) for c in signature_columns(features)]

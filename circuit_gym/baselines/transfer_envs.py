@@ -1,4 +1,4 @@
-"""Benchmark v6's single-head environment on one public zoo member, for the transfer baselines.
+"""The transfer benchmarks' single-head environment on one public zoo member, for the transfer baselines.
 
 The board's own builder (``circuit_gym.track_envs.board_env`` with ``transfer=True``: pinned
 ablation and reference, the benchmark's batch size and lambda), so a table or observation a
@@ -21,7 +21,8 @@ from circuit_gym.track_envs import board_env
 def transfer_env(
     model: str, tasks: Sequence[str], split: str, pool_size: int, features: str = DEFAULT_FEATURES
 ) -> gym.Env:
-    """CircuitDiscovery-*-Multi on the zoo member ``model`` with benchmark v6's settings."""
+    """CircuitDiscovery-*-Multi on the zoo member ``model`` with the transfer settings (the row
+    in force's, ``benchmark.IN_FORCE``)."""
     return board_env(
         B.SINGLE_HEAD, model, pool_size, tasks=tasks, split=split, transfer=True, features=features
     )

@@ -54,7 +54,7 @@ SOURCES = {
     "board": "leaderboard/results/{}.json",  # board/ppo, board/circuit/greedy_search ...
     "card": "circuit_gym/models/{}/card_metrics.json",  # card/toy
     "bench": "benchmarks/results/{}.json",  # bench/sweep
-    "transfer": "docs/results/transfer/report.json",  # zoo v1's board, archived (its script: tag archive/v6-last)
+    "transfer": "docs/results/transfer/report.json",  # zoo v1's board, archived (its script: docs/archive.md)
     "hard": "docs/results/v7/report.json",  # python -m circuit_gym.baselines.hard_circuits_report
 }
 # A marker right after a backtick is an example in inline code (CONTRIBUTING.md shows the syntax).

@@ -77,8 +77,9 @@ class PlantedEnv(ModelDrawEnv):
 
     ## Arguments
     ``seeds``: the model seeds to draw from (default: any); ``oracle``: the ground truth in every
-    ``info`` (default ``False``); ``version``: the planted generator's version (default 2, the
-    v6 board's; 3 adds the ``self_repair`` and ``and`` kinds and states edges in the truth);
+    ``info`` (default ``False``); ``version``: the planted generator's version (default 2, a
+    retired board's: docs/archive.md; 3 adds the ``self_repair`` and ``and`` kinds and states
+    edges in the truth);
     ``inner``: ``"single-head"`` or ``"circuit"`` (set by the ID);
     ``ablation`` defaults to ``"resample"``; every other argument goes to the inner environment.
 

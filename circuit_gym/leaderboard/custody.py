@@ -1,7 +1,7 @@
 """Custody of the private evaluation model: sealed with the maintainers' key, committed, opened
 by the scorer into a private temporary directory (issue 58).
 
-v6's private model, and then v7's, lived on one machine outside the repository and were lost with
+Zoo v1's private model, and then zoo v2's, lived on one machine outside the repository and were lost with
 it. From v8 on, the private model's directory (weights, tokenizer, card) and the private seed file
 are committed as **one encrypted file** (``cryptography.fernet``: AES-128-CBC with an HMAC-SHA256
 over the whole token, so a changed byte is refused, not decrypted into something else), with the

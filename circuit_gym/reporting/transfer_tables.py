@@ -1,4 +1,4 @@
-"""The transfer tracks' tables (benchmark v6): one row per entry, ranked on the private model.
+"""The transfer tracks' tables: one row per entry, ranked on the private model.
 
 Columns anyone can reproduce come from the public zoo (four quadrants: seen / unseen task x
 seen / unseen model); the ranking column, the held-out tasks on the maintainers' private model,

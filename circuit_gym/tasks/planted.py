@@ -59,7 +59,7 @@ WORDS = LETTERS + tuple(MARKERS.values())  # generator version 2's synthetic voc
 WORDS_V3 = LETTERS + tuple(MARKERS_V3.values())  # version 3's: version 2's words first
 PROMPT_LENGTHS = dict(zip(SPLITS, (10, 11, 12), strict=True))  # BOS included
 N_DISTRACTORS = 3
-KINDS = ("induction", "multihop", "redundant", "suppression")  # generator version 2's (the v6 board's)
+KINDS = ("induction", "multihop", "redundant", "suppression")  # generator version 2's (a retired board's)
 KINDS_V3 = (*KINDS, "self_repair", "and")  # generator version 3's
 
 

@@ -2,10 +2,10 @@
 
 ``make_planted_model(seed, version=2)`` generates a 12 x 12 attention-only model (GPT-2 small's
 head grid) whose circuits sit at heads drawn from the seed, among decoys and distractors; it
-returns the loaded model with its :class:`GroundTruth`. Generator version 2 (the default, the v6
-board's) has four kinds (``circuit_gym.tasks.planted.KINDS``: induction, multi-hop, redundant,
-suppression); version 3 fixes its defect and adds self-repair and AND
-(``KINDS_V3``), and its truth states each circuit's edges and backup heads
+returns the loaded model with its :class:`GroundTruth`. Generator version 2 (the default; a
+retired board's, docs/archive.md) has four kinds (``circuit_gym.tasks.planted.KINDS``:
+induction, multi-hop, redundant, suppression); version 3 fixes its defect and adds self-repair
+and AND (``KINDS_V3``), and its truth states each circuit's edges and backup heads
 (:mod:`~circuit_gym.models.planted.versions`). See ``docs/planted.md``.
 
 The first planted model (3 layers x 4 heads, one induction-style pair at fixed heads) is

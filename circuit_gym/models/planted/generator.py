@@ -33,7 +33,7 @@ from circuit_gym.models.planted.roles import head_weights
 from circuit_gym.models.planted.versions import DEFAULT_VERSION, GeneratorVersion, generator
 from circuit_gym.tasks.planted import TAGGED
 
-VERSION = DEFAULT_VERSION  # the version a call that names none gets (the v6 board's); see versions.py
+VERSION = DEFAULT_VERSION  # the version a call that names none gets; see versions.py
 MEMORY_CACHE = 8  # models kept loaded in memory (least recently used first out)
 _SEED_SALT = 0x9C17  # keeps seed s's generator apart from other uses of default_rng(s)
 

@@ -2,12 +2,12 @@
 
 A version fixes everything a seed's weights depend on besides the seed: the residual layout
 and vocabulary, the gains, the circuit kinds, the decoys and the noise. A seed's model is a
-function of (version, seed); an old version keeps producing exactly its models (the v6
-board's planted results were scored on version 2), a new one is a new row.
+function of (version, seed); an old version keeps producing exactly its models (a
+retired board's planted results were scored on version 2), a new one is a new row.
 
-- **2** (issue 31): four kinds; the models the v6 board was scored on. Its defect: on some
-  seeds a circuit head whose attention falls back to BOS fires where it should not and the
-  clean model fails part of a task (docs/planted.md, "the defect's cause").
+- **2** (issue 31): four kinds; the models a retired board was scored on (docs/archive.md).
+  Its defect: on some seeds a circuit head whose attention falls back to BOS fires where it
+  should not and the clean model fails part of a task (docs/planted.md, "the defect's cause").
 - **3** (issue 41): the defect fixed by an anchored LayerNorm scale (the ``ANCHOR`` block,
   :func:`~circuit_gym.models.planted.heads.anchored_gains`: every match scores the same at any
   position and layer, the fallback at half of it), and two kinds more: ``self_repair`` (a
@@ -47,7 +47,7 @@ GENERATORS: dict[int, GeneratorVersion] = {
     ),
 }
 VERSIONS = tuple(GENERATORS)
-DEFAULT_VERSION = 2  # the version the v6 board (and every ID of Planted v0) was scored on
+DEFAULT_VERSION = 2  # every ID of Planted v0's version (and the retired board's: docs/archive.md)
 LATEST_VERSION = max(VERSIONS)
 
 
