@@ -23,10 +23,6 @@ ALLOWED = {
     "tests/test_readme.py": "refuses retired names in README (its RETIRED pattern)",
     "tests/test_retired_names.py": "this test: the pattern and the retired versions the board pages refuse",
     "circuit_gym/benchmark.py": "being edited; to scrub",
-    "circuit_gym/embedded.py": "being edited; to scrub",
-    "circuit_gym/envs/registration.py": "being edited; to scrub",
-    "circuit_gym/leaderboard/tracks.py": "being edited; to scrub",
-    "circuit_gym/leaderboard/planted_scorer.py": "being edited; to scrub",
     "circuit_gym/leaderboard/edge_scorer.py": "being edited; to scrub",
 }
 

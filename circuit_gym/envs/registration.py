@@ -169,7 +169,7 @@ ZOO_TASK_SETS_V0 = {
     "Agreement": ("agreement",), "Brackets": ("brackets",), "Capital": ("capital",), "Docstring": ("docstring",),
     "GreaterThan": ("greater_than",), "IOI": ("ioi",), "Minimum": ("minimum",), "Pronoun": ("pronoun",),
     "Successor": ("successor",),
-    # Multi samples the training tasks of leaderboard benchmark v6 (written out, as above).
+    # Multi samples the transfer benchmarks' training tasks (written out, as above).
     "Multi": ("agreement", "docstring", "greater_than", "ioi", "pronoun"),
 }  # fmt: skip
 # ZooV2 v0: zoo v2 (MODEL_SETS["zoo-v2"]: zoo5-zoo8), the models benchmark v7 ranks on, behind a model part
@@ -190,7 +190,7 @@ MODELS_PLANTED_V0 = {"Planted": "planted"}
 PLANTED_GENERATOR_V0 = 2
 PLANTED_TASK_SETS_V0 = {"Induction": ("planted_induction",), "MultiHop": ("planted_multihop",),
                         "Redundant": ("planted_redundant",), "Suppression": ("planted_suppression",)}  # fmt: skip
-# Planted v1 (issue 41): the planted generator's version 3 (the v0 IDs keep version 2, the v6 board's
+# Planted v1 (issue 41): the planted generator's version 3 (the v0 IDs keep version 2, a retired board's
 # models): the defect fixed and two kinds more, one ID each (circuit_gym.tasks.planted.KINDS_V3).
 # Written out, not imported: the version is what the IDs pin (tests/test_planted_track.py checks it
 # against circuit_gym.models.planted.versions).

@@ -3,7 +3,7 @@
 The track has one row per board version (:class:`PlantedBenchmark`, :data:`PLANTED_BENCHMARKS`):
 ``v7-planted`` (benchmark v7: generator version 3, six kinds, its own private salt). Every function
 here takes the row's track name (default: the benchmark in force's) and reads nothing else that
-differs between versions. (The first Planted track, generator version 2, is retired: docs/archive.md.)
+differs between versions. (The Planted track of generator version 2 is retired: docs/archive.md.)
 
 A row's track (:func:`definition`): for each of its circuit kinds, the policy plays the kind's
 circuit-building Planted ID of the row's generator version (``CircuitDiscovery-Planted-{Kind}-Circuit-v1``
@@ -117,7 +117,7 @@ PLANTED_BENCHMARKS: dict[str, PlantedBenchmark] = {
     )
 }  # fmt: skip
 # How the edge track draws its secret planted models (``edge_scorer`` asks without a track): as the
-# first Planted track (retired) drew them, its salt, 20 models, public seeds 0-19 left out, so the
+# retired Planted track of generator version 2 drew them, its salt, 20 models, public seeds 0-19 left out, so the
 # edge track's committed private scores reproduce.
 EDGE_DRAW = PlantedBenchmark("edges", "edge-track-draw", DEFAULT_VERSION, kinds_of(DEFAULT_VERSION))
 

@@ -86,12 +86,12 @@ class Track:
 
 IN_FORCE = B.IN_FORCE  # the one place it is set: circuit_gym.benchmark (the main job reads it too)
 # Retired tracks that left the tree: refused by name, naming the version in force (docs/archive.md
-# holds their final tables and why each retired; the tag archive/v6-last is the last commit that
+# holds their final tables and why each retired; docs/archive.md names the tag of the last commit that
 # scores them). Each is named by what it was, not by its benchmark's version.
 REMOVED = {
     "single-head": "held-out tasks on one model, toy", "circuit": "circuit building on one model, toy",
     "transfer-single-head": "held-out tasks and models, zoo v1", "transfer-circuit": "circuit building on zoo v1",
-    "planted": "the first Planted track (planted generator 2)", "edges": "circuits as edges on zoo v1",
+    "planted": "Planted circuit building on planted generator 2", "edges": "circuits as edges on zoo v1",
 }  # fmt: skip
 
 
@@ -346,7 +346,7 @@ def track(name: str) -> Track:
         in_force = [t for t in TRACKS if TRACKS[t].benchmark == IN_FORCE]
         raise ValueError(
             f"track {name!r} ({REMOVED[name]}) is retired: the board ranks on benchmark {IN_FORCE}, tracks "
-            f"{in_force}; its final tables are docs/archive.md, and tag archive/v6-last still scores it"
+            f"{in_force}; its final tables, and the git tag that still scores it, are in docs/archive.md"
         )
     if name not in TRACKS:
         raise ValueError(f"track must be one of {list(TRACKS)}, got {name!r}")
