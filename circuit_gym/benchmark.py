@@ -156,6 +156,9 @@ class TransferBenchmark:
     # its folder under leaderboard/results/ (board results; circuit ones in circuit/) and under
     # docs/results/ (its trained agents and fitted entries)
     results_folder: str = "transfer"
+    # How many private models its private column ranks on (issue 55: one makes the column swing;
+    # v8 ranks on two). Each is played on the held-out tasks its card gates, at its seed file's first seeds.
+    private_models: int = 1
 
     def track(self, kind: str) -> str:
         return f"{self.prefix}{kind}"
@@ -245,6 +248,7 @@ TRANSFER_BENCHMARKS: dict[str, TransferBenchmark] = {
         planted_generator=3,
         train_set="zoo-v3-train",
         results_folder="v8",
+        private_models=2,
     ),
 }
 

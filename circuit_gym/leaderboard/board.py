@@ -39,6 +39,7 @@ from circuit_gym.leaderboard.edge_tables import (
 )
 from circuit_gym.leaderboard.html_page import write_page
 from circuit_gym.leaderboard.planted_scorer import PLANTED_BENCHMARKS
+from circuit_gym.leaderboard.private_models import PrivateModelArg
 from circuit_gym.leaderboard.probing import probing_markdown
 from circuit_gym.leaderboard.references import References, load_manifest
 from circuit_gym.leaderboard.tables import failures_markdown
@@ -103,7 +104,7 @@ def render(result_paths: list[Path] | None = None, out: Path | None = None, **kw
 
 def build(result_paths: list[Path] | None = None, out: Path | None = None, rescore: bool = False,
           private_seeds: Path | None = None, require_isolation: bool = True, jobs: int = 1,
-          references: References | None = None, private_model: Path | None = None) -> dict:  # fmt: skip
+          references: References | None = None, private_model: PrivateModelArg = None) -> dict:  # fmt: skip
     """Verify results and write the board: each track's table in ``out/README.md`` (between its
     markers) and the HTML page ``out/index.html``. ``jobs`` (with ``rescore``): entries re-scored at
     once, each in its own process. ``references``: the reference manifest (default
@@ -113,7 +114,9 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, resco
     private scores of the entries scored on it (the same SHA-256) and call them verified.
     ``require_isolation`` (with ``rescore``): refuse to run a submission without complete isolation.
     ``private_model`` (with ``rescore`` and ``private_seeds``): the private model, to verify the
-    private scores of the tracks ranked on it (an entry scored on other weights is refused).
+    private scores of the tracks ranked on it (an entry scored on other weights is refused); for a
+    benchmark ranked on several (v8), a sequence of ``private_models.PrivateModel``, each with its
+    seed file (matched to each entry's record by their weights).
     """
     out = out or board_paths.BOARD_DIR
     paths = sorted(result_paths or board_files())

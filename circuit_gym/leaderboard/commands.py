@@ -12,11 +12,12 @@ import argparse
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from circuit_gym.envs.features import DEFAULT_FEATURES
 from circuit_gym.leaderboard.paths import REPO_ROOT
+from circuit_gym.leaderboard.private_models import PrivateModel, PrivateModelArg
 from circuit_gym.leaderboard.tracks import (
     BENCHMARKS,
     DEFAULT_TRACK,
@@ -52,24 +53,63 @@ def _reserved(track_name: str, out: Path) -> str | None:
 
 
 @contextmanager
-def _private_material(args: argparse.Namespace) -> Iterator[tuple[str | None, str | None]]:
-    """``(private model directory, private seed file)`` of a command: as given, or, where
+def _private_material(args: argparse.Namespace) -> Iterator[tuple[PrivateModelArg, str | None]]:
+    """``(private model, private seed file)`` of a command: as given, or, where a
     ``--private-model`` is a sealed file (``circuit_gym/leaderboard/custody.py``), decrypted with
     ``--key`` into a private temporary directory for the command's duration (its seed file is
-    used unless ``--private-seeds`` names another)."""
+    used unless ``--private-seeds`` names another). One ``--private-model``: its directory and the
+    seed file (v7's form); several (v8 ranks on two): a tuple of ``PrivateModel``, each with its
+    seed file, and the first's seed file (the run's: its ledgers, the secret planted models)."""
     from circuit_gym.leaderboard import custody
 
-    if not custody.is_sealed(args.private_model):
-        yield args.private_model, args.private_seeds
+    given = list(args.private_model or ())
+    if not given:
+        yield None, args.private_seeds
+        return
+    if len(given) == 1 and not custody.is_sealed(given[0]):
+        yield given[0], args.private_seeds
         return
     key = Path(args.key) if args.key else REPO_ROOT / custody.DEFAULT_KEY
-    with custody.open_private(args.private_model, key) as opened:
-        yield str(opened.model_dir), args.private_seeds or str(opened.seeds)
+    with ExitStack() as stack:
+        models = []
+        for path in given:
+            if custody.is_sealed(path):
+                opened = stack.enter_context(custody.open_private(path, key))
+                seeds = Path(args.private_seeds) if args.private_seeds else opened.seeds
+                models.append(PrivateModel(opened.model_dir, seeds))
+            elif args.private_seeds is None:
+                raise ValueError(
+                    f"--private-model {path} is a directory: give --private-seeds too (its seed file)"
+                )
+            else:
+                models.append(PrivateModel(Path(path), Path(args.private_seeds)))
+        if len(models) == 1:
+            yield str(models[0].directory), str(models[0].seeds)
+        else:
+            yield tuple(models), str(models[0].seeds)
+
+
+def _private_count_refusal(track_name: str, given: list[str] | None) -> str | None:
+    """Why the ``--private-model`` files or directories ``given`` are not ``track_name``'s count of
+    private models (v7: one, v8: two), or None; said before anything is decrypted or scored."""
+    from circuit_gym.leaderboard.private_models import required
+
+    wanted = required(track_name)
+    if not given or not wanted or len(given) == wanted:
+        return None
+    return (
+        f"the {track_name} track ranks on {wanted} private model{'s' * (wanted != 1)} (docs/private_model.md), "
+        f"--private-model gave {len(given)}: give {'it' if wanted == 1 else f'all {wanted}'} after one --private-model"
+    )
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
     from circuit_gym.leaderboard.custody import CustodyError
 
+    why = _private_count_refusal(args.track, args.private_model)
+    if why is not None:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
     try:
         with _private_material(args) as (args.private_model, args.private_seeds):
             return _score(args)
@@ -157,7 +197,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
             summary = render(paths, Path(args.out) if args.out else None, rescore=args.rescore,
                              private_seeds=Path(private_seeds) if private_seeds else None,
                              require_isolation=args.require_isolation, jobs=args.jobs,
-                             private_model=Path(private_model) if private_model else None)  # fmt: skip
+                             private_model=_as_path(private_model))  # fmt: skip
     except CustodyError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -195,13 +235,22 @@ def _cmd_canary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _as_path(private_model: PrivateModelArg) -> PrivateModelArg:
+    """One private model's directory as a Path (v7's form); several unchanged."""
+    return Path(private_model) if isinstance(private_model, str) else private_model
+
+
 def _cmd_rescore_references(args: argparse.Namespace) -> int:
     from circuit_gym.leaderboard.rescore import rescore_references
 
+    why = _private_count_refusal(args.track, args.private_model) if args.track else None
+    if why is not None:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
     with _private_material(args) as (private_model, private_seeds):
         lines = rescore_references(tuple([args.track] if args.track else TRACKS),
                                    Path(private_seeds) if private_seeds else None, args.jobs,
-                                   args.require_isolation, private_model=Path(private_model) if private_model else None,
+                                   args.require_isolation, private_model=_as_path(private_model),
                                    names=tuple(args.names) if args.names else None)  # fmt: skip
     print("\n".join(lines))
     from circuit_gym.leaderboard.references import MANIFEST
@@ -239,10 +288,12 @@ def _add_private_args(p: argparse.ArgumentParser, when: str, isolation: bool | N
     sandbox's ``--require-isolation``, shared by every subcommand that scores: ``when`` heads each
     help, ``why[dest]`` ends it, ``isolation`` is the default (None: on with --private-seeds)."""
     p.add_argument(
-        "--private-model", metavar="DIR|FILE.enc",
+        "--private-model", metavar="DIR|FILE.enc", nargs="+",
         help=f"{when}the transfer tracks' private evaluation model's directory (never committed; needs "
         f"--private-seeds), or the committed file `seal-private` wrote (decrypted with --key; its seed file "
-        f"serves unless --private-seeds is given){why.get('private_model', '')}",
+        f"serves unless --private-seeds is given); as many as the track's benchmark ranks on (v7: one; v8: "
+        f"two, e.g. leaderboard/private/zoo_v3_private_a.enc leaderboard/private/zoo_v3_private_b.enc; "
+        f"docs/private_model.md){why.get('private_model', '')}",
     )  # fmt: skip
     p.add_argument(
         "--key", metavar="FILE",

@@ -5,7 +5,10 @@ prompt batch in the edge-building environment (``circuit_gym.envs.edge_building`
 |EAP-IG| edges as candidates, a pass budget), in two parts:
 
 - **transfer**: each held-out task on each public held-out zoo member (test split), and, when the
-  maintainers pass their private model and seed file, the held-out tasks it performs on it.
+  maintainers pass their private model and seed file, the held-out tasks it performs on it (where
+  the board version ranks on several private models, v8's two: each on the tasks its card gates, at
+  its own seed file's first batches; the record keeps the summary over them all and one per model,
+  ``circuit_gym/leaderboard/private_models.py``).
   Scores: the ranking's edge CPR (signed) and CMD (absolute) at MIB's sizes
   (``circuit_gym.edges.curve.edge_batch_scores``), and the faithfulness and size of the proposed
   circuit;
@@ -79,8 +82,16 @@ from circuit_gym.envs.edge_building import EdgeBuildingEnv, EdgeEpisode
 from circuit_gym.leaderboard.edge_benchmark import MIN_PRIVATE_EPISODES, EdgeBenchmark, edge_benchmark
 from circuit_gym.leaderboard.edge_tables import paired_report, paired_table
 from circuit_gym.leaderboard.planted_scorer import PrivateCache, private_model_seeds, weights_hash
+from circuit_gym.leaderboard.private_models import (
+    MODELS_KEY,
+    PrivateModelArg,
+    as_private_models,
+    check_count,
+    distinct_weights,
+    primary_seeds,
+)
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
-from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, score_track
+from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, read_private_seeds, score_track
 from circuit_gym.models.planted.recovery import precision_recall, ranking_auc
 from circuit_gym.policy import check_action, check_scores
 from circuit_gym.stats import mean_ci95
@@ -333,15 +344,22 @@ class EdgeRun(TrackRun):
     methods = METHODS
     builtin_spec = "circuit_gym.edges.references:EDGE_REFERENCES"
 
-    def __init__(self, track: str, private_model: str | Path | None = None,
+    def __init__(self, track: str, private_model: PrivateModelArg = None,
                  private_seeds: str | Path | None = None) -> None:  # fmt: skip
         self.bench, self.name = edge_benchmark(track), track
-        if private_model is not None and private_seeds is None:
+        if private_model is not None and private_seeds is None and isinstance(private_model, str | Path):
             raise ValueError("a private model is scored on private seeds: give private_seeds too")
-        self.private_model, self.seed_file = private_model, private_seeds
+        self.private = as_private_models(private_model, private_seeds)
+        check_count(self.private, B.transfer_benchmark(self.bench.transfer_version).private_models, track)
+        self.seed_file = primary_seeds(self.private, private_seeds)
+        # after the check: per private model, its directory and served tasks, its seed file's SHA-256, its batches
+        self.checked: list[tuple[Path, tuple[str, ...]]] = []
+        self.seed_shas: list[str] = []
+        self.model_batches: list[tuple[int, ...]] = []
         self.weights: dict[str, str] = {}  # the public held-out models' weights hashes, as built
         self.planted_weights: dict[int, str] = {}
-        self.private_weights: dict[str, str] = {}
+        # per private model (in the order given): its weights hash, as built
+        self.private_weights: list[dict[str, str]] = [{} for _ in self.private]
         self.cache: PrivateCache | None = None
         if self.bench.protocol == 2:
             self.builtin_spec = "circuit_gym.edges.references:CANDIDATE_REFERENCES"
@@ -350,28 +368,37 @@ class EdgeRun(TrackRun):
         return reference_names(self.bench.protocol)
 
     def check(self, private: tuple[int, ...] | None) -> None:
-        if self.private_model is None or private is None:  # (a private model without seeds: refused above)
+        if not self.private or private is None:  # (a private model without seeds: refused above)
             return
         from circuit_gym.envs.pool import shared_model
         from circuit_gym.leaderboard.transfer_scorer import check_card_weights, check_private_model
 
-        # the private model of the edge row's board version (its zoo's shape, its held-out tasks)
-        self.private_dir, self.served = check_private_model(
-            self.private_model, B.transfer_benchmark(self.bench.transfer_version)
-        )
-        # its card (the inclusion gate that chose the served tasks) must be these weights'
-        check_card_weights(
-            self.private_dir, shared_model(PRIVATE, str(self.private_dir)).circuit_gym_info.weights_hash
-        )
-        if len(private) < self.bench.private_seeds_used:
-            raise ValueError(
-                f"private seed file {self.seed_file} holds fewer than {self.bench.private_seeds_used} seeds"
+        checked, hashes, shas, batches = [], [], [], []
+        for model in self.private:
+            # the private model of the edge row's board version (its zoo's shape, its held-out tasks)
+            directory, served = check_private_model(
+                model.directory, B.transfer_benchmark(self.bench.transfer_version)
             )
-        if self.bench.protocol == 2:
-            cells = self.bench.private_cells(len(self.served))
-            if min(cells.values()) < MIN_PRIVATE_EPISODES:
-                raise ValueError(f"the private model serves {len(self.served)} held-out tasks: {cells} private "
-                                 f"episodes per cell, fewer than {MIN_PRIVATE_EPISODES}")  # fmt: skip
+            # its card (the inclusion gate that chose the served tasks) must be these weights'
+            hashes.append(shared_model(PRIVATE, str(directory)).circuit_gym_info.weights_hash)
+            check_card_weights(directory, hashes[-1])
+            seeds, sha = read_private_seeds(model.seeds)
+            if len(seeds) < self.bench.private_seeds_used:
+                raise ValueError(
+                    f"private seed file {model.seeds} holds fewer than {self.bench.private_seeds_used} seeds"
+                )
+            if self.bench.protocol == 2:
+                cells = self.bench.private_cells(len(served))
+                if min(cells.values()) < MIN_PRIVATE_EPISODES:
+                    raise ValueError(f"the private model serves {len(served)} held-out tasks: {cells} private "
+                                     f"episodes per cell, fewer than {MIN_PRIVATE_EPISODES}")  # fmt: skip
+            checked.append((directory, served))
+            shas.append(sha)
+            batches.append(tuple(seeds[: self.bench.private_seeds_used]))
+        distinct_weights(hashes)
+        self.checked, self.seed_shas, self.model_batches = checked, shas, batches
+        # v7's names, for its one private model
+        (self.private_dir, self.served), self.batches = checked[0], batches[0]
 
     def parts(self, sample: bool) -> list[Part]:
         """Transfer model by model, then planted kind by kind (a model its gate admits no task on: none)."""
@@ -383,8 +410,10 @@ class EdgeRun(TrackRun):
         return transfer + planted
 
     def _transfer(self, label: str, model: str, jobs: tuple[tuple[str, int], ...], weights: dict,
-                  model_path: str | None = None, cache: bool = True) -> Part:  # fmt: skip
-        """The transfer episodes ``jobs`` ((task, seed)) of ``model``: edge CPR and CMD."""
+                  model_path: str | None = None, cache: bool = True, private: int | None = None) -> Part:  # fmt: skip
+        """The transfer episodes ``jobs`` ((task, seed)) of ``model``: edge CPR and CMD (``private``:
+        which private model it is, marked in its rows for the record's per-model summaries)."""
+        mark = {} if private is None else {"private_model": private}
 
         def env(jobs: tuple[tuple[str, int], ...]) -> gym.Env:
             tasks, pool = tuple(dict.fromkeys(t for t, _ in jobs)), max(s for _, s in jobs) + 1
@@ -393,7 +422,7 @@ class EdgeRun(TrackRun):
             return made
 
         def play(env: gym.Env, who: Play) -> PlayOne:
-            return lambda t, s, detailed=True: transfer_row(model, t, s, who(_base(env), t, s))
+            return lambda t, s, detailed=True: {**transfer_row(model, t, s, who(_base(env), t, s)), **mark}
 
         return Part(label, jobs, env, play)
 
@@ -432,11 +461,13 @@ class EdgeRun(TrackRun):
         )
         out = [self._planted(f"{self.name}: secret planted models ({k})", tuple((k, int(s)) for s in self.secret),
                              None, self.cache.scope) for k in self.bench.kinds]  # fmt: skip
-        if self.private_model is not None:
-            self.batches = tuple(seeds[: self.bench.private_seeds_used])
-            jobs = tuple((t, int(s)) for t in self.served for s in self.batches)
-            out.append(self._transfer(f"{self.name}: private model", PRIVATE, jobs, self.private_weights,
-                                      str(self.private_model), cache=False))  # fmt: skip
+        for i, ((directory, served), batches) in enumerate(
+            zip(self.checked, self.model_batches, strict=True)
+        ):
+            jobs = tuple((t, int(s)) for t in served for s in batches)
+            label = "private model" if len(self.private) == 1 else f"private model {i + 1}"
+            out.append(self._transfer(f"{self.name}: {label}", PRIVATE, jobs, self.private_weights[i],
+                                      str(directory), cache=False, private=i))  # fmt: skip
         return out
 
     def scores(self, main: list[dict], other: list[dict]) -> dict:
@@ -447,11 +478,24 @@ class EdgeRun(TrackRun):
     def private_record(self, hidden: list[dict]) -> dict:
         out: dict = {"n_models": len(self.secret),
                      "scores": {"planted": planted_summary([r for r in hidden if r["part"] == "planted"])}}  # fmt: skip
-        if self.private_model is not None:
+        transfer = [r for r in hidden if r["part"] == "transfer"]
+        if len(self.private) == 1:  # v7's record, unchanged
             out.update(
-                weights_hash=self.private_weights[PRIVATE], n_seeds=len(self.batches), tasks=list(self.served)
+                weights_hash=self.private_weights[0][PRIVATE],
+                n_seeds=len(self.batches),
+                tasks=list(self.served),
             )
-            out["scores"]["transfer"] = transfer_summary([r for r in hidden if r["part"] == "transfer"])
+            out["scores"]["transfer"] = transfer_summary(transfer)
+        elif self.private:  # several: the summary over every private model's episodes, then each model's
+            served_any = [t for t in self.bench.tasks if any(t in served for _, served in self.checked)]
+            out.update(n_seeds=len(self.batches), tasks=served_any)
+            out["scores"]["transfer"] = transfer_summary(transfer)
+            out[MODELS_KEY] = [
+                {"weights_hash": self.private_weights[i][PRIVATE], "seed_file_sha256": self.seed_shas[i],
+                 "n_seeds": len(self.model_batches[i]), "tasks": list(self.checked[i][1]),
+                 "scores": {"transfer": transfer_summary([r for r in transfer if r.get("private_model") == i])}}
+                for i in range(len(self.private))
+            ]  # fmt: skip
         return out
 
     def definition(self) -> dict:
@@ -472,15 +516,16 @@ class EdgeRun(TrackRun):
 
 def score_edges(name: str, track: str, policy_spec: str | None = None, checkpoint: str | None = None,
                 builtin: str | None = None, private_seeds: str | Path | None = None,
-                private_model: str | Path | None = None, require_isolation: bool | None = None,
+                private_model: PrivateModelArg = None, require_isolation: bool | None = None,
                 sample: int | None = None) -> dict:  # fmt: skip
     """Score one policy (``policy_spec``, sandboxed) or reference (``builtin``) on the edge track
     ``track``; the result dict (``status`` "scored", "failed" or, with ``sample``, "sample").
 
     ``private_seeds``: the maintainers' seed file (secret planted models; with ``private_model``,
-    the private zoo model's batches too)."""
+    the private zoo model's batches too; where the board version ranks on several private models,
+    ``private_model`` is a sequence of them, ``private_models.PrivateModel`` each with its seed file)."""
     run = EdgeRun(track, private_model, private_seeds)
-    return score_track(run, name, policy_spec, checkpoint, builtin, private_seeds, require_isolation, sample)
+    return score_track(run, name, policy_spec, checkpoint, builtin, run.seed_file, require_isolation, sample)
 
 
 def headline(result: dict) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from circuit_gym.leaderboard.private_models import PrivateModelArg
 from circuit_gym.leaderboard.provenance import REPO_ROOT
 from circuit_gym.leaderboard.references import (
     MANIFEST,
@@ -27,9 +28,10 @@ from circuit_gym.leaderboard.tracks import reference_request, score_reference, t
 
 
 def _score(reference: Reference, private_seeds: Path | None, require_isolation: bool | None,
-           private_model: Path | None = None) -> dict:  # fmt: skip
-    """The full scoring of ``reference`` (``tracks.score_reference``); the private model goes to the
-    tracks ranked on it only."""
+           private_model: PrivateModelArg = None) -> dict:  # fmt: skip
+    """The full scoring of ``reference`` (``tracks.score_reference``); the private model (or the
+    several, v8's: ``private_models.PrivateModel`` each with its seed file) goes to the tracks ranked
+    on it only."""
     row = track(reference.track)
     request = reference_request(reference.track, reference.policy, reference.checkpoint_path(), reference.features,
                                 private_seeds=private_seeds, require_isolation=require_isolation,
@@ -39,7 +41,7 @@ def _score(reference: Reference, private_seeds: Path | None, require_isolation: 
 
 def rescore_references(tracks: tuple[str, ...] = TRACKS, private_seeds: Path | None = None, jobs: int = 1,
                        require_isolation: bool | None = None, manifest: Path = MANIFEST,
-                       private_model: Path | None = None, names: tuple[str, ...] | None = None) -> list[str]:  # fmt: skip
+                       private_model: PrivateModelArg = None, names: tuple[str, ...] | None = None) -> list[str]:  # fmt: skip
     """Re-score every reference of ``tracks``, ``jobs`` at once (each in its own spawned process);
     write the result files and the manifest. Returns one line per reference. A reference whose
     policy fails stops the run before anything is written (its failure in the error)."""

@@ -49,6 +49,7 @@ import numpy as np
 
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.isolation import IsolationUnavailableError, probe
+from circuit_gym.leaderboard.private_models import MODEL_RECORD_FIELDS, MODELS_KEY
 from circuit_gym.leaderboard.probing import record_private_scoring
 from circuit_gym.leaderboard.provenance import content_hash, files_hash, make_provenance
 from circuit_gym.leaderboard.sandbox import (
@@ -336,8 +337,11 @@ PRIVATE_SCORE_FIELDS = frozenset({
     # the knock-out track's (issue 60): its area against exact greedy's and its backup recall
     "relative_area", "relative_area_ci95", "backup_recall", "backup_recall_ci95",
 })  # fmt: skip
-# The record's own fields besides ``scores``: what the scorer scored on (never a seed).
-PRIVATE_RECORD_FIELDS = frozenset({"seed_file_sha256", "n_seeds", "n_models", "tasks", "weights_hash"})
+# The record's own fields besides ``scores``: what the scorer scored on (never a seed); with several
+# private models (benchmark v8), ``private_models``: one record per model, sealed the same way.
+PRIVATE_RECORD_FIELDS = frozenset(
+    {"seed_file_sha256", "n_seeds", "n_models", "tasks", "weights_hash", MODELS_KEY}
+)
 
 
 def _sealed_scores(tree: dict) -> dict:
@@ -357,9 +361,15 @@ def sealed_private(record: dict) -> dict:
     """What a result publishes of its private part (``record``: the track's private record with
     the seed file's SHA-256): the scorer's own fields and the ranking scores with their intervals;
     everything else is dropped (a new copy; ``record`` is not changed)."""
-    out = {k: v for k, v in record.items() if k in PRIVATE_RECORD_FIELDS}
+    out = {k: v for k, v in record.items() if k in PRIVATE_RECORD_FIELDS and k != MODELS_KEY}
     if isinstance(record.get("scores"), dict):
         out["scores"] = _sealed_scores(record["scores"])
+    if isinstance(record.get(MODELS_KEY), list):  # per private model: its own fields and sealed scores
+        out[MODELS_KEY] = [
+            {k: v for k, v in {**m, "scores": _sealed_scores(m.get("scores") or {})}.items()
+             if k in MODEL_RECORD_FIELDS or k == "scores"}
+            for m in record[MODELS_KEY] if isinstance(m, dict)
+        ]  # fmt: skip
     return out
 
 

@@ -8,6 +8,10 @@ directory trained by the public recipe with a secret seed, never committed) and 
 file, it also plays the held-out tasks on that model at the file's first seeds; the result keeps
 only summaries, the private model's weights hash and the seed file's SHA-256, so verifying it
 needs the same weights (``circuit_gym/leaderboard/verification.py``) and nobody else can reproduce it.
+A row that ranks on several private models (``TransferBenchmark.private_models``: v8's two) plays
+each on the held-out tasks its own card gates, at its own seed file's first seeds, and records the
+summary over every private episode (the board's column) and one summary per model
+(``circuit_gym/leaderboard/private_models.py``).
 
 The per-episode play is each kind's own (``circuit_gym/leaderboard/single_head_play.py``: oracle
 recovery; ``circuit_gym/leaderboard/circuit_play.py``: circuit building, with CPR and CMD); the checks, sandbox, provenance and content hash are the skeleton's
@@ -33,7 +37,15 @@ from circuit_gym.embedded import is_embedded
 from circuit_gym.envs import HideOracleInfo
 from circuit_gym.envs.features import DEFAULT_FEATURES
 from circuit_gym.leaderboard import circuit_play, single_head_play
-from circuit_gym.leaderboard.scoring import Part, PlayersRun, PlayOne, score_track
+from circuit_gym.leaderboard.private_models import (
+    MODELS_KEY,
+    PrivateModelArg,
+    as_private_models,
+    check_count,
+    distinct_weights,
+    primary_seeds,
+)
+from circuit_gym.leaderboard.scoring import Part, PlayersRun, PlayOne, read_private_seeds, score_track
 from circuit_gym.track_envs import board_env
 
 TRACKS = (B.SINGLE_HEAD, B.CIRCUIT)
@@ -47,13 +59,20 @@ MIN_PRIVATE_TASKS = 2
 @dataclass(frozen=True)
 class Cell:
     """Episodes of ``tasks`` x ``seeds`` on one model (``path``: its directory, None for a shipped
-    one); ``cache``: whether its tables may reach the disk cache (never for the private model)."""
+    one); ``cache``: whether its tables may reach the disk cache (never for the private model);
+    ``private``: which private model it is (0, 1, ...; None: a public one)."""
 
     model: str
     path: str | None
     tasks: tuple[str, ...]
     seeds: tuple[int, ...]
     cache: bool
+    private: int | None = None
+
+    @property
+    def key(self) -> str:
+        """The run's name of its environment (each private model its own; all load as ``PRIVATE``)."""
+        return self.model if self.private in (None, 0) else f"{PRIVATE}-{self.private + 1}"
 
     def jobs(self) -> list[tuple[str, int]]:
         return [(task, seed) for task in self.tasks for seed in self.seeds]
@@ -156,16 +175,18 @@ def transfer_scores(track: str, rows: list[dict], bench: B.TransferBenchmark) ->
     return out
 
 
-def cells(track: str, private: tuple[Path, tuple[str, ...]] | None, private_seeds: tuple[int, ...] | None,
+def cells(track: str, private: tuple[tuple[Path, tuple[str, ...], tuple[int, ...]], ...],
           bench: B.TransferBenchmark) -> list[Cell]:  # fmt: skip
     """The public cells (every public model, every task its card's inclusion gate admits, the
-    track's seeds), then the private model's (``private``: its directory and the held-out tasks it
-    performs). A task a model does not perform is never served on it (on zoo v1 every member
-    performs every task of both splits; a zoo v2 member trained with the knob may not)."""
+    track's seeds), then each private model's (``private``: its directory, the held-out tasks it
+    performs and its seed file's seeds, of which the track's first are played). A task a model does
+    not perform is never served on it (on zoo v1 every member performs every task of both splits; a
+    zoo v2 member trained with the knob may not)."""
     out = [Cell(m, None, bench.tasks_of(m), bench.seeds_of(track), True) for m in bench.public_models()]
-    if private is not None:
-        seeds = tuple(private_seeds[: bench.n_private_seeds(track)])
-        out.append(Cell(PRIVATE, str(private[0]), private[1], seeds, False))
+    for i, (directory, served, seeds) in enumerate(private):
+        out.append(
+            Cell(PRIVATE, str(directory), served, tuple(seeds[: bench.n_private_seeds(track)]), False, i)
+        )
     return out
 
 
@@ -174,7 +195,7 @@ class TransferRun(PlayersRun):
     cell (:func:`cells`), every environment built before the policy plays."""
 
     def __init__(self, kind: str, bench: B.TransferBenchmark, features: str = DEFAULT_FEATURES,
-                 models: tuple[str, ...] | None = None, private_model: str | Path | None = None,
+                 models: tuple[str, ...] | None = None, private_model: PrivateModelArg = None,
                  private_seeds: str | Path | None = None) -> None:  # fmt: skip
         if kind not in TRACKS:
             raise ValueError(f"track must be one of {TRACKS}, got {kind!r}")
@@ -182,26 +203,40 @@ class TransferRun(PlayersRun):
             raise ValueError(
                 f"features must be one of {feature_sets(kind)} on the {kind} track, got {features!r}"
             )
-        if (private_model is None) != (private_seeds is None):
+        private = as_private_models(private_model, private_seeds)
+        self.seed_file = primary_seeds(private, private_seeds)
+        if bool(private) != (self.seed_file is not None):
             raise ValueError(
                 "give both private_model and private_seeds (the private model is scored on private seeds), or neither"
             )
-        self.bench, self.features, self.models, self.seed_file = bench, features, models, private_seeds
+        self.bench, self.features, self.models = bench, features, models
         self.name, self.players = bench.track(kind), _TRACK[kind]  # self.kind: the players' kind
-        self.checked = check_private_model(private_model, bench) if private_model is not None else None
-        self.file_seeds: tuple[int, ...] | None = None
+        check_count(private, bench.private_models, self.name)
+        self.private = private
+        self.checked = tuple(check_private_model(m.directory, bench) for m in private)
+        self.private_cells: tuple[tuple[Path, tuple[str, ...], tuple[int, ...]], ...] = ()
+        self.seed_shas: tuple[str, ...] = ()  # each private model's seed file's SHA-256
         self.envs: dict[str, gym.Env] = {}
 
     def check(self, private: tuple[int, ...] | None) -> None:
-        if private is not None and len(private) < self.bench.n_private_seeds(self.kind):
-            raise ValueError(
-                f"private seed file {self.seed_file} holds {len(private)} seeds; the {self.kind} transfer track "
-                f"uses {self.bench.n_private_seeds(self.kind)}"
-            )
-        self.file_seeds = private
+        """Each private model's seed file holds the track's seeds (``private``: the run's seed file's)."""
+        if private is None:
+            return
+        wanted = self.bench.n_private_seeds(self.kind)
+        read = [read_private_seeds(m.seeds) for m in self.private]
+        for model, (seeds, _) in zip(self.private, read, strict=True):
+            if len(seeds) < wanted:
+                raise ValueError(
+                    f"private seed file {model.seeds} holds {len(seeds)} seeds; the {self.kind} transfer track "
+                    f"uses {wanted}"
+                )
+        self.private_cells = tuple(
+            (d, served, seeds) for (d, served), (seeds, _) in zip(self.checked, read, strict=True)
+        )
+        self.seed_shas = tuple(sha for _, sha in read)
 
     def parts(self, sample: bool) -> list[Part]:
-        plan = cells(self.kind, self.checked, self.file_seeds, self.bench)
+        plan = cells(self.kind, self.private_cells, self.bench)
         plan = plan[:1] if sample else plan
         if self.models is not None:
             unknown = sorted(set(self.models) - set(self.bench.public_models()))
@@ -209,43 +244,68 @@ class TransferRun(PlayersRun):
                 raise ValueError(
                     f"models must be public zoo members {list(self.bench.public_models())}, got {unknown}"
                 )
-            plan = [c for c in plan if c.model in self.models or c.model == PRIVATE]
-        unshipped = [c.model for c in plan if c.model != PRIVATE and not is_embedded(c.model)]
+            plan = [c for c in plan if c.model in self.models or c.private is not None]
+        unshipped = [c.model for c in plan if c.private is None and not is_embedded(c.model)]
         if unshipped:
             raise ValueError(
                 f"benchmark {self.bench.version}'s models {unshipped} are not shipped in this release"
             )
         self.plan = plan
-        return [self._part(c) for c in plan if c.model != PRIVATE]
+        return [self._part(c) for c in plan if c.private is None]
 
     def _part(self, cell: Cell) -> Part:
         def play(env: gym.Env, who) -> PlayOne:
             play_one = who(env)
-            return lambda task, seed, detailed=True: {"model": cell.model, **play_one(task, seed, detailed)}
+            # a private episode's row names which private model played it (the record's per-model summaries)
+            mark = {} if cell.private is None else {"private_model": cell.private}
+            return lambda task, seed, detailed=True: {
+                "model": cell.model,
+                **mark,
+                **play_one(task, seed, detailed),
+            }
 
-        return Part(f"{self.name}: {cell.model}", tuple(cell.jobs()), lambda jobs: self.envs[cell.model], play,
+        return Part(f"{self.name}: {cell.key}", tuple(cell.jobs()), lambda jobs: self.envs[cell.key], play,
                     owns_env=False)  # fmt: skip
 
-    def open(self) -> None:
-        self.envs = {c.model: cell_env(self.kind, c, self.features, self.bench) for c in self.plan}
-        if self.checked is not None:
-            check_card_weights(self.checked[0], self._weights(PRIVATE))
+    def _private_plan(self) -> list[Cell]:
+        return [c for c in self.plan if c.private is not None]
 
-    def _weights(self, model: str) -> str:
-        return self.envs[model].unwrapped.model.circuit_gym_info.weights_hash
+    def open(self) -> None:
+        self.envs = {c.key: cell_env(self.kind, c, self.features, self.bench) for c in self.plan}
+        for cell in self._private_plan():  # each card measured on the weights it gates
+            check_card_weights(Path(str(cell.path)), self._weights(cell.key))
+        distinct_weights([self._weights(c.key) for c in self._private_plan()])
+
+    def _weights(self, key: str) -> str:
+        return self.envs[key].unwrapped.model.circuit_gym_info.weights_hash
 
     def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
-        return [self._part(self.plan[-1])]
+        return [self._part(c) for c in self._private_plan()]
 
     def scores(self, main: list[dict], other: list[dict]) -> dict:
         return transfer_scores(self.kind, main, self.bench)
 
-    def private_record(self, hidden: list[dict]) -> dict:
-        cell = self.plan[-1]
-        return {"weights_hash": self._weights(PRIVATE), "n_seeds": len(cell.seeds), "tasks": list(cell.tasks),
+    def _model_record(self, cell: Cell, hidden: list[dict]) -> dict:
+        """One private model's record: its weights, seeds used, tasks served and its summaries."""
+        return {"weights_hash": self._weights(cell.key), "n_seeds": len(cell.seeds), "tasks": list(cell.tasks),
                 "scores": {"overall": summary(self.kind, hidden),
                            "per_task": {t: summary(self.kind, [r for r in hidden if r["task"] == t])
                                         for t in cell.tasks}}}  # fmt: skip
+
+    def private_record(self, hidden: list[dict]) -> dict:
+        plan = self._private_plan()
+        if len(plan) == 1:  # v7's record, unchanged
+            return self._model_record(plan[0], hidden)
+        # several private models: the overall summary over every private episode (the board's column)
+        # and per task over the models serving it, then each model's own record with its seed file
+        tasks = [t for t in self.bench.held_out_tasks if any(t in c.tasks for c in plan)]
+        models = [{**self._model_record(c, [r for r in hidden if r["private_model"] == i]),
+                   "seed_file_sha256": self.seed_shas[i]}
+                  for i, c in enumerate(plan)]  # fmt: skip
+        return {"n_seeds": len(plan[0].seeds), "tasks": tasks,
+                "scores": {"overall": summary(self.kind, hidden),
+                           "per_task": {t: summary(self.kind, [r for r in hidden if r["task"] == t]) for t in tasks}},
+                MODELS_KEY: models}  # fmt: skip
 
     def definition(self) -> dict:
         return self.bench.definition(self.kind)
@@ -254,7 +314,7 @@ class TransferRun(PlayersRun):
         return self.envs[self.plan[0].model].unwrapped.model
 
     def provenance(self) -> dict:
-        weights = {c.model: self._weights(c.model) for c in self.plan if c.model != PRIVATE}
+        weights = {c.model: self._weights(c.key) for c in self.plan if c.private is None}
         # the default observation is left unsaid (earlier results lack the key)
         features = {} if self.features == DEFAULT_FEATURES else {"features": self.features}
         return {"model": "zoo", "weights_hash": None, "weights_hashes": weights, **features}
@@ -269,22 +329,24 @@ class TransferRun(PlayersRun):
 
 def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | None = None,
                    checkpoint: str | None = None, builtin: str | None = None,
-                   private_model: str | Path | None = None, private_seeds: str | Path | None = None,
+                   private_model: PrivateModelArg = None, private_seeds: str | Path | None = None,
                    require_isolation: bool | None = None, models: tuple[str, ...] | None = None,
                    sample: int | None = None, features: str = DEFAULT_FEATURES, version: str = B.IN_FORCE) -> dict:  # fmt: skip
     """Score one policy (sandboxed) or builtin on a transfer track; the result dict (``track`` the
     version's, e.g. ``"v7-single-head"`` or ``"v7-circuit"``, ``status`` "scored" or "failed").
 
     ``private_model`` needs ``private_seeds`` (the private model is played at the seed file's
-    first seeds, without disk cache). ``models``: only these public models (a quick look; such a
-    result is marked ``partial`` and the board refuses it). ``sample``: the canary's run
+    first seeds, without disk cache); where the version's row ranks on several private models,
+    ``private_model`` is a sequence of them (``private_models.PrivateModel``: each with its seed
+    file; or directories, each on ``private_seeds``), exactly the row's count. ``models``: only
+    these public models (a quick look; such a result is marked ``partial`` and the board refuses it). ``sample``: the canary's run
     (``circuit_gym/leaderboard/canary.py``): only the first ``sample`` episodes of the first public model,
     their rows under ``scores["episodes"]``, ``status`` "sample" (the board refuses it).
     ``features``: the observation (:func:`feature_sets`), recorded in the provenance unless the default.
     ``version``: the transfer benchmark's row (``benchmark.TRANSFER_BENCHMARKS``: its zoo and splits).
     """
     run = TransferRun(track, B.transfer_benchmark(version), features, models, private_model, private_seeds)
-    return score_track(run, name, policy_spec, checkpoint, builtin, private_seeds, require_isolation, sample)
+    return score_track(run, name, policy_spec, checkpoint, builtin, run.seed_file, require_isolation, sample)
 
 
 def _line(track: str, s: dict) -> str:
@@ -304,5 +366,7 @@ def headline(result: dict) -> list[str]:
     track = result["track"]
     lines = [f"{q}: {_line(track, s)}" for q, s in result["scores"]["quadrants"].items()]
     if "private" in result:
-        lines.append(f"private model, held-out tasks: {_line(track, result['private']['scores']['overall'])}")
+        n = len(result["private"].get(MODELS_KEY, ())) or 1
+        label = "private model" if n == 1 else f"{n} private models"
+        lines.append(f"{label}, held-out tasks: {_line(track, result['private']['scores']['overall'])}")
     return lines

@@ -15,6 +15,12 @@ own benchmark's seed file, is recomputed only with that file and model, else its
 rescored as before);
 and what the board shows of an entry (status, scores, failure, the white-box tag, isolation, the
 policy's CPU record, the private scores) is compared, not only the public scores.
+
+A track whose benchmark ranks on several private models (v8: two, issue 55) needs them all: every
+file's private record must name that many models of distinct weights whose episodes add up to its
+overall summary (:func:`verify`: anyone can recompute a content hash), and a rescore takes the
+models in any order, matched to the record's by their weights (:func:`matched_models`), each on
+the seed file its record names.
 """
 
 from __future__ import annotations
@@ -26,6 +32,15 @@ from circuit_gym.leaderboard import tracks
 from circuit_gym.leaderboard.compare import differences
 from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS, edge_benchmark
 from circuit_gym.leaderboard.private_ledger import LEDGER, entry_refusal, load_ledger
+from circuit_gym.leaderboard.private_models import (
+    MODELS_KEY,
+    PrivateModel,
+    PrivateModelArg,
+    as_private_models,
+    record_problem,
+    recorded_weights,
+    required,
+)
 from circuit_gym.leaderboard.protocol import stale_reason
 from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.leaderboard.references import (
@@ -59,16 +74,43 @@ def public_weights(definition: dict) -> dict[str, str]:
     return {m: shared_model(m).circuit_gym_info.weights_hash for m in models}
 
 
-def check_private_weights(path: Path, result: dict, private_weights_hash: str) -> None:
+def check_private_weights(path: Path, result: dict, private_weights_hash: str | tuple[str, ...]) -> None:
     """RefusedResultError unless ``result``'s private scores were scored on the private model
-    whose weights hash is ``private_weights_hash`` (a result scored on one private model never
-    verifies against another)."""
-    recorded = (result.get("private") or {}).get("weights_hash")
-    if recorded != private_weights_hash:
+    whose weights hash is ``private_weights_hash`` (several: on those models, in that order; a
+    result scored on one private model never verifies against another)."""
+    given = (private_weights_hash,) if isinstance(private_weights_hash, str) else tuple(private_weights_hash)
+    recorded = recorded_weights(result.get("private"))
+    if recorded != given:
+        what = "another private model" if len(given) == 1 else "other private models"
         raise RefusedResultError(
-            f"{path}: its private scores were scored on another private model (weights {str(recorded)[:12]}, "
-            f"the model given: {private_weights_hash[:12]}); verify it with the model it was scored on"
+            f"{path}: its private scores were scored on {what} (weights {', '.join(h[:12] for h in recorded)}, "
+            f"the model{'s' * (len(given) != 1)} given: {', '.join(h[:12] for h in given)}); verify it with the "
+            "models it was scored on"
         )
+
+
+def matched_models(models: tuple[PrivateModel, ...], hashes: tuple[str, ...], result: dict
+                   ) -> tuple[tuple[PrivateModel, ...], tuple[str, ...]]:  # fmt: skip
+    """``models`` (with their weights ``hashes``) in the order ``result``'s private record names
+    them, where they are the same set of weights; else as given (the check then refuses them)."""
+    recorded = recorded_weights(result.get("private"))
+    if len(models) < 2 or sorted(recorded) != sorted(hashes) or len(set(hashes)) != len(hashes):
+        return models, hashes
+    order = [hashes.index(h) for h in recorded]
+    return tuple(models[i] for i in order), tuple(hashes[i] for i in order)
+
+
+def check_model_seed_files(path: Path, result: dict, models: tuple[PrivateModel, ...]) -> None:
+    """RefusedResultError unless each private model of a several-model record was scored on the
+    seed file given with it (the models in the record's order)."""
+    records = (result.get("private") or {}).get(MODELS_KEY, ())
+    for i, (model, record) in enumerate(zip(models, records, strict=False)):
+        sha = read_private_seeds(model.seeds)[1]
+        if record.get("seed_file_sha256") != sha:
+            raise RefusedResultError(
+                f"{path}: its private model {i + 1} was scored on another seed file (sha256 "
+                f"{str(record.get('seed_file_sha256'))[:12]}, the seed file given with it: {sha[:12]})"
+            )
 
 
 class RefusedResultError(ValueError):
@@ -117,6 +159,8 @@ def verify(path: Path) -> dict:
         stale = _transfer_stale(result, prov, definition_of(track))
     if stale is None and track in EDGE_TRACKS:
         stale = _edge_stale(result, prov)
+    if stale is None and tracks.TRACKS[track].private_model:  # as many private models as the row ranks on
+        stale = record_problem(result.get("private"), required(track))
     if stale is not None:
         raise RefusedResultError(f"{path}: {stale}")
     return result
@@ -147,7 +191,7 @@ def rescore_matches(
     private_seeds: Path | None = None,
     require_isolation: bool = True,
     reference: Reference | None = None,
-    private_model: Path | None = None,
+    private_model: PrivateModelArg = None,
 ) -> str:
     """Re-run the scorer on the recorded policy (a reference's: the manifest's policy and
     checkpoint); refuse unless the scores are the same numbers (``compare.differences``).
@@ -158,6 +202,10 @@ def rescore_matches(
     has the SHA-256 the entry records) and matched, else ``"rescored"``. A sandboxed policy is
     rescored only with its isolation complete, unless ``require_isolation`` is False (an
     ``IsolationUnavailableError`` then stops the render: the machine, not the entry, is at fault).
+
+    ``private_model``: the private model's directory, or, for a track ranked on several, a sequence
+    of ``private_models.PrivateModel`` (each with its seed file; ``private_seeds`` then defaults
+    to the first's), in any order: they are matched to the record's models by their weights.
     """
     prov = result["provenance"]
     policy = reference.policy if reference is not None else prov["policy"]
@@ -169,35 +217,50 @@ def rescore_matches(
     # file an entry is rescored on its public part only ("rescored"); with it, its private part
     # must be on that seed file and (ranked on the model) on the model given, or it is refused.
     row = tracks.track(track(result))
-    ranked_on_model = row.private_model and "weights_hash" in (private or {})
+    ranked_on_model = row.private_model and bool(recorded_weights(private))
+    models, hashes = _given_models(private_model, private_seeds)
+    offered = len(models)
+    if models and private_seeds is None:
+        private_seeds = models[0].seeds  # several, each with its seed file: the first's is the run's
+    if ranked_on_model and offered != required(track(result)):
+        models = ()  # another benchmark's count of private models: not this entry's
+    elif ranked_on_model and offered > 1:
+        models, hashes = _matched(models, result)  # in the record's order, each with its seed file
+        private_seeds = models[0].seeds
     with_private = private is not None and private_seeds is not None
     if with_private and tracks.not_ranking(track(result)):
         # A benchmark not in force keeps its own private material (its seed file and model need not
         # be the ones in force): its private scores are recomputed only with its own, else the public part.
         assert private is not None and private_seeds is not None
         with_private = read_private_seeds(private_seeds)[1] == private.get("seed_file_sha256") and (
-            private_model is not None or not ranked_on_model
+            bool(models) or not ranked_on_model
         )
     if with_private:
         check_private_seeds(path, result, read_private_seeds(private_seeds)[1])
-        if ranked_on_model and private_model is None:
+        if ranked_on_model and not models:
+            n = required(track(result))
             raise RefusedResultError(
-                f"{path}: its private scores were scored on a private model (weights "
-                f"{str(private.get('weights_hash'))[:12]}); give the maintainers' --private-model to verify them"
+                f"{path}: its private scores were scored on {n} private model{'s' * (n != 1)} (weights "
+                f"{', '.join(h[:12] for h in recorded_weights(private))}); give the maintainers' --private-model "
+                f"({n} of them, {offered} given) to verify them"
             )
     if with_private and ranked_on_model:
-        assert private_model is not None  # refused above otherwise
-        if transfer:
+        assert models  # refused above otherwise
+        if transfer and not hashes:  # (several: checked when matched)
             from circuit_gym.benchmark import transfer_benchmark
             from circuit_gym.leaderboard.transfer_scorer import check_private_model
 
             bench = transfer_benchmark(tracks.track(track(result)).benchmark)
-            check_private_model(private_model, bench)  # its shape and gate, before loading it
-        check_private_weights(path, result, private_weights_hash(private_model))
+            check_private_model(models[0].directory, bench)  # its shape and gate, before loading it
+        check_private_weights(path, result, hashes or private_weights_hash(models[0].directory))
+        check_model_seed_files(path, result, models)
+    # one model: its directory (v7's request, on ``private_seeds``); several: each with its seed file
+    given: PrivateModelArg = None
+    if with_private and ranked_on_model:
+        given = models if len(models) > 1 else models[0].directory
     request = tracks.reference_request(track(result), policy, checkpoint, prov.get("features", DEFAULT_FEATURES),
                                        private_seeds=private_seeds if with_private else None,
-                                       private_model=private_model if with_private and ranked_on_model else None,
-                                       require_isolation=require_isolation)  # fmt: skip
+                                       private_model=given, require_isolation=require_isolation)  # fmt: skip
     try:
         fresh = tracks.score_reference(track(result), result["name"], request)
     except (ImportError, ValueError) as err:  # e.g. the policy's module is gone
@@ -217,6 +280,29 @@ def rescore_matches(
             )
         return "verified"
     return "rescored"
+
+
+def _given_models(private_model: PrivateModelArg, private_seeds: Path | None
+                  ) -> tuple[tuple[PrivateModel, ...], tuple[str, ...]]:  # fmt: skip
+    """The private models given (none for a lone directory without a seed file: its private part
+    is then not recomputed) and no hashes yet (read where an entry needs them)."""
+    if private_model is None or (isinstance(private_model, str | Path) and private_seeds is None):
+        return (), ()
+    return as_private_models(private_model, private_seeds), ()
+
+
+def _matched(
+    models: tuple[PrivateModel, ...], result: dict
+) -> tuple[tuple[PrivateModel, ...], tuple[str, ...]]:
+    """Several private models, checked (shape, gate) and hashed, in the order ``result`` records them."""
+    from circuit_gym.benchmark import transfer_benchmark
+    from circuit_gym.leaderboard.transfer_scorer import check_private_model
+
+    bench = transfer_benchmark(tracks.BENCHMARKS[tracks.track(track(result)).benchmark].transfer.version)
+    for model in models:
+        check_private_model(model.directory, bench)  # its shape and gate, before loading it
+    hashes = tuple(private_weights_hash(m.directory) for m in models)
+    return matched_models(models, hashes, result)
 
 
 def check_private_seeds(path: Path, result: dict, seed_sha: str) -> None:
@@ -273,7 +359,7 @@ def cpu_differences(fresh: dict, recorded: dict) -> list[str]:
 
 def collect(paths: list[Path], rescore: bool = False, private_seeds: Path | None = None,
             require_isolation: bool = True, jobs: int = 1, references: References | None = None,
-            private_model: Path | None = None, ledger: Path = LEDGER) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
+            private_model: PrivateModelArg = None, ledger: Path = LEDGER) -> tuple[list[dict], list[str], list[dict]]:  # fmt: skip
     """(scored entries, refusal messages, failure records), in ``paths`` order.
 
     Each returned result gets ``result["board"] = {"check": ..., "reference": name or None}``
@@ -333,7 +419,7 @@ def _rescore_or_refusal(
 
 
 def _rescore_all(items: list[tuple[Path, dict, Reference | None]], private_seeds: Path | None,
-                 require_isolation: bool, jobs: int, private_model: Path | None = None) -> list[str | RefusedResultError]:  # fmt: skip
+                 require_isolation: bool, jobs: int, private_model: PrivateModelArg = None) -> list[str | RefusedResultError]:  # fmt: skip
     """:func:`rescore_matches` of every item (a check, or the refusal); ``jobs`` processes at once.
     Any other error (e.g. isolation unavailable: the machine is at fault) stops the render."""
     args = (private_seeds, require_isolation, private_model)
