@@ -150,7 +150,7 @@ class TransferBenchmark:
     circuit_private_seeds: int = TRANSFER_CIRCUIT_PRIVATE_SEEDS
     ablation: str = TRANSFER_ABLATION
     reference: str = TRANSFER_REFERENCE
-    zoo_generation: str | None = None  # recorded from v7 on (v6's files predate the key)
+    zoo_generation: str | None = None  # recorded from v7 on (zoo v1's files predate the key)
     planted_generator: int = 2  # the planted generator version of the version's Planted track
     train_set: str = "zoo-train"  # the MODEL_SETS name of train_models (what the Zoo-Multi IDs train over)
     # its folder under leaderboard/results/ (board results; circuit ones in circuit/) and under

@@ -120,8 +120,11 @@ class EdgeBenchmark:
 
     def episodes(self, private: bool) -> int:
         """Episodes a run plays: the public ones, and with the private part the secret planted models
-        (and at most the private model's held-out tasks)."""
-        hidden = len(self.kinds) * self.planted_private_models + len(self.tasks) * self.private_seeds_used
+        (and at most each private model's held-out tasks)."""
+        models = B.transfer_benchmark(self.transfer_version).private_models
+        hidden = (
+            len(self.kinds) * self.planted_private_models + models * len(self.tasks) * self.private_seeds_used
+        )
         return self.public_episodes() + (hidden if private else 0)
 
 

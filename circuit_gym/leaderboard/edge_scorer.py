@@ -454,7 +454,7 @@ class EdgeRun(TrackRun):
 
     def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
         """The secret planted models (a temporary cache) and, when given, the private model's held-out
-        tasks (no disk cache). The secret models are the first Planted row's draw from the file's first seed."""
+        tasks (no disk cache). The secret models are the edge track's own draw (``planted_scorer.EDGE_DRAW``) from the file's first seed."""
         self.secret, self.cache = (
             private_model_seeds(seeds)[: self.bench.planted_private_models],
             PrivateCache(),

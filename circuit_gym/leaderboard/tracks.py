@@ -31,6 +31,7 @@ from circuit_gym import benchmark as B
 from circuit_gym.envs.features import DEFAULT_FEATURES
 from circuit_gym.leaderboard import paths
 from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS, EdgeBenchmark
+from circuit_gym.leaderboard.private_models import PrivateModelArg
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Request:
     builtin: str | None = None
     checkpoint: str | None = None
     private_seeds: str | Path | None = None
-    private_model: str | Path | None = None
+    private_model: PrivateModelArg = None  # one, or (v8) the row's several: private_models.PrivateModel
     require_isolation: bool | None = None
     sample: int | None = None  # the canary's run: only the first episodes, status "sample"
     features: str = DEFAULT_FEATURES
@@ -142,13 +143,14 @@ def _transfer_features(kind: str) -> Callable[[], tuple[str, ...]]:
 
 
 def _transfer_episodes(kind: str, version: str) -> Callable[[int], int]:
-    """Every task each public model serves (its card's gate), then the held-out tasks on the private
+    """Every task each public model serves (its card's gate), then the held-out tasks on each private
     model (all of them: which it performs is read from its card only when it is scored)."""
 
     def episodes(n_private: int) -> int:
         bench = B.transfer_benchmark(version)
         public = sum(len(bench.tasks_of(m)) for m in bench.public_models()) * len(bench.seeds_of(kind))
-        return public + len(bench.held_out_tasks) * min(n_private, bench.n_private_seeds(kind))
+        per_model = len(bench.held_out_tasks) * min(n_private, bench.n_private_seeds(kind))
+        return public + bench.private_models * per_model
 
     return episodes
 
