@@ -58,3 +58,27 @@ def test_the_section_names_the_track_and_the_reference_has_no_paired_cell():
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[1] == "conditional_attribution" and cells[6] == "-"  # no difference against itself
     assert cells[3].startswith("0.900 [0.100, 0.900] / 0.50") and cells[5].startswith("0.500 / 1.00")
+
+
+def test_the_board_shows_a_knockout_entry_under_its_track_with_the_not_ranking_note(monkeypatch, tmp_path):
+    """``leaderboard render`` puts a verified knock-out entry in its track's section (README and HTML
+    page), with the note of a version not in force; verification is the board's usual (replaced here:
+    the section is what is tested)."""
+    from circuit_gym.leaderboard import board, tracks
+
+    entry = {**_entry("conditional_attribution", [0.9, 0.8], [0.4], None, None), "track": "v8-knockout"}
+    entry["board"]["path"] = str(tmp_path / "conditional_attribution.json")
+    monkeypatch.setattr(board, "collect", lambda *args, **kwargs: ([entry], [], []))
+    monkeypatch.setattr(board, "missing_references", lambda *args, **kwargs: None)
+    out = tmp_path / "board"
+    result = board.build(
+        [tmp_path / "conditional_attribution.json"], out, references={t: {} for t in tracks.TRACKS}
+    )
+    text = (out / "README.md").read_text()
+    section = text[text.index("### Knock-out track (v8-knockout)") :]
+    assert section.splitlines()[2] == f"**Not ranking: {tracks.not_ranking('v8-knockout')}.**"
+    assert (
+        "| 1 | conditional_attribution |" in section and "0.850 [" in section
+    )  # the planted mean of 0.9, 0.8
+    assert "Knock-out track (v8-knockout)" in (out / "index.html").read_text()
+    assert [r["name"] for r in result["boards"]["v8-knockout"]] == ["conditional_attribution"]

@@ -38,6 +38,8 @@ from circuit_gym.leaderboard.edge_tables import (
     write_mib_export,
 )
 from circuit_gym.leaderboard.html_page import write_page
+from circuit_gym.leaderboard.knockout_scorer import KNOCKOUT_BENCHMARKS
+from circuit_gym.leaderboard.knockout_tables import knockout_markdown, knockout_row, rank_knockout_rows
 from circuit_gym.leaderboard.planted_scorer import PLANTED_BENCHMARKS
 from circuit_gym.leaderboard.private_models import PrivateModelArg
 from circuit_gym.leaderboard.probing import probing_markdown
@@ -61,6 +63,7 @@ from circuit_gym.leaderboard.verification import (  # noqa: F401 - RefusedResult
 from circuit_gym.progress import stage
 
 PLANTED_TRACKS = tuple(PLANTED_BENCHMARKS)  # every version of the Planted track (planted_scorer's rows)
+KNOCKOUT_TRACKS = tuple(KNOCKOUT_BENCHMARKS)  # every knock-out track (knockout_scorer's rows)
 RESULTS_DIR = board_paths.RESULTS_DIR
 MARK_BEGIN, MARK_END = "<!-- board:begin -->", "<!-- board:end -->"
 
@@ -155,6 +158,12 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, resco
                 if not mib_export_is_current(result_path):  # its committed source record says so
                     write_mib_export(result_path)
             edges.append((t, rank_edge_rows([edge_row(e) for e in t_entries])))
+    knockout = []  # (track, rows) of each knock-out track with entries
+    for t in in_board_order(KNOCKOUT_TRACKS):
+        t_entries = [e for e in entries if track(e) == t]
+        if t_entries:
+            missing_references(t_entries, references[t], refused, f"{t} track: ")
+            knockout.append((t, [knockout_row(e) for e in t_entries]))
     out.mkdir(parents=True, exist_ok=True)
     readme = out / "README.md"
     text = readme.read_text() if readme.exists() else f"# Leaderboard\n\n{MARK_BEGIN}\n{MARK_END}\n"
@@ -174,6 +183,8 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, resco
     body += planted
     edge_text = "".join(f"{with_status(edge_markdown(rows_t, t), t)}\n" for t, rows_t in edges)
     body += edge_text
+    knockout_text = "".join(f"{with_status(knockout_markdown(rows_t, t), t)}\n" for t, rows_t in knockout)
+    body += knockout_text
     if unlisted or refused:
         body += (
             "\n### Failed submissions and refused result files\n"
@@ -187,14 +198,15 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, resco
              "private scores). Retired benchmarks: docs/archive.md; a section marked 'Not ranking' is one the "
              "board shows without ranking on it.")  # fmt: skip
     write_page(out / "index.html", about=about, failed=failed, refused=refused, transfer=transfer,
-               planted=planted, edges=edge_text)  # fmt: skip
+               planted=planted, edges=edge_text + knockout_text)  # fmt: skip
     read: dict[str, int] = {}
     for path in paths:
         read[str(path.parent)] = read.get(str(path.parent), 0) + 1
     boards = {**{t: rows_t for t, _, rows_t in transfer},
               **{t: [{"name": e["name"], "check": e["board"]["check"]} for e in t_entries]
                  for t, t_entries in planted_by_track.items()},
-              **{t: rows_t for t, rows_t in edges}}  # fmt: skip
+              **{t: rows_t for t, rows_t in edges},
+              **{t: rank_knockout_rows(rows_t) for t, rows_t in knockout}}  # fmt: skip
     return {"refused": refused, "failed": [f["name"] for f in failed],
             "failures": [{"name": f["name"], "track": track(f)} for f in failed],
             "written": [readme, out / "index.html"], "transfer_rows": {t: rows_t for t, _, rows_t in transfer},
