@@ -107,13 +107,16 @@ def required(track: str) -> int:
     ``private_models``, read now as the scorers read it (an edge track: its edge row's transfer row)."""
     from circuit_gym import benchmark as B
     from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS
-    from circuit_gym.leaderboard.tracks import track as track_row
 
-    row = track_row(track)
-    if not row.private_model:
-        return 0
+    # read from the benchmark rows, not the track table (which imports this module's callers)
     edge = next((e for e in EDGE_BENCHMARKS.values() if e.track == track), None)
-    return B.transfer_benchmark(edge.transfer_version if edge is not None else row.benchmark).private_models
+    if edge is not None:
+        return B.transfer_benchmark(edge.transfer_version).private_models
+    try:
+        bench, _ = B.transfer_track(track)
+    except ValueError:
+        return 0  # a track without a private model (Planted, knock-out)
+    return bench.private_models
 
 
 def record_problem(record: dict | None, wanted: int) -> str | None:
