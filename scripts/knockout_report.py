@@ -91,7 +91,9 @@ def load_agent(checkpoint: Path):
     return policy
 
 
-def measure_zoo(member: str, k: int, names: list[str], tasks: list[str] | None = None) -> list[dict]:
+def measure_zoo(
+    member: str, k: int, names: list[str], tasks: list[str] | None = None, greedy: bool = True
+) -> list[dict]:
     """Every gated task of zoo v3 ``member`` that records a backup pair (module docstring), or
     those of ``tasks``."""
     truth = trained_truth(embedded_dir(member), member)
@@ -100,7 +102,7 @@ def measure_zoo(member: str, k: int, names: list[str], tasks: list[str] | None =
         env = KnockOutEnv(model=member, tasks=(task,), split="test", pool_size=1, steps=k)
         try:
             env.reset(seed=0, options={"batch_index": 0})
-            rows += measure_state(env.state, truth, task, member, k, names)
+            rows += measure_state(env.state, truth, task, member, k, names, greedy)
         finally:
             env.close()
     return rows
@@ -306,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rows = measure_zoo(args.zoo, args.k, args.references, args.tasks)
+            rows = measure_zoo(args.zoo, args.k, args.references, args.tasks, not args.no_greedy)
         tasks = list(dict.fromkeys(r["kind"] for r in rows))
         print(
             f"K = {args.k}, {args.zoo}, every gated task with a recorded pair, test split batch 0 (16 prompts)"

@@ -133,9 +133,9 @@ def test_episode_ends_after_k_steps_and_return_is_the_damage():
 def test_knockout_ids_are_registered_per_planted_kind_and_zoo_task():
     planted = {f"CircuitDiscovery-Planted-{k}-KnockOut-v0"
                for k in ("Induction", "MultiHop", "Redundant", "Suppression", "SelfRepair", "And")}  # fmt: skip
-    zoo = {f"CircuitDiscovery-ZooV2-{t}-KnockOut-v0" for t in ("Agreement", "Brackets", "Capital", "Docstring",
-                                                                "GreaterThan", "IOI", "Minimum", "Pronoun",
-                                                                "Successor", "Multi")}  # fmt: skip
+    tasks = ("Agreement", "Brackets", "Capital", "Docstring", "GreaterThan", "IOI", "Minimum", "Pronoun", "Successor",
+             "Multi")  # fmt: skip
+    zoo = {f"CircuitDiscovery-{g}-{t}-KnockOut-v0" for g in ("ZooV2", "ZooV3") for t in tasks}
     assert sorted(KNOCKOUT_IDS) == sorted(planted | zoo)
 
 
