@@ -242,6 +242,9 @@ def test_the_setting_follows_the_environment_and_names_its_cache_entries(tiny_mo
     matmul_key = tables.sweep_key(tiny_model, task, batch, ref, "zero")
     assert matmul_key["attention"] == "matmul" and matmul_key != sdpa_key
     cache = tables.SweepCache(tmp_path)
+    # the process's general-damage memo starts empty: another test in this process (a pytest-xdist
+    # worker runs several files) may have computed the sdpa table already, which then never reaches disk
+    monkeypatch.setattr(tables, "_GENERAL", {})
     on_matmul = tables.sweep_table(tiny_model, task, batch, ref, cache=cache)
     monkeypatch.setenv(ATTENTION_ENV_VAR, "sdpa")
     on_sdpa = tables.sweep_table(tiny_model, task, batch, ref, cache=cache)
