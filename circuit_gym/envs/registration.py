@@ -211,6 +211,29 @@ PLANTED_NOTES_V1 = (
 MODELS_EDGES_V0 = {"Toy": "toy"}
 EDGE_EPISODE_STEPS = 29_089  # circuit_gym.edges.graph.EdgeGraph(12, 12).n_edges (tests/test_edge_env.py)
 
+# What each zoo family's first release on a new zoo generation is: its environment's name in the
+# note, the inner environment the zoo draws a member for, and the edge IDs' step limit.
+_ZOO_RELEASES = {
+    ZOO_SINGLE_HEAD.name: ("single-head", {"inner": "single-head"}, {}),
+    ZOO_CIRCUIT.name: ("circuit-building", {"inner": "circuit"}, {}),
+    ZOO_EDGES.name: ("edge-building", {"inner": "edges"}, {"max_episode_steps": EDGE_EPISODE_STEPS}),
+    ZOO_KNOCKOUT.name: ("knock-out", {"inner": "knockout"}, {}),
+}
+
+
+def zoo_generation_lines(
+    models: dict[str, str], notes: str, families: tuple[Family, ...]
+) -> tuple[Line, ...]:
+    """Version 0 of each of ``families`` over a zoo generation's model part ``models`` (``ZooV2``,
+    ``ZooV3``: a member drawn at each reset), every task part some member performs."""
+    lines = []
+    for family in families:
+        what, kwargs, limits = _ZOO_RELEASES[family.name]
+        lines.append(Line(family, 0, models, ZOO_TASK_SETS_V0, f"first release of the {what} environment {notes}",
+                          kwargs=kwargs, **limits))  # fmt: skip
+    return tuple(lines)
+
+
 REGISTRY: tuple[Line, ...] = (
     Line(SINGLE_HEAD, 0, MODELS_V0, TASK_SETS_V0, "first release", superseded_by=1),
     Line(SINGLE_HEAD, 1, MODELS_V0, TASK_SETS_V0,
@@ -252,12 +275,7 @@ REGISTRY: tuple[Line, ...] = (
          "first release: the edge-building environment on a planted model generated from a seed drawn at each "
          "reset; the ground truth in info only at the episode's end",
          kwargs={"inner": "edges", "version": PLANTED_GENERATOR_V0}, max_episode_steps=EDGE_EPISODE_STEPS),
-    Line(ZOO_SINGLE_HEAD, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the single-head environment {ZOO_V2_NOTES}",
-         kwargs={"inner": "single-head"}),
-    Line(ZOO_CIRCUIT, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the circuit-building environment {ZOO_V2_NOTES}",
-         kwargs={"inner": "circuit"}),
-    Line(ZOO_EDGES, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the edge-building environment {ZOO_V2_NOTES}",
-         kwargs={"inner": "edges"}, max_episode_steps=EDGE_EPISODE_STEPS),
+    *zoo_generation_lines(MODELS_ZOO_V2, ZOO_V2_NOTES, (ZOO_SINGLE_HEAD, ZOO_CIRCUIT, ZOO_EDGES)),
     Line(PLANTED_SINGLE_HEAD, 1, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V1, PLANTED_NOTES_V1,
          kwargs={"inner": "single-head", "version": PLANTED_GENERATOR_V1}),
     Line(PLANTED_CIRCUIT, 1, MODELS_PLANTED_V0, PLANTED_TASK_SETS_V1, PLANTED_NOTES_V1,
@@ -268,16 +286,8 @@ REGISTRY: tuple[Line, ...] = (
          "first release (issue 60): ablate heads one at a time on a planted model of generator version 3, the "
          "observation recomputed on the ablated model after each; the ground truth in info only at the episode's end",
          kwargs={"inner": "knockout", "version": PLANTED_GENERATOR_V1}),
-    Line(ZOO_KNOCKOUT, 0, MODELS_ZOO_V2, ZOO_TASK_SETS_V0, f"first release of the knock-out environment {ZOO_V2_NOTES}",
-         kwargs={"inner": "knockout"}),
-    Line(ZOO_SINGLE_HEAD, 0, MODELS_ZOO_V3, ZOO_TASK_SETS_V0, f"first release of the single-head environment {ZOO_V3_NOTES}",
-         kwargs={"inner": "single-head"}),
-    Line(ZOO_CIRCUIT, 0, MODELS_ZOO_V3, ZOO_TASK_SETS_V0, f"first release of the circuit-building environment {ZOO_V3_NOTES}",
-         kwargs={"inner": "circuit"}),
-    Line(ZOO_EDGES, 0, MODELS_ZOO_V3, ZOO_TASK_SETS_V0, f"first release of the edge-building environment {ZOO_V3_NOTES}",
-         kwargs={"inner": "edges"}, max_episode_steps=EDGE_EPISODE_STEPS),
-    Line(ZOO_KNOCKOUT, 0, MODELS_ZOO_V3, ZOO_TASK_SETS_V0, f"first release of the knock-out environment {ZOO_V3_NOTES}",
-         kwargs={"inner": "knockout"}),
+    *zoo_generation_lines(MODELS_ZOO_V2, ZOO_V2_NOTES, (ZOO_KNOCKOUT,)),
+    *zoo_generation_lines(MODELS_ZOO_V3, ZOO_V3_NOTES, (ZOO_SINGLE_HEAD, ZOO_CIRCUIT, ZOO_EDGES, ZOO_KNOCKOUT)),
 )  # fmt: skip
 
 
