@@ -239,10 +239,14 @@ def sandbox_play(sandbox: SandboxedPolicy) -> Play:
 
 
 # ------------------------------------------------------------------ greedy's curves
+def _batch_key(bench: KnockOutBenchmark) -> str:
+    """What every greedy cache key ends with: split, batch, batch size, K and ablation."""
+    return f"{bench.split}/batch{bench.batch_index}x{bench.batch_size}/k{bench.steps}/{bench.ablation}"
+
+
 def greedy_key(bench: KnockOutBenchmark, kind: str, seed: int) -> str:
     """The cache key of exact greedy's curve: generator, seed, kind, split, batch, batch size, K."""
-    return (f"g{bench.generator}/seed{int(seed)}/{kind}/{bench.split}/batch{bench.batch_index}"
-            f"x{bench.batch_size}/k{bench.steps}/{bench.ablation}")  # fmt: skip
+    return f"g{bench.generator}/seed{int(seed)}/{kind}/{_batch_key(bench)}"
 
 
 def read_greedy_cache(path: Path = GREEDY_CACHE) -> dict[str, dict]:
@@ -252,8 +256,7 @@ def read_greedy_cache(path: Path = GREEDY_CACHE) -> dict[str, dict]:
 
 def trained_greedy_key(bench: KnockOutBenchmark, member: str, task: str) -> str:
     """The cache key of exact greedy's curve on a trained model's episode."""
-    return (f"{member}/{task}/{bench.split}/batch{bench.batch_index}x{bench.batch_size}/k{bench.steps}/"
-            f"{bench.ablation}")  # fmt: skip
+    return f"{member}/{task}/{_batch_key(bench)}"
 
 
 def greedy_entry(env: KnockOutEnv, bench: KnockOutBenchmark, task: str) -> dict:
@@ -388,6 +391,22 @@ class KnockOutRun(TrackRun):
         trained = [self._trained_part(i, member) for i, member in enumerate(b.trained_models)]
         return planted + trained
 
+    def _scored(self, env: KnockOutEnv, task: str, truth, truth_key: str, key: str | None, who: Play) -> dict:
+        """One episode of ``task`` on ``env``: the entry's scores against greedy's curve (the cache's
+        entry ``key``, or computed) and ``truth`` (its circuit and backups under ``truth_key``), and
+        each ``versus`` reference's on the same batch."""
+        bench = self.bench
+        greedy = greedy_metrics(env, bench, task, key, self.greedy)
+
+        def scores(played: Played) -> dict:
+            return scores_of(played, greedy, truth, truth_key, bench.steps, env.n_total)
+
+        row = scores(who(env, task, bench.batch_index))  # the entry first, then the references
+        return {
+            **row,
+            "versus": {ref: scores(p(env, task, bench.batch_index)) for ref, p in self.versus.items()},
+        }
+
     def _trained_part(self, index: int, member: str) -> Part:
         """Public trained model ``member``'s verified tasks, scored against its trained truth."""
         from circuit_gym.models.loading import embedded_dir
@@ -400,14 +419,8 @@ class KnockOutRun(TrackRun):
 
             def one(task: str, _index: int, detailed: bool = True) -> dict:
                 self.trained_weights[member] = env.model.circuit_gym_info.weights_hash
-                key = trained_greedy_key(bench, member, task)
-                greedy = greedy_metrics(env, bench, task, key, self.greedy)
-                row = scores_of(
-                    who(env, task, bench.batch_index), greedy, truth, task, bench.steps, env.n_total
-                )
-                versus = {ref: scores_of(p(env, task, bench.batch_index), greedy, truth, task, bench.steps,
-                                         env.n_total) for ref, p in self.versus.items()}  # fmt: skip
-                return {"kind": TRAINED_KIND, "model": member, "task": task, **row, "versus": versus}
+                scored = self._scored(env, task, truth, task, trained_greedy_key(bench, member, task), who)
+                return {"kind": TRAINED_KIND, "model": member, "task": task, **scored}
 
             return one
 
@@ -431,15 +444,9 @@ class KnockOutRun(TrackRun):
                 inner = _inner(env, seed)
                 if public:
                     self.weights[seed] = inner.model.circuit_gym_info.weights_hash
-                truth, task = truth_of(seed, bench.generator), task_name(kind)
                 key = greedy_key(bench, kind, seed) if public else None
-                greedy = greedy_metrics(inner, bench, task, key, self.greedy)
-                row = scores_of(
-                    who(inner, task, bench.batch_index), greedy, truth, kind, bench.steps, inner.n_total
-                )
-                versus = {ref: scores_of(p(inner, task, bench.batch_index), greedy, truth, kind, bench.steps,
-                                         inner.n_total) for ref, p in self.versus.items()}  # fmt: skip
-                return {"kind": kind, **({"seed": int(seed)} if public else {}), **row, "versus": versus}
+                scored = self._scored(inner, task_name(kind), truth_of(seed, bench.generator), kind, key, who)
+                return {"kind": kind, **({"seed": int(seed)} if public else {}), **scored}
 
             return one
 
