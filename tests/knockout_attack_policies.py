@@ -46,8 +46,15 @@ def first_free():
 
 
 def truth_files() -> list[str]:
+    """The ground-truth files in the first place that holds any: the scorer's cache (where the model
+    being scored was generated), else the user's cache, else anywhere under /tmp. Nearest first: other
+    processes (a parallel test run) may write other models' truth files under /tmp meanwhile."""
     roots = [os.environ.get("CIRCUIT_GYM_CACHE", ""), os.path.expanduser("~/.cache/circuit_gym"), "/tmp"]
-    return [f for root in roots if root for f in glob.glob(f"{root}/**/ground_truth.json", recursive=True)]
+    for root in roots:
+        files = glob.glob(f"{root}/**/ground_truth.json", recursive=True) if root else []
+        if files:
+            return files
+    return []
 
 
 def found_truth() -> list[int]:
