@@ -146,6 +146,20 @@ def test_what_a_row_cannot_do_is_refused_before_anything_runs(recorded):
     assert recorded == []
 
 
+def test_an_edge_rows_builtins_are_its_scorer_protocols_references():
+    """v8's edge row is protocol 2: its controls are builtins and greedy is not (it ordered none of
+    the sizes the metric reads); v7's row keeps protocol 1's registry. The scorer's own list is the
+    independent side: the row must offer exactly what the scorer plays."""
+    from circuit_gym.edges.references import CANDIDATE_REFERENCES, EDGE_REFERENCES
+
+    assert set(tracks.track("v8-edges").builtins()) == set(CANDIDATE_REFERENCES)
+    assert set(tracks.track("v7-edges").builtins()) == set(EDGE_REFERENCES)
+    assert {"constant", "eap_ig_reversed"} <= set(CANDIDATE_REFERENCES) - set(EDGE_REFERENCES)
+    with pytest.raises(ValueError, match="builtin on the v8-edges track"):
+        tracks.score_reference("v8-edges", "x", tracks.Request(builtin="greedy_eap_ig"))
+    tracks.check(tracks.track("v8-edges"), tracks.Request(builtin="constant"))  # accepted
+
+
 @pytest.mark.parametrize("track", [t for t in SCORED if tracks.track(t).private_model])
 def test_a_rows_episode_count_is_what_its_references_played(track):
     """The estimate's model of the work counts the episodes a scoring plays: on every committed

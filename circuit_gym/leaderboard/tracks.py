@@ -215,10 +215,15 @@ def _edges(track: str) -> Callable[[str, Request], dict]:
     return score
 
 
-def _edge_builtins() -> tuple[str, ...]:
-    from circuit_gym.leaderboard.edge_scorer import reference_names
+def _edge_builtins(protocol: int) -> Callable[[], tuple[str, ...]]:
+    """The edge references of the row's scorer protocol (protocol 2 has its own registry)."""
 
-    return reference_names()
+    def names() -> tuple[str, ...]:
+        from circuit_gym.leaderboard.edge_scorer import reference_names
+
+        return reference_names(protocol)
+
+    return names
 
 
 def _knockout_score(track: str) -> Callable[[str, Request], dict]:
@@ -311,7 +316,7 @@ class Benchmark:
 def _edge_row(e: EdgeBenchmark) -> Track:
     """An edge track's row: its transfer part ranks on the private model, its planted part on the secret models."""
     return Track(
-        name=e.track, benchmark=e.version, definition=e.definition, score=_edges(e.track), builtins=_edge_builtins,
+        name=e.track, benchmark=e.version, definition=e.definition, score=_edges(e.track), builtins=_edge_builtins(e.protocol),
         episodes=lambda n_private: e.episodes(n_private > 0),
         headline=_headline("circuit_gym.leaderboard.edge_scorer", "headline"),
         results_dir=paths.RESULTS_DIR / e.results_folder, cost=Cost(None, None), canary_episodes=1, private_model=True,
