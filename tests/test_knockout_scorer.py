@@ -262,3 +262,89 @@ def test_the_trained_part_scores_an_entry_against_the_recorded_pair(monkeypatch,
     assert got["backup_recall"] == float(int(pair["backup"]) in order)
     assert KS.episode_key(got) == (KS.TRAINED_KIND, "zoo9", "successor")
     assert result["scores"]["summary"][KS.TRAINED_KIND]["episodes"] == 1
+
+
+def _stand_in_private_models(tmp_path, members: tuple[str, ...]) -> list:
+    """Copies of public zoo members' directories (weights, card, training log) as private models,
+    each with its own seed file: what the maintainers' sealed files open into."""
+    import shutil
+
+    from circuit_gym.leaderboard.private_models import PrivateModel
+    from circuit_gym.models.loading import embedded_dir
+
+    out = []
+    for i, member in enumerate(members):
+        directory = tmp_path / f"private{i}"
+        shutil.copytree(embedded_dir(member), directory)
+        seeds = tmp_path / f"seeds{i}"
+        seeds.write_text(f"{734512987 + i}\n")
+        out.append(PrivateModel(directory, seeds))
+    return out
+
+
+def test_private_models_are_the_rows_count_distinct_and_verified(tmp_path):
+    """Refused before anything plays: another count than the row's, one model given twice, a model
+    whose card verifies no backup pair, private models on a row without a private zoo."""
+    pm = _stand_in_private_models(tmp_path, ("zoo9", "zoo11"))
+    assert KS.KNOCKOUT_V8.private_trained_models == 2
+    with pytest.raises(ValueError, match="ranks on 2 private models"):
+        KS.KnockOutRun(KS.KNOCKOUT_V8.track, private_model=pm[:1])
+    with pytest.raises(ValueError, match="same weights"):
+        KS.KnockOutRun(KS.KNOCKOUT_V8.track, private_model=[pm[0], pm[0]]).check((1,))
+    card = json.loads((pm[1].directory / "card_metrics.json").read_text())
+    for pair in card["backup_pairs"].values():
+        pair.setdefault("measures", {})["meets_bar"] = False
+    (pm[1].directory / "card_metrics.json").write_text(json.dumps(card))
+    with pytest.raises(ValueError, match="verifies no backup pair"):
+        KS.KnockOutRun(KS.KNOCKOUT_V8.track, private_model=pm).check((1,))
+    bare = dataclasses.replace(KS.KNOCKOUT_V8, track="no-private-zoo", private_zoo=None)
+    KS.KNOCKOUT_BENCHMARKS["no-private-zoo"] = bare
+    try:
+        with pytest.raises(ValueError, match="plays no private model"):
+            KS.KnockOutRun("no-private-zoo", private_model=pm)
+    finally:
+        del KS.KNOCKOUT_BENCHMARKS["no-private-zoo"]
+
+
+@pytest.mark.slow
+def test_the_private_trained_part_scores_each_private_model_on_its_verified_tasks(monkeypatch, tmp_path):
+    """Two stand-in private models (copies of zoo9 and zoo11) each play the first task their card
+    verifies; the sealed record names each model's weights (its card's hash), seed file (SHA-256 of
+    its bytes, computed here) and tasks, and its one episode's backup recall is the one recomputed
+    here from conditional attribution's order on the public twin and the pair its training log records."""
+    import hashlib
+
+    from circuit_gym.envs.knockout import KnockOutEnv
+    from circuit_gym.models.trained_truth import verified_backup_tasks
+    from circuit_gym.solvers.knockout import REFERENCES
+
+    track = "tiny-knockout-private"
+    row = dataclasses.replace(KS.KNOCKOUT_V8, track=track, public_seeds=(0,), private_models=1,
+                              kinds=("self_repair",), steps=2, batch_size=8, trained_models=())  # fmt: skip
+    monkeypatch.setitem(KS.KNOCKOUT_BENCHMARKS, track, row)
+    monkeypatch.setattr(KS, "verified_backup_tasks", lambda card: verified_backup_tasks(card)[:1])
+    pm = _stand_in_private_models(tmp_path, ("zoo9", "zoo11"))
+    result = KS.score_knockout("ca", track, builtin="conditional_attribution",
+                               greedy_cache=tmp_path / "none.json", private_model=pm)  # fmt: skip
+    assert result["status"] == "scored", result.get("failure")
+    private = result["private"]
+    assert private["seed_file_sha256"] == hashlib.sha256(pm[0].seeds.read_bytes()).hexdigest()
+    assert private["scores"]["summary"][KS.TRAINED_KIND]["episodes"] == 2
+    models = private["private_models"]
+    assert len(models) == 2
+    for member, model, record in zip(("zoo9", "zoo11"), pm, models, strict=True):
+        card = json.loads((model.directory / "card_metrics.json").read_text())
+        task = verified_backup_tasks(card)[0]
+        assert record["weights_hash"] == card["weights_hash"] and record["tasks"] == [task]
+        assert record["seed_file_sha256"] == hashlib.sha256(model.seeds.read_bytes()).hexdigest()
+        log = json.loads((model.directory / "training_log.json").read_text())
+        (pair,) = [p for p in log["backup_pairs"] if p["task"] == task]
+        env = KnockOutEnv(model=member, tasks=(task,), split="test", pool_size=1, batch_size=8, steps=2,
+                          ablation="resample")  # fmt: skip
+        env.reset(options={"task": task, "batch_index": 0})
+        order = REFERENCES["conditional_attribution"](env.state, 2).order
+        env.close()
+        trained = record["scores"]["summary"][KS.TRAINED_KIND]
+        assert trained["episodes"] == 1
+        assert trained["backup_recall"] == pytest.approx(float(int(pair["backup"]) in order))
+    assert set(private) <= PRIVATE_RECORD_FIELDS | {"scores"}

@@ -295,15 +295,16 @@ def test_the_command_line_scores_two_sealed_models(two, tmp_path, capsys):
 # ---------------------------------------------------------------- v7's one model, unchanged
 def test_every_committed_result_names_as_many_private_models_as_its_track_ranks_on():
     """v7 ranks on one private model: its committed results (one weights hash each, the v7 form)
-    pass the count check; nothing in them was rewritten."""
+    pass the count check, nothing in them rewritten; v8's rank on two, one record per model."""
     paths = sorted((REPO_ROOT / "leaderboard" / "results").rglob("*.json"))
     checked = 0
     for path in paths:
         result = json.loads(path.read_text())
         if "private" not in result or "track" not in result:
             continue
-        assert MODELS_KEY not in result["private"]
-        assert record_problem(result["private"], required(result["track"])) is None, path
+        wanted = required(result["track"])
+        assert (MODELS_KEY in result["private"]) == (wanted > 1), path
+        assert record_problem(result["private"], wanted) is None, path
         checked += "weights_hash" in result["private"]
     assert checked > 0
 
@@ -347,3 +348,24 @@ def test_the_edge_track_plays_each_private_model_and_records_each(two, monkeypat
         float((n * cpr).sum() / n.sum()), abs=1e-9
     )
     assert record_problem(private, required(small.track)) is None
+
+
+def test_a_knockout_record_whose_models_do_not_add_up_is_refused():
+    """The knock-out track's private record pools its secret planted models with its private
+    trained models; the models' records must hold every trained episode of the overall summary (a
+    forged record that drops one model's episodes is caught), its planted episodes aside."""
+    from circuit_gym.leaderboard.knockout_scorer import TRAINED_KIND
+
+    def record(trained: int, per_model: tuple[int, ...]) -> dict:
+        summary = {
+            "all": {"episodes": 48 + trained},
+            "induction": {"episodes": 8},
+            TRAINED_KIND: {"episodes": trained},
+        }
+        models = [{"weights_hash": f"w{i}", "scores": {"summary": {TRAINED_KIND: {"episodes": n}, "all": {"episodes": n}}}}
+                  for i, n in enumerate(per_model)]  # fmt: skip
+        return {"n_models": 8, "scores": {"summary": summary}, MODELS_KEY: models}
+
+    assert record_problem(record(8, (5, 3)), 2) is None
+    assert "5 + 2" in str(record_problem(record(8, (5, 2)), 2))
+    assert "track ranks on 2" in str(record_problem(record(5, (5,)), 2))

@@ -75,9 +75,18 @@ from circuit_gym.leaderboard.planted_scorer import (
     private_model_seeds,
     weights_hash,
 )
+from circuit_gym.leaderboard.private_models import (
+    MODELS_KEY,
+    PrivateModelArg,
+    as_private_models,
+    check_count,
+    distinct_weights,
+    primary_seeds,
+)
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
-from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, score_track
+from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, read_private_seeds, score_track
 from circuit_gym.models.planted.versions import kinds_of
+from circuit_gym.models.trained_truth import verified_backup_tasks
 from circuit_gym.policy import check_action
 from circuit_gym.solvers.knockout import REFERENCES, Played, play_actions
 from circuit_gym.stats import mean_ci95
@@ -114,6 +123,14 @@ class KnockOutBenchmark:
     # Trained models whose backups are known by training (zoo v3, issue 55): each public member's
     # tasks whose recorded pair its card verifies (``trained_tasks``), scored against its trained truth
     trained_models: tuple[str, ...] = ()
+    # The transfer benchmark whose private models (benchmark.TransferBenchmark.private_models) the
+    # private part also plays, each on the tasks its card verifies; None: secret planted models only
+    private_zoo: str | None = None
+
+    @property
+    def private_trained_models(self) -> int:
+        """How many private trained models a private scoring gives (0: none)."""
+        return 0 if self.private_zoo is None else B.transfer_benchmark(self.private_zoo).private_models
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.kinds or ()) - set(kinds_of(self.generator)))
@@ -147,6 +164,7 @@ class KnockOutBenchmark:
                      "with backups and suppressors counted",
             **({"trained_models": {m: list(trained_tasks(m)) for m in self.trained_models}}
                if self.trained_models else {}),
+            **({"private_trained_models": self.private_trained_models} if self.private_zoo else {}),
         }  # fmt: skip
 
     def episodes(self, private: bool) -> int:
@@ -155,20 +173,18 @@ class KnockOutBenchmark:
 
 
 def trained_tasks(member: str) -> tuple[str, ...]:
-    """The tasks of public zoo member ``member`` whose backup pair its card verifies: gated, and the
-    recorded pair meets the bar (redundancy and P's self-repair, measured with plain hooks in
-    ``tests/test_zoo_v3_backups.py``), in the card's order."""
+    """The tasks of public zoo member ``member`` whose backup pair its card verifies
+    (``trained_truth.verified_backup_tasks``; the pairs are also measured with plain hooks in
+    ``tests/test_zoo_v3_backups.py``)."""
     from circuit_gym.models.cards import card_metrics
 
-    card = card_metrics(member)
-    gated = set(card["suite"]["included"])
-    pairs = card.get("backup_pairs") or {}
-    return tuple(t for t, p in pairs.items() if t in gated and p.get("measures", {}).get("meets_bar"))
+    return verified_backup_tasks(card_metrics(member))
 
 
 # Benchmark v8's knock-out track: its secret planted models are v8's Planted track's draw (its own salt).
+# Its trained part: zoo v3's held-out members in public, v8's two private models in private.
 KNOCKOUT_V8 = KnockOutBenchmark("v8", "v8-knockout", planted_draw="v8-planted",
-                                trained_models=B.transfer_benchmark("v8").held_out_models)  # fmt: skip
+                                trained_models=B.transfer_benchmark("v8").held_out_models, private_zoo="v8")  # fmt: skip
 KNOCKOUT_BENCHMARKS: dict[str, KnockOutBenchmark] = {KNOCKOUT_V8.track: KNOCKOUT_V8}
 
 
@@ -267,12 +283,24 @@ def greedy_entry(env: KnockOutEnv, bench: KnockOutBenchmark, task: str) -> dict:
             "order": [int(h) for h in order], "metrics": [float(m) for m in metrics]}  # fmt: skip
 
 
+# Exact greedy's curves on private episodes (secret planted models, private trained models), kept in
+# this process only and never written: a maintainers' run that scores several references one after
+# another (``rescore-references --jobs 1``) computes each curve once. Keyed by the model's weights
+# hash, the task and the batch; a sandboxed policy runs in another process and never sees it.
+_PRIVATE_CURVES: dict[tuple[str, str, str], dict] = {}
+
+
 def greedy_metrics(env: KnockOutEnv, bench: KnockOutBenchmark, task: str, key: str | None,
                    cache: dict[str, dict]) -> list[float]:  # fmt: skip
     """Exact greedy's metric after each ablation on this episode's batch of ``task``: the cache's
     entry ``key`` when it is this model's and batch's (weights hash and clean metric agree), else
-    computed (secret models: ``key`` None, always computed, never written)."""
-    if key is None or key not in cache:
+    computed (private episodes: ``key`` None, computed once per process, never written)."""
+    if key is None:
+        private = (env.model.circuit_gym_info.weights_hash, task, _batch_key(bench))
+        if private not in _PRIVATE_CURVES:
+            _PRIVATE_CURVES[private] = greedy_entry(env, bench, task)
+        return list(_PRIVATE_CURVES[private]["metrics"])
+    if key not in cache:
         return greedy_entry(env, bench, task)["metrics"]
     entry = cache[key]
     env.reset(options={"task": task, "batch_index": bench.batch_index})
@@ -364,21 +392,36 @@ def versus_summary(rows: list[dict], references: tuple[str, ...]) -> dict:
 
 # ------------------------------------------------------------------ the run
 class KnockOutRun(TrackRun):
-    """A run on the knock-out track ``track``: one part per kind on the public seeds and, with the
-    seed file, one per kind on the secret models (a :class:`~planted_scorer.PrivateCache`)."""
+    """A run on the knock-out track ``track``: one part per kind on the public seeds and per public
+    trained model and, with the seed file, one per kind on the secret models and, with the private
+    models (the row's ``private_trained_models``), one per private model on the tasks its card
+    verifies (all private parts in a :class:`~planted_scorer.PrivateCache`)."""
 
     methods = METHODS
     builtin_spec = "circuit_gym.solvers.knockout:REFERENCES"
 
-    def __init__(self, track: str, greedy_cache: Path = GREEDY_CACHE, scores: str = SCORES[0]) -> None:
+    def __init__(self, track: str, greedy_cache: Path = GREEDY_CACHE, scores: str = SCORES[0],
+                 private_model: PrivateModelArg = None, private_seeds: str | Path | None = None) -> None:  # fmt: skip
         if scores not in SCORES:
             raise ValueError(f"scores must be one of {SCORES}, got {scores!r}")
         self.bench, self.name, self.observation = knockout_benchmark(track), track, scores
+        private = as_private_models(private_model, private_seeds)
+        if private and not self.bench.private_trained_models:
+            raise ValueError(
+                f"the {track} track plays no private model (secret planted models only: give the seed file)"
+            )
+        check_count(private, self.bench.private_trained_models, track)
+        self.private = private
+        self.seed_file = primary_seeds(private, private_seeds)  # the secret planted models' draw
         self.greedy = read_greedy_cache(greedy_cache)
         self.weights: dict[int, str] = {}
         self.trained_weights: dict[str, str] = {}
         self.secret: tuple[int, ...] = ()
         self.cache: PrivateCache | None = None
+        # per private model (in the order given): its verified tasks, truth, weights hash, seed file's SHA-256
+        self.private_tasks: list[tuple[str, ...]] = []
+        self.private_weights: list[str] = []
+        self.seed_shas: list[str] = []
         self.versus = {ref: builtin_play(ref) for ref in self.bench.versus}
 
     def builtins(self) -> tuple[str, ...]:
@@ -428,11 +471,60 @@ class KnockOutRun(TrackRun):
         return Part(f"{self.name}: trained model {member}", jobs,
                     lambda jobs: make_trained_env(bench, member, self.observation), play)  # fmt: skip
 
+    def check(self, private: tuple[int, ...] | None) -> None:
+        """Each private model's card verifies some backup pair and was measured on its weights (read
+        from the directory: the weights themselves are checked when its part builds the model)."""
+        cards = []
+        for model in self.private:
+            card_path = Path(model.directory) / "card_metrics.json"
+            if not card_path.is_file():
+                raise FileNotFoundError(f"private model {model.directory} has no card_metrics.json")
+            cards.append(json.loads(card_path.read_text()))
+            tasks = verified_backup_tasks(cards[-1])
+            if not tasks:
+                raise ValueError(f"private model {model.directory}: its card verifies no backup pair")
+            self.private_tasks.append(tasks)
+            self.seed_shas.append(read_private_seeds(model.seeds)[1])
+        # one model given twice is refused before anything plays (its part then checks the card's hash)
+        distinct_weights([str(card.get("weights_hash")) for card in cards])
+
     def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
         self.secret = private_model_seeds(seeds, self.bench.planted_draw)[: self.bench.private_models]
         self.cache = PrivateCache()
-        return [self._part(f"{self.name}: secret models ({k})", tuple((k, int(s)) for s in self.secret), False,
-                           self.cache.scope) for k in self.bench.kinds_played]  # fmt: skip
+        planted = [self._part(f"{self.name}: secret models ({k})", tuple((k, int(s)) for s in self.secret), False,
+                              self.cache.scope) for k in self.bench.kinds_played]  # fmt: skip
+        return planted + [self._private_trained_part(i) for i in range(len(self.private))]
+
+    def _private_trained_part(self, index: int) -> Part:
+        """Private model ``index``'s verified tasks, against its trained truth; greedy computed, no disk cache."""
+        from circuit_gym.leaderboard.transfer_scorer import PRIVATE, check_card_weights
+        from circuit_gym.models.trained_truth import trained_truth
+
+        bench, model = self.bench, self.private[index]
+        tasks = self.private_tasks[index]
+
+        def env(jobs) -> KnockOutEnv:
+            built = KnockOutEnv(model=PRIVATE, model_path=str(model.directory), tasks=tasks, split=bench.split,
+                                pool_size=bench.batch_index + 1, batch_size=bench.batch_size, steps=bench.steps,
+                                ablation=bench.ablation, oracle_info=False, scores=self.observation,
+                                observe_last=False, cache=False)  # fmt: skip
+            weights = built.model.circuit_gym_info.weights_hash
+            check_card_weights(Path(model.directory), weights)  # the card check() read is these weights'
+            self.private_weights.append(weights)
+            return built
+
+        def play(env: KnockOutEnv, who: Play) -> PlayOne:
+            truth = trained_truth(model.directory, PRIVATE)
+
+            def one(task: str, _index: int, detailed: bool = True) -> dict:
+                scored = self._scored(env, task, truth, task, None, who)
+                return {"kind": TRAINED_KIND, "private_model": index, "task": task, **scored}
+
+            return one
+
+        assert self.cache is not None  # private_parts made it
+        return Part(f"{self.name}: private model {index + 1}", tuple((t, index) for t in tasks), env, play,
+                    scope=self.cache.scope)  # fmt: skip
 
     def _part(self, label: str, jobs: tuple[tuple[str, int], ...], public: bool, scope=nullcontext) -> Part:
         from circuit_gym.models.planted.generator import truth_of
@@ -468,8 +560,18 @@ class KnockOutRun(TrackRun):
         return {"summary": summary(main), "versus": versus_summary(main, self.bench.versus), "episodes": main}
 
     def private_record(self, hidden: list[dict]) -> dict:
-        return {"n_models": len(self.secret),
-                "scores": {"summary": summary(hidden), "versus": versus_summary(hidden, self.bench.versus)}}  # fmt: skip
+        record = {"n_models": len(self.secret),
+                  "scores": {"summary": summary(hidden), "versus": versus_summary(hidden, self.bench.versus)}}  # fmt: skip
+        if not self.private:
+            return record
+        # per private model: its weights, seed file and tasks, and its episodes' summary (sealed alike)
+        models = []
+        for i, weights in enumerate(self.private_weights):
+            rows = [r for r in hidden if r.get("private_model") == i]
+            models.append({"weights_hash": weights, "seed_file_sha256": self.seed_shas[i],
+                           "tasks": list(self.private_tasks[i]),
+                           "scores": {"summary": summary(rows), "versus": versus_summary(rows, self.bench.versus)}})  # fmt: skip
+        return {**record, MODELS_KEY: models}
 
     def definition(self) -> dict:
         return {**self.bench.definition(), "observation_scores": self.observation}
@@ -493,13 +595,16 @@ class KnockOutRun(TrackRun):
 def score_knockout(name: str, track: str = KNOCKOUT_V8.track, policy_spec: str | None = None,
                    checkpoint: str | None = None, builtin: str | None = None,
                    private_seeds: str | Path | None = None, require_isolation: bool | None = None,
-                   sample: int | None = None, greedy_cache: Path = GREEDY_CACHE, scores: str = SCORES[0]) -> dict:  # fmt: skip
+                   sample: int | None = None, greedy_cache: Path = GREEDY_CACHE, scores: str = SCORES[0],
+                   private_model: PrivateModelArg = None) -> dict:  # fmt: skip
     """Score one knock-out policy (``policy_spec``, sandboxed) or reference (``builtin``) on the
     knock-out track ``track``; the result dict (``status`` "scored", "failed" or, with ``sample``,
     "sample"). ``private_seeds``: the maintainers' seed file (the secret planted models);
+    ``private_model``: the row's private trained models (``private_models.PrivateModel`` each with its
+    seed file, the first's drawing the secret planted models unless ``private_seeds`` is given);
     ``scores``: the observation's per-head scores the entry reads (and pays for)."""
-    run = KnockOutRun(track, greedy_cache, scores)
-    return score_track(run, name, policy_spec, checkpoint, builtin, private_seeds, require_isolation, sample)
+    run = KnockOutRun(track, greedy_cache, scores, private_model, private_seeds)
+    return score_track(run, name, policy_spec, checkpoint, builtin, run.seed_file, require_isolation, sample)
 
 
 def episode_key(row: dict) -> tuple:

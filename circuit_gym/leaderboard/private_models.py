@@ -112,10 +112,14 @@ def required(track: str) -> int:
     edge = next((e for e in EDGE_BENCHMARKS.values() if e.track == track), None)
     if edge is not None:
         return B.transfer_benchmark(edge.transfer_version).private_models
+    if track.endswith("-knockout"):  # its row's private trained models (the scorer imports the environments)
+        from circuit_gym.leaderboard.knockout_scorer import knockout_benchmark
+
+        return knockout_benchmark(track).private_trained_models
     try:
         bench, _ = B.transfer_track(track)
     except ValueError:
-        return 0  # a track without a private model (Planted, knock-out)
+        return 0  # a track without a private model (Planted)
     return bench.private_models
 
 
@@ -144,10 +148,13 @@ def record_problem(record: dict | None, wanted: int) -> str | None:
 
 
 def _episodes(scores: dict | None) -> int:
-    """The episodes an overall private summary counts (single head: ``k1``; circuit: ``all``; edges: ``transfer.all``)."""
+    """The private models' episodes an overall private summary counts (single head: ``k1``; circuit:
+    ``all``; edges: ``transfer.all``; knock-out: ``summary.trained``, its secret planted models aside)."""
     scores = scores or {}
     if "transfer" in scores:
         return int((scores["transfer"].get("all") or {}).get("episodes", 0))
+    if "summary" in scores:  # the knock-out track's record (knockout_scorer.TRAINED_KIND)
+        return int((scores["summary"].get("trained") or {}).get("episodes", 0))
     overall = scores.get("overall") or {}
     group = overall.get("k1") or overall.get("all") or overall
     return int(group.get("episodes", 0))

@@ -82,7 +82,7 @@ class Track:
     cost: Cost
     canary_episodes: int  # the canary's prefix (exact greedy search plays ~2,000 passes an episode)
     features: Callable[[], tuple[str, ...]] = lambda: (DEFAULT_FEATURES,)
-    private_model: bool = False  # ranked on the maintainers' private model: the transfer and edge tracks
+    private_model: bool = False  # ranked on the maintainers' private models: transfer, edge and knock-out tracks
 
 
 IN_FORCE = B.IN_FORCE  # the one place it is set: circuit_gym.benchmark (the main job reads it too)
@@ -236,14 +236,15 @@ def _knockout_score(track: str) -> Callable[[str, Request], dict]:
         scores = SCORES[0] if r.features == DEFAULT_FEATURES else r.features
         return score_knockout(name, track, policy_spec=r.policy_spec, checkpoint=r.checkpoint, builtin=r.builtin,
                               private_seeds=r.private_seeds, require_isolation=r.require_isolation,
-                              sample=r.sample, scores=scores)  # fmt: skip
+                              sample=r.sample, scores=scores, private_model=r.private_model)  # fmt: skip
 
     return score
 
 
 def _knockout_row(track: str, benchmark: str, results_dir: Path) -> Track:
-    """A knock-out track's row (``knockout_scorer.KNOCKOUT_BENCHMARKS[track]``): public planted seeds,
-    and the secret planted models with the seed file (no private model: ``private_model`` False)."""
+    """A knock-out track's row (``knockout_scorer.KNOCKOUT_BENCHMARKS[track]``): public planted seeds
+    and trained models; privately, the secret planted models of the seed file and (v8) the private
+    zoo models, each on the tasks its card verifies."""
 
     def row():  # the scorer imports the environments: only when asked
         from circuit_gym.leaderboard.knockout_scorer import knockout_benchmark
@@ -264,7 +265,7 @@ def _knockout_row(track: str, benchmark: str, results_dir: Path) -> Track:
         name=track, benchmark=benchmark, definition=lambda: row().definition(), score=_knockout_score(track),
         builtins=builtins, episodes=lambda n_private: row().episodes(n_private > 0),
         headline=_headline("circuit_gym.leaderboard.knockout_scorer", "headline"), results_dir=results_dir,
-        cost=Cost(None, None), canary_episodes=1, features=features,
+        cost=Cost(None, None), canary_episodes=1, features=features, private_model=True,
     )  # fmt: skip
 
 

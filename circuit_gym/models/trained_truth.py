@@ -65,3 +65,14 @@ def trained_truth(directory: str | Path, name: str | None = None) -> TrainedTrut
             raise ValueError(f"{directory}: malformed backup pair {pair}")
         out[pair["task"]] = (primary, backup)
     return TrainedTruth(name or directory.name, out)
+
+
+def verified_backup_tasks(card: Mapping) -> tuple[str, ...]:
+    """The tasks of a model card (``card_metrics.json``'s contents) whose recorded backup pair the
+    card verifies: the task is gated (``suite.included``) and its pair meets the bar (redundancy and
+    the primary's self-repair, ``backup_pairs[task].measures.meets_bar``), in the card's order. The
+    knock-out track scores trained models on these only: a pair the card does not verify is a
+    training record, not a truth."""
+    gated = set(card["suite"]["included"])
+    pairs = card.get("backup_pairs") or {}
+    return tuple(t for t, p in pairs.items() if t in gated and p.get("measures", {}).get("meets_bar"))
