@@ -125,3 +125,52 @@ def test_the_zoo_mix_plays_every_planted_kind_and_only_the_zoos_training_members
     assert [m[1] for m in made] == list(K.KINDS)
     with pytest.raises(ValueError, match="zoo_envs"):
         KnockOutPPOConfig(n_envs=6, zoo_envs=6)
+
+
+def test_the_trained_selection_cell_plays_training_members_on_verified_training_tasks_only():
+    """The trained selection episodes are zoo v3's training members on training tasks whose pair
+    their card verifies (read here from the cards): never a held-out member or task."""
+    from circuit_gym import benchmark as B
+    from circuit_gym.baselines.knockout_policy import KnockOutPPOConfig
+    from circuit_gym.models.loading import embedded_dir
+
+    jobs = K.trained_selection_jobs(KnockOutPPOConfig(n_envs=8, zoo_envs=2, selection_trained=True))
+    bench = B.transfer_benchmark("v8")
+    assert jobs and {m for m, _ in jobs} <= set(bench.train_models)
+    assert {t for _, t in jobs} <= set(bench.train_tasks)
+    for member, task in jobs:
+        card = json.loads((embedded_dir(member) / "card_metrics.json").read_text())
+        assert task in card["suite"]["included"] and card["backup_pairs"][task]["measures"]["meets_bar"]
+
+
+@pytest.mark.slow
+def test_the_trained_selection_cell_is_the_replayed_knockout_area_on_a_held_back_batch(tmp_path, monkeypatch):
+    """With ``selection_trained`` the score averages the planted kinds' cells and the trained one; the
+    trained cell's area is the one an independent replay gives (exact stacked passes of the order's
+    prefixes against exact greedy's curve), on the train-split batch the training never draws."""
+    import torch
+
+    from circuit_gym.baselines.knockout_policy import KnockOutPPOConfig, KnockOutPPOPolicy, make_net
+    from circuit_gym.envs.knockout import KnockOutEnv
+
+    monkeypatch.setattr(K, "SELECTION_SEEDS", K.SELECTION_SEEDS[:1])
+    monkeypatch.setattr(K, "KINDS", ("self_repair",))
+    monkeypatch.setattr(K, "trained_selection_jobs", lambda config: (("zoo9", "pronoun"),))
+    config = KnockOutPPOConfig(n_envs=2, zoo_envs=1, zoo_pool_size=2, selection_trained=True, steps=2,
+                               batch_size_prompts=8)  # fmt: skip
+    torch.manual_seed(0)
+    net = make_net(config)
+    score, reference = K.selection(config, tmp_path, None)
+    got = score(net)
+    env = KnockOutEnv(model="zoo9", tasks=("pronoun",), split="train", pool_size=3, batch_size=8, steps=2,
+                      scores="attribution", observe_last=False)  # fmt: skip
+    played = play_actions(env, "pronoun", 2, KnockOutPPOPolicy(net).act)
+    state = env.state
+    exact = knockout_curve(state, played.order)
+    greedy = state.greedy_curve(2)[1]
+    env.close()
+    expected = relative_area(exact, greedy, state.clean_metric, 2)
+    assert reference[K.TRAINED]["zoo9/pronoun"] == pytest.approx(list(greedy), abs=1e-5)
+    assert got["selection_per_kind"][K.TRAINED]["relative_area"] == pytest.approx(expected, abs=1e-4)
+    cells = [c["relative_area"] for c in got["selection_per_kind"].values()]
+    assert len(cells) == 2 and got["selection_score"] == pytest.approx(float(np.mean(cells)))

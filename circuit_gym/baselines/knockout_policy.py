@@ -55,6 +55,11 @@ class KnockOutPPOConfig(PPOConfigBase):
     zoo_env_id: str = "CircuitDiscovery-ZooV3-Multi-KnockOut-v0"
     zoo_models: str = "zoo-v3-train"
     zoo_pool_size: int = 8
+    # Checkpoint selection also plays the trained members (``zoo_models``) on the training tasks whose
+    # backup pair their card verifies, on the first train-split batch the training never draws
+    # (``zoo_pool_size``): their cell joins the six planted kinds' mean (issue 60: the planted-only
+    # score did not move while the agent got worse on trained models). False: planted kinds only.
+    selection_trained: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()

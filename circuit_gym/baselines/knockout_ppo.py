@@ -25,9 +25,13 @@ Checkpoint selection, on training-side seeds only: after every epoch the determi
 one episode per kind on train-split batch 0 of each of :data:`SELECTION_SEEDS` (never trained on);
 the score is the mean over kinds of the knock-out area relative to exact greedy knock-out's on the
 same batch (``circuit_gym.circuits.knockout_scores.relative_area``: 1 = as fast as exact greedy).
-Greedy's curves are computed once and kept in the run's checkpoint. Neither seed list meets the
-board's public planted seeds (0-19) or the secret ones (drawn from the maintainers' file when
-scoring, never read here).
+With ``selection_trained`` the score also averages a seventh cell: the zoo v3 training members
+(``zoo_models``) on the training tasks whose backup pair their card verifies
+(:func:`trained_selection_jobs`), on the first train-split batch the training never draws (index
+``zoo_pool_size``), against the pair their training recorded. Greedy's curves are computed once and
+kept in the run's checkpoint. Neither seed list meets the board's public planted seeds (0-19) or the
+secret ones (drawn from the maintainers' file when scoring, never read here), and no held-out
+member or task is played.
 """
 
 from __future__ import annotations
@@ -110,13 +114,52 @@ def greedy_reference(
     return out
 
 
+def trained_selection_jobs(config: KnockOutPPOConfig) -> tuple[tuple[str, str], ...]:
+    """The trained selection episodes: (member, task) for each of ``config.zoo_models``' members and
+    each task of ``config.zoo_env_id`` (the training tasks) whose backup pair the member's card verifies."""
+    from circuit_gym.embedded import model_set
+    from circuit_gym.envs.registration import entry
+    from circuit_gym.models.cards import card_metrics
+    from circuit_gym.models.trained_truth import verified_backup_tasks
+
+    training_tasks = set(entry(config.zoo_env_id).tasks)
+    return tuple((member, task) for member in model_set(config.zoo_models)
+                 for task in verified_backup_tasks(card_metrics(member)) if task in training_tasks)  # fmt: skip
+
+
+def trained_selection_envs(config: KnockOutPPOConfig) -> dict[str, KnockOutEnv]:
+    """Per trained selection member, its knock-out environment over its selection tasks (train
+    split, pool up to the held-back batch ``zoo_pool_size``)."""
+    members = dict.fromkeys(member for member, _ in trained_selection_jobs(config))
+    return {member: KnockOutEnv(model=member, tasks=tuple(t for m, t in trained_selection_jobs(config) if m == member),
+                                split=SELECTION_SPLIT, pool_size=config.zoo_pool_size + 1,
+                                batch_size=config.batch_size_prompts, steps=config.steps, device=config.device,
+                                scores=config.scores, observe_last=False)
+            for member in members}  # fmt: skip
+
+
+def trained_selection_state(env: KnockOutEnv, config: KnockOutPPOConfig, task: str):
+    """``env`` reset on the held-back batch of ``task``; its episode state."""
+    env.reset(options={"task": task, "batch_index": config.zoo_pool_size})
+    return env.state
+
+
 def selection(config: KnockOutPPOConfig, out: Path, reference: dict | None) -> tuple:
     """The checkpoint-selection score (module docstring) and greedy's curves (the reference)."""
+    from circuit_gym.models.loading import embedded_dir
+    from circuit_gym.models.trained_truth import trained_truth
+
     envs = {
         kind: make_env(config, kind, SELECTION_SEEDS, SELECTION_SPLIT, SELECTION_BATCH + 1) for kind in KINDS
     }
     if reference is None:
         reference = greedy_reference(config, envs)
+    trained = trained_selection_envs(config) if config.selection_trained else {}
+    truths = {member: trained_truth(embedded_dir(member), member) for member in trained}
+    if trained and TRAINED not in reference:  # a run resumed with the option on: its curves once
+        reference = {**reference, TRAINED: {
+            f"{m}/{t}": [float(x) for x in trained_selection_state(trained[m], config, t).greedy_curve(config.steps)[1]]
+            for m, t in trained_selection_jobs(config)}}  # fmt: skip
 
     def score(net: nn.Module) -> dict:
         policy = KnockOutPPOPolicy(net)
@@ -130,13 +173,31 @@ def selection(config: KnockOutPPOConfig, out: Path, reference: dict | None) -> t
                 rows.append({"relative_area": relative_area(played.metrics, reference[kind][str(seed)],
                                                             played.clean, config.steps),
                              **truth_scores(played.order, truth.circuit(kind), truth.backups(kind), inner.n_total)})  # fmt: skip
-            # a kind without backups has NaN backup recall on every model: NaN, not a warning
-            per_kind[kind] = {m: float(np.nanmean([r[m] for r in rows])) if any(np.isfinite(r[m]) for r in rows)
-                              else float("nan") for m in rows[0]}  # fmt: skip
+            per_kind[kind] = _cell(rows)
+        if trained:
+            rows = []
+            for member, task in trained_selection_jobs(config):
+                env = trained[member]
+                played = play_actions(env, task, config.zoo_pool_size, policy.act)
+                truth = truths[member]
+                rows.append({"relative_area": relative_area(played.metrics, reference[TRAINED][f"{member}/{task}"],
+                                                            played.clean, config.steps),
+                             **truth_scores(played.order, truth.circuit(task), truth.backups(task), env.n_total)})  # fmt: skip
+            per_kind[TRAINED] = _cell(rows)
         value = float(np.mean([m["relative_area"] for m in per_kind.values()]))
         return {"selection_score": value, "selection_per_kind": per_kind}
 
     return score, reference
+
+
+TRAINED = "trained"  # the selection's cell of the trained members (and its greedy curves' key)
+
+
+def _cell(rows: list[dict]) -> dict[str, float]:
+    """Means of a selection cell's episode scores (a kind without backups has NaN backup recall on
+    every model: NaN, not a warning)."""
+    return {m: float(np.nanmean([r[m] for r in rows])) if any(np.isfinite(r[m]) for r in rows) else float("nan")
+            for m in rows[0]}  # fmt: skip
 
 
 RECIPE = ppo_trainer.Recipe(
