@@ -1,5 +1,5 @@
 """The leaderboard's subcommands of ``circuit-gym leaderboard``: score, render, canary,
-rescore-references, seal-private.
+rescore-references, adopt-references, seal-private.
 
 Registered by :func:`register`, which ``circuit_gym/cli.py`` finds in its registry of apps. Every
 track is a row of ``circuit_gym/leaderboard/tracks.py``: the choices, the default track (the
@@ -259,6 +259,20 @@ def _cmd_rescore_references(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_adopt_references(args: argparse.Namespace) -> int:
+    from circuit_gym.leaderboard.references import MANIFEST
+    from circuit_gym.leaderboard.rescore import adopt_references
+
+    try:
+        lines = adopt_references([Path(p) for p in args.results])
+    except ValueError as err:
+        print(f"error: {err}; nothing written", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    print(f"wrote {_shown(MANIFEST)}; review its diff, then run `circuit-gym leaderboard render`")
+    return 0
+
+
 def _cmd_seal_private(args: argparse.Namespace) -> int:
     from circuit_gym.leaderboard.custody import CustodyError, seal_private
 
@@ -407,6 +421,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_jobs_arg(p, "references scored")
     _add_private_args(p, "", None, private_seeds=": the references' private scores are computed on it")
     p.set_defaults(func=_cmd_rescore_references)
+    p = lb_sub.add_parser(
+        "adopt-references",
+        help="maintainers: list result files already scored (e.g. a new version's references) as reference "
+        "entries, each verified, without playing them again",
+    )
+    p.add_argument(
+        "results", nargs="+", metavar="FILE", help="scored result files, each in its track's folder"
+    )
+    p.set_defaults(func=_cmd_adopt_references)
     p = lb_sub.add_parser(
         "seal-private",
         help="maintainers only: encrypt the private model's directory and seed file into one file to commit",
