@@ -85,10 +85,8 @@ from circuit_gym.leaderboard.planted_scorer import PrivateCache, private_model_s
 from circuit_gym.leaderboard.private_models import (
     MODELS_KEY,
     PrivateModelArg,
-    as_private_models,
-    check_count,
     distinct_weights,
-    primary_seeds,
+    of_run,
 )
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
 from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, read_private_seeds, score_track
@@ -349,9 +347,8 @@ class EdgeRun(TrackRun):
         self.bench, self.name = edge_benchmark(track), track
         if private_model is not None and private_seeds is None and isinstance(private_model, str | Path):
             raise ValueError("a private model is scored on private seeds: give private_seeds too")
-        self.private = as_private_models(private_model, private_seeds)
-        check_count(self.private, B.transfer_benchmark(self.bench.transfer_version).private_models, track)
-        self.seed_file = primary_seeds(self.private, private_seeds)
+        wanted = B.transfer_benchmark(self.bench.transfer_version).private_models
+        self.private, self.seed_file = of_run(private_model, private_seeds, wanted, track)
         # after the check: per private model, its directory and served tasks, its seed file's SHA-256, its batches
         self.checked: list[tuple[Path, tuple[str, ...]]] = []
         self.seed_shas: list[str] = []

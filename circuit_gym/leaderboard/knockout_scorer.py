@@ -78,10 +78,8 @@ from circuit_gym.leaderboard.planted_scorer import (
 from circuit_gym.leaderboard.private_models import (
     MODELS_KEY,
     PrivateModelArg,
-    as_private_models,
-    check_count,
     distinct_weights,
-    primary_seeds,
+    of_run,
 )
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
 from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, read_private_seeds, score_track
@@ -405,14 +403,13 @@ class KnockOutRun(TrackRun):
         if scores not in SCORES:
             raise ValueError(f"scores must be one of {SCORES}, got {scores!r}")
         self.bench, self.name, self.observation = knockout_benchmark(track), track, scores
-        private = as_private_models(private_model, private_seeds)
-        if private and not self.bench.private_trained_models:
+        if private_model is not None and not self.bench.private_trained_models:
             raise ValueError(
                 f"the {track} track plays no private model (secret planted models only: give the seed file)"
             )
-        check_count(private, self.bench.private_trained_models, track)
-        self.private = private
-        self.seed_file = primary_seeds(private, private_seeds)  # the secret planted models' draw
+        # the seed file (the first private model's unless given) also draws the secret planted models
+        wanted = self.bench.private_trained_models
+        self.private, self.seed_file = of_run(private_model, private_seeds, wanted, track)
         self.greedy = read_greedy_cache(greedy_cache)
         self.weights: dict[int, str] = {}
         self.trained_weights: dict[str, str] = {}

@@ -71,6 +71,15 @@ def primary_seeds(models: tuple[PrivateModel, ...], private_seeds: str | Path | 
     return models[0].seeds
 
 
+def of_run(private_model: PrivateModelArg, private_seeds: str | Path | None, wanted: int, track: str
+           ) -> tuple[tuple[PrivateModel, ...], str | Path | None]:  # fmt: skip
+    """A scoring run's private models (:func:`as_private_models`; exactly ``wanted`` when any is given:
+    :func:`check_count`) and its seed file (:func:`primary_seeds`)."""
+    models = as_private_models(private_model, private_seeds)
+    check_count(models, wanted, track)
+    return models, primary_seeds(models, private_seeds)
+
+
 def check_count(models: tuple[PrivateModel, ...], wanted: int, track: str) -> None:
     """ValueError unless ``models`` (when any is given) are the ``wanted`` private models of ``track``'s row."""
     if models and len(models) != wanted:
