@@ -190,6 +190,15 @@ def test_the_board_shows_the_benchmark_in_force_first():
     assert headings[0].startswith(f"### Benchmark {tracks.IN_FORCE},")
 
 
+def test_the_version_in_force_comes_first_wherever_its_row_stands(monkeypatch):
+    """Putting a later version in force (its row last in the table) moves its tracks to the top."""
+    last = list(tracks.BENCHMARKS)[-1]
+    monkeypatch.setattr(tracks, "IN_FORCE", last)
+    ordered = tracks.in_board_order(list(tracks.TRACKS))
+    mine = [n for n in tracks.TRACKS if tracks.track(n).benchmark == last]
+    assert ordered[: len(mine)] == mine
+
+
 def test_an_edge_entry_ranked_on_the_private_model_is_rescored_with_it(recorded, tmp_path, monkeypatch):
     """render --rescore on an edge entry whose private part scored the private model: the model
     reaches the edge scorer with the seeds (before, it went to the transfer tracks only, and the

@@ -82,7 +82,9 @@ class Track:
     cost: Cost
     canary_episodes: int  # the canary's prefix (exact greedy search plays ~2,000 passes an episode)
     features: Callable[[], tuple[str, ...]] = lambda: (DEFAULT_FEATURES,)
-    private_model: bool = False  # ranked on the maintainers' private models: transfer, edge and knock-out tracks
+    private_model: bool = (
+        False  # ranked on the maintainers' private models: transfer, edge and knock-out tracks
+    )
 
 
 IN_FORCE = B.IN_FORCE  # the one place it is set: circuit_gym.benchmark (the main job reads it too)
@@ -365,7 +367,12 @@ def in_board_order(names: Iterable[str]) -> list[str]:
     """Track ``names`` as the board shows them: the benchmark in force first, then the others in
     ``BENCHMARKS``' order (the order given within one benchmark)."""
     versions = list(BENCHMARKS)
-    return sorted(names, key=lambda name: versions.index(track(name).benchmark))
+
+    def place(name: str) -> tuple[bool, int]:
+        version = track(name).benchmark
+        return version != IN_FORCE, versions.index(version)
+
+    return sorted(names, key=place)
 
 
 def not_ranking(name: str) -> str | None:
