@@ -348,3 +348,37 @@ def test_the_private_trained_part_scores_each_private_model_on_its_verified_task
         assert trained["episodes"] == 1
         assert trained["backup_recall"] == pytest.approx(float(int(pair["backup"]) in order))
     assert set(private) <= PRIVATE_RECORD_FIELDS | {"scores"}
+
+
+def test_private_greedy_curves_are_sealed_reused_and_checked(tiny, tmp_path, monkeypatch):
+    """A private curve is computed once, written sealed (no plain number in the file), read back by
+    a later run with the key (greedy not run again: it would raise), refused with another key, and
+    an entry that is not this batch's (its clean metric) is refused rather than used."""
+    from cryptography.fernet import Fernet
+
+    from circuit_gym.leaderboard.custody import CustodyError
+
+    key, other = tmp_path / "board.key", tmp_path / "other.key"
+    key.write_bytes(Fernet.generate_key())
+    other.write_bytes(Fernet.generate_key())
+    sealed = tmp_path / "curves.enc"
+    env = KS.make_env(tiny, "self_repair", (0,))
+    try:
+        inner = KS._inner(env, 0)
+        first = KS.PrivateCurves()
+        assert first.attach(sealed, key) == 0
+        metrics = first.metrics(inner, tiny, "planted_self_repair")
+        assert len(metrics) == tiny.steps and sealed.exists()
+        assert str(round(metrics[0], 4))[:5] not in sealed.read_text()
+        monkeypatch.setattr(KS, "greedy_entry", lambda *a: pytest.fail("greedy ran again"))
+        later = KS.PrivateCurves()
+        assert later.attach(sealed, key) == 1
+        assert later.metrics(inner, tiny, "planted_self_repair") == metrics
+        with pytest.raises(CustodyError, match="another key"):
+            KS.PrivateCurves().attach(sealed, other)
+        (entry,) = later.curves.values()
+        entry["clean_metric"] += 1.0
+        with pytest.raises(ValueError, match="not this batch's"):
+            later.metrics(inner, tiny, "planted_self_repair")
+    finally:
+        env.close()

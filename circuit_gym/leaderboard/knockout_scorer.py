@@ -281,23 +281,60 @@ def greedy_entry(env: KnockOutEnv, bench: KnockOutBenchmark, task: str) -> dict:
             "order": [int(h) for h in order], "metrics": [float(m) for m in metrics]}  # fmt: skip
 
 
-# Exact greedy's curves on private episodes (secret planted models, private trained models), kept in
-# this process only and never written: a maintainers' run that scores several references one after
-# another (``rescore-references --jobs 1``) computes each curve once. Keyed by the model's weights
-# hash, the task and the batch; a sandboxed policy runs in another process and never sees it.
-_PRIVATE_CURVES: dict[tuple[str, str, str], dict] = {}
+class PrivateCurves:
+    """Exact greedy's curves on private episodes (secret planted models, private trained models): in
+    this process's memory (references scored one after another in one process compute each once)
+    and, when the maintainers attach a sealed file with their key (:meth:`attach`), in that file,
+    encrypted (``custody.seal_secret``) and written after each new curve, so an interrupted run or
+    the next one does not compute them again. Keyed by the model's weights hash, the task and the
+    batch; an entry is checked against the batch's clean metric when used. A sandboxed policy runs in
+    another process and sees neither."""
+
+    WHAT = "exact greedy's knock-out curves on private episodes (circuit_gym/leaderboard/knockout_scorer.py)"
+
+    def __init__(self) -> None:
+        self.curves: dict[str, dict] = {}
+        self.path: Path | None = None
+        self.key_file: Path | None = None
+
+    def attach(self, path: str | Path, key_file: str | Path) -> int:
+        """Read the sealed file at ``path`` (when it exists) and keep it up to date; the curves read."""
+        from circuit_gym.leaderboard.custody import open_secret
+
+        self.path, self.key_file = Path(path), Path(key_file)
+        if self.path.exists():
+            self.curves.update(open_secret(self.path, self.key_file)["curves"])
+        return len(self.curves)
+
+    def metrics(self, env: KnockOutEnv, bench: KnockOutBenchmark, task: str) -> list[float]:
+        """Greedy's metric after each ablation on ``env``'s batch of ``task`` (computed once)."""
+        name = f"{env.model.circuit_gym_info.weights_hash}/{task}/{_batch_key(bench)}"
+        entry = self.curves.get(name)
+        if entry is None:
+            entry = self.curves[name] = greedy_entry(env, bench, task)
+            if self.path is not None:
+                from circuit_gym.leaderboard.custody import seal_secret
+
+                seal_secret({"curves": self.curves}, self.WHAT, self.key_file, self.path)
+        else:
+            env.reset(options={"task": task, "batch_index": bench.batch_index})
+            if not np.isclose(entry["clean_metric"], env.state.clean_metric, rtol=CLEAN_RTOL, atol=0.0):
+                raise ValueError(
+                    f"a private greedy curve ({name[:12]}...) is not this batch's: its clean metric differs"
+                )
+        return list(entry["metrics"])
+
+
+PRIVATE_CURVES = PrivateCurves()
 
 
 def greedy_metrics(env: KnockOutEnv, bench: KnockOutBenchmark, task: str, key: str | None,
                    cache: dict[str, dict]) -> list[float]:  # fmt: skip
     """Exact greedy's metric after each ablation on this episode's batch of ``task``: the cache's
     entry ``key`` when it is this model's and batch's (weights hash and clean metric agree), else
-    computed (private episodes: ``key`` None, computed once per process, never written)."""
+    computed (private episodes: ``key`` None, :data:`PRIVATE_CURVES`)."""
     if key is None:
-        private = (env.model.circuit_gym_info.weights_hash, task, _batch_key(bench))
-        if private not in _PRIVATE_CURVES:
-            _PRIVATE_CURVES[private] = greedy_entry(env, bench, task)
-        return list(_PRIVATE_CURVES[private]["metrics"])
+        return PRIVATE_CURVES.metrics(env, bench, task)
     if key not in cache:
         return greedy_entry(env, bench, task)["metrics"]
     entry = cache[key]
@@ -644,9 +681,44 @@ def _ci(ci) -> str:
     return "[-]" if ci is None or None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def score_references(args) -> None:
+    """``references`` (see :func:`main`): each builtin of ``args.builtins``, then ``args.policy``."""
+    from contextlib import ExitStack
+
+    from circuit_gym.leaderboard import custody
+    from circuit_gym.leaderboard.private_models import PrivateModel
+    from circuit_gym.leaderboard.scoring import write_result
+    from circuit_gym.leaderboard.tracks import track as board_track
+
+    if args.policy is not None and not args.name:
+        raise SystemExit("--policy needs --name (its entry's name)")
+    out_dir = Path(args.out_dir) if args.out_dir else board_track(args.track).results_dir
+    who = [(name, name, None, SCORES[0]) for name in args.builtins]
+    who += [(args.name, None, args.policy, args.scores)] if args.policy else []
+    with ExitStack() as stack:
+        opened = [stack.enter_context(custody.open_private(p, args.key)) for p in args.private_model]
+        models = [PrivateModel(o.model_dir, o.seeds) for o in opened]
+        if args.private_curves:
+            print(
+                f"{PRIVATE_CURVES.attach(args.private_curves, args.key)} private greedy curves read",
+                flush=True,
+            )
+        for name, builtin, policy, scores in who:
+            out = out_dir / f"{name}.json"
+            if out.exists():
+                print(f"{name}: {out} exists, skipped", flush=True)
+                continue
+            result = score_knockout(name, args.track, policy, args.checkpoint if policy else None, builtin,
+                                    scores=scores, private_model=models)  # fmt: skip
+            write_result(result, out)
+            print("\n".join([f"{name}: {out}", *headline(result)]), flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``score``: one entry on the knock-out track; ``paired``: adjacent paired differences of result
-    files; ``greedy-cache``: compute exact greedy's public curves missing from the cache."""
+    """``score``: one entry on the knock-out track; ``references``: several, one after another in one
+    process (maintainers: the private part, its greedy curves computed once); ``paired``: adjacent
+    paired differences of result files; ``greedy-cache``: compute exact greedy's public curves missing
+    from the cache."""
     import argparse
 
     from circuit_gym.leaderboard.scoring import write_result
@@ -672,6 +744,24 @@ def main(argv: list[str] | None = None) -> None:
     paired = sub.add_parser("paired")
     paired.add_argument("results", nargs="+")
     paired.add_argument("--metric", default="relative_area", choices=PAIRED_METRICS)
+    refs = sub.add_parser(
+        "references",
+        help="maintainers: score references (and one policy) one after another in one process, each result "
+        "written to the track's folder as it is done (one already there is skipped); exact greedy's private "
+        "curves computed once and kept in a sealed file",
+    )
+    refs.add_argument("--track", default=KNOCKOUT_V8.track)
+    refs.add_argument("--builtins", nargs="*", choices=tuple(REFERENCES), default=list(REFERENCES))
+    refs.add_argument("--policy", help="package.module:factory, scored after the builtins (with --name)")
+    refs.add_argument("--checkpoint")
+    refs.add_argument("--name", help="the policy's entry name")
+    refs.add_argument("--scores", choices=SCORES, default=SCORES[0], help="the policy's observation scores")
+    refs.add_argument("--private-model", nargs="+", required=True, metavar="FILE.enc",
+                      help="the row's sealed private models (their first's seed file draws the secret planted models)")  # fmt: skip
+    refs.add_argument("--key", default=str(REPO_ROOT.parent / "shared" / "private" / "board.key"))
+    refs.add_argument("--private-curves", metavar="FILE.enc",
+                      help="sealed file of exact greedy's private curves: read, and written after each new curve")  # fmt: skip
+    refs.add_argument("--out-dir", help="default: the track's results folder")
     cache = sub.add_parser("greedy-cache")
     cache.add_argument("--track", default=KNOCKOUT_V8.track)
     cache.add_argument("--kinds", nargs="+")
@@ -683,6 +773,8 @@ def main(argv: list[str] | None = None) -> None:
                                 args.private_seeds, sample=args.sample, scores=args.scores)  # fmt: skip
         write_result(result, args.out)
         print("\n".join(headline(result)) if result["status"] != "sample" else "sample")
+    elif args.command == "references":
+        score_references(args)
     elif args.command == "paired":
         results = {Path(p).stem: json.loads(Path(p).read_text()) for p in args.results}
         for d in paired_table(results, args.metric):
