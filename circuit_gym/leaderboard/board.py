@@ -38,7 +38,7 @@ from circuit_gym.leaderboard.edge_tables import (
     write_mib_export,
 )
 from circuit_gym.leaderboard.html_page import write_page
-from circuit_gym.leaderboard.knockout_scorer import KNOCKOUT_BENCHMARKS
+from circuit_gym.leaderboard.knockout_benchmark import KNOCKOUT_BENCHMARKS
 from circuit_gym.leaderboard.knockout_tables import knockout_markdown, knockout_row, rank_knockout_rows
 from circuit_gym.leaderboard.planted_scorer import PLANTED_BENCHMARKS
 from circuit_gym.leaderboard.private_models import PrivateModelArg

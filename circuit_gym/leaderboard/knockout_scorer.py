@@ -54,7 +54,6 @@ import hashlib
 import json
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -62,13 +61,19 @@ import gymnasium as gym
 import numpy as np
 
 import circuit_gym  # noqa: F401  (registers the environment IDs)
-from circuit_gym import benchmark as B
 from circuit_gym.circuits.knockout_scores import relative_area, remaining_curve, truth_scores
 from circuit_gym.edges.paired import adjacent_differences, paired_difference
-from circuit_gym.envs.knockout import DEFAULT_BATCH, DEFAULT_STEPS, SCORES, KnockOutEnv
+from circuit_gym.envs.knockout import SCORES, KnockOutEnv
 from circuit_gym.envs.planted import PlantedEnv
 from circuit_gym.envs.registration import planted_knockout_id
-from circuit_gym.leaderboard.paths import REPO_ROOT
+from circuit_gym.leaderboard.knockout_benchmark import (  # noqa: F401  (the rows, re-exported)
+    KNOCKOUT_BENCHMARKS,
+    KNOCKOUT_V8,
+    KnockOutBenchmark,
+    knockout_benchmark,
+    trained_tasks,
+)
+from circuit_gym.leaderboard.paths import REPO_ROOT, RESULTS_DIR
 from circuit_gym.leaderboard.planted_scorer import (
     PrivateCache,
     planted_benchmark,
@@ -83,7 +88,6 @@ from circuit_gym.leaderboard.private_models import (
 )
 from circuit_gym.leaderboard.sandbox import SandboxedPolicy
 from circuit_gym.leaderboard.scoring import Part, PlayOne, TrackRun, read_private_seeds, score_track
-from circuit_gym.models.planted.versions import kinds_of
 from circuit_gym.models.trained_truth import verified_backup_tasks
 from circuit_gym.policy import check_action
 from circuit_gym.solvers.knockout import REFERENCES, Played, play_actions
@@ -98,99 +102,11 @@ PAIRED_METRICS = ("relative_area", "backup_recall", "recall", "auc")  # the rank
 CLEAN_RTOL = 1e-4  # a cached greedy curve is this batch's when its clean metric agrees this closely
 
 
-@dataclass(frozen=True)
-class KnockOutBenchmark:
-    """One version of the knock-out track. Episode counts are chosen for cost only (exact greedy's
-    curve, the score's denominator, costs 1-5 minutes an episode on a loaded 2-core machine), never
-    on results."""
-
-    version: str
-    track: str
-    generator: int = 3  # the planted generator's version
-    public_seeds: tuple[int, ...] = (0, 1, 2)
-    private_models: int = 8  # secret models per kind: the first of the ``planted_draw`` row's draw
-    planted_draw: str = "v7-planted"  # the Planted row whose secret draw (salt) the secret models are
-    kinds: tuple[str, ...] | None = None  # None: every kind of the generator
-    steps: int = DEFAULT_STEPS  # K
-    split: str = "test"
-    batch_index: int = 0
-    batch_size: int = DEFAULT_BATCH
-    ablation: str = "resample"
-    versus: tuple[str, ...] = ("conditional_attribution",)  # references every entry is paired with
-    results_folder: str = "v8/knockout"  # under leaderboard/results/
-    # Trained models whose backups are known by training (zoo v3, issue 55): each public member's
-    # tasks whose recorded pair its card verifies (``trained_tasks``), scored against its trained truth
-    trained_models: tuple[str, ...] = ()
-    # The transfer benchmark whose private models (benchmark.TransferBenchmark.private_models) the
-    # private part also plays, each on the tasks its card verifies; None: secret planted models only
-    private_zoo: str | None = None
-
-    @property
-    def private_trained_models(self) -> int:
-        """How many private trained models a private scoring gives (0: none)."""
-        return 0 if self.private_zoo is None else B.transfer_benchmark(self.private_zoo).private_models
-
-    def __post_init__(self) -> None:
-        unknown = sorted(set(self.kinds or ()) - set(kinds_of(self.generator)))
-        if unknown or (self.kinds is not None and not self.kinds):
-            raise ValueError(f"kinds must be some of {kinds_of(self.generator)}, got {self.kinds}")
-        if planted_benchmark(self.planted_draw).generator != self.generator:
-            raise ValueError(f"the secret draw of {self.planted_draw} is of another generator version")
-        if sorted(set(self.versus) - set(REFERENCES)):
-            raise ValueError(f"versus must name references of {sorted(REFERENCES)}, got {self.versus}")
-
-    @property
-    def kinds_played(self) -> tuple[str, ...]:
-        return self.kinds if self.kinds is not None else kinds_of(self.generator)
-
-    def trained_jobs(self) -> tuple[tuple[str, int], ...]:
-        """The trained part's episodes: (task, index into ``trained_models``), member by member."""
-        return tuple(
-            (task, i) for i, member in enumerate(self.trained_models) for task in trained_tasks(member)
+for _row in KNOCKOUT_BENCHMARKS.values():  # each row's secret models are of its own generator
+    if planted_benchmark(_row.planted_draw).generator != _row.generator:
+        raise ValueError(
+            f"{_row.track}: the secret draw of {_row.planted_draw} is of another generator version"
         )
-
-    def definition(self) -> dict:
-        """What the track's results are comparable under (checked against every result's provenance)."""
-        return {
-            "benchmark_version": f"circuit-gym-knockout-{self.version}", "track": self.track,
-            "kinds": list(self.kinds_played), "env_ids": [planted_knockout_id(k) for k in self.kinds_played],
-            "generator_version": self.generator, "public_seeds": list(self.public_seeds),
-            "private_models": self.private_models, "private_draw": self.planted_draw, "split": self.split,
-            "batch_index": self.batch_index, "batch_size": self.batch_size, "steps": self.steps,
-            "ablation": self.ablation, "versus": list(self.versus),
-            "score": "knock-out area over k = 1..K relative to exact greedy's on the same batch; truth scores "
-                     "with backups and suppressors counted",
-            **({"trained_models": {m: list(trained_tasks(m)) for m in self.trained_models}}
-               if self.trained_models else {}),
-            **({"private_trained_models": self.private_trained_models} if self.private_zoo else {}),
-        }  # fmt: skip
-
-    def episodes(self, private: bool) -> int:
-        planted = len(self.kinds_played) * (len(self.public_seeds) + (self.private_models if private else 0))
-        return planted + len(self.trained_jobs())
-
-
-def trained_tasks(member: str) -> tuple[str, ...]:
-    """The tasks of public zoo member ``member`` whose backup pair its card verifies
-    (``trained_truth.verified_backup_tasks``; the pairs are also measured with plain hooks in
-    ``tests/test_zoo_v3_backups.py``)."""
-    from circuit_gym.models.cards import card_metrics
-
-    return verified_backup_tasks(card_metrics(member))
-
-
-# Benchmark v8's knock-out track: its secret planted models are v8's Planted track's draw (its own salt).
-# Its trained part: zoo v3's held-out members in public, v8's two private models in private.
-KNOCKOUT_V8 = KnockOutBenchmark("v8", "v8-knockout", planted_draw="v8-planted",
-                                trained_models=B.transfer_benchmark("v8").held_out_models, private_zoo="v8")  # fmt: skip
-KNOCKOUT_BENCHMARKS: dict[str, KnockOutBenchmark] = {KNOCKOUT_V8.track: KNOCKOUT_V8}
-
-
-def knockout_benchmark(track: str) -> KnockOutBenchmark:
-    """The row whose track is ``track``; ValueError naming the knock-out tracks otherwise."""
-    if track not in KNOCKOUT_BENCHMARKS:
-        raise ValueError(f"knock-out track must be one of {list(KNOCKOUT_BENCHMARKS)}, got {track!r}")
-    return KNOCKOUT_BENCHMARKS[track]
 
 
 def make_env(bench: KnockOutBenchmark, kind: str, seeds: tuple[int, ...], scores: str = SCORES[0]) -> gym.Env:
@@ -688,11 +604,12 @@ def score_references(args) -> None:
     from circuit_gym.leaderboard import custody
     from circuit_gym.leaderboard.private_models import PrivateModel
     from circuit_gym.leaderboard.scoring import write_result
-    from circuit_gym.leaderboard.tracks import track as board_track
 
     if args.policy is not None and not args.name:
         raise SystemExit("--policy needs --name (its entry's name)")
-    out_dir = Path(args.out_dir) if args.out_dir else board_track(args.track).results_dir
+    out_dir = (
+        Path(args.out_dir) if args.out_dir else RESULTS_DIR / knockout_benchmark(args.track).results_folder
+    )
     who = [(name, name, None, SCORES[0]) for name in args.builtins]
     who += [(args.name, None, args.policy, args.scores)] if args.policy else []
     with ExitStack() as stack:

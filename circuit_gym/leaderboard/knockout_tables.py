@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from circuit_gym.leaderboard.knockout_scorer import TRAINED_KIND, knockout_benchmark
+from circuit_gym.leaderboard.knockout_benchmark import knockout_benchmark
+from circuit_gym.leaderboard.knockout_scorer import TRAINED_KIND
 from circuit_gym.stats import mean_ci95
 
 METRIC = "relative_area"

@@ -121,10 +121,10 @@ def required(track: str) -> int:
     edge = next((e for e in EDGE_BENCHMARKS.values() if e.track == track), None)
     if edge is not None:
         return B.transfer_benchmark(edge.transfer_version).private_models
-    if track.endswith("-knockout"):  # its row's private trained models (the scorer imports the environments)
-        from circuit_gym.leaderboard.knockout_scorer import knockout_benchmark
+    from circuit_gym.leaderboard.knockout_benchmark import KNOCKOUT_BENCHMARKS  # (imports the environments)
 
-        return knockout_benchmark(track).private_trained_models
+    if track in KNOCKOUT_BENCHMARKS:  # its row's private trained models
+        return KNOCKOUT_BENCHMARKS[track].private_trained_models
     try:
         bench, _ = B.transfer_track(track)
     except ValueError:

@@ -249,7 +249,7 @@ def _knockout_row(track: str, benchmark: str, results_dir: Path) -> Track:
     zoo models, each on the tasks its card verifies."""
 
     def row():  # the scorer imports the environments: only when asked
-        from circuit_gym.leaderboard.knockout_scorer import knockout_benchmark
+        from circuit_gym.leaderboard.knockout_benchmark import knockout_benchmark
 
         return knockout_benchmark(track)
 
