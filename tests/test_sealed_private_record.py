@@ -108,3 +108,20 @@ def test_a_failure_in_the_private_part_says_only_failed(bench, tmp_path):
         records.append(result["failure"])
     assert records[0] == records[1]
     assert "check" not in records[0] and "failed in the private part" in records[0]["reason"]
+
+
+def test_the_edge_tracks_protocol_2_ranking_scores_survive_the_seal():
+    """Protocol 2 ranks the edge track on CPR / CMD on the log size axis (and the planted part's AUC
+    over the candidates): the sealed private record must keep them, with their intervals, or the
+    private column it ranks on is empty; the faithfulness and circuit size beside them stay out."""
+    from circuit_gym.leaderboard.edge_scorer import PLANTED_METRICS_2, TRANSFER_METRICS_2
+    from circuit_gym.leaderboard.scoring import sealed_private
+
+    ranking = {"cpr_log", "cmd_log", "auc_candidates"}
+    assert ranking <= set(TRANSFER_METRICS_2) | set(PLANTED_METRICS_2)  # the scorer's own names
+    summary = {m: 0.5 for m in (*TRANSFER_METRICS_2, *PLANTED_METRICS_2)}
+    summary |= {f"{m}_ci95": [0.4, 0.6] for m in ranking} | {"episodes": 8}
+    sealed = sealed_private({"seed_file_sha256": "x", "scores": {"transfer": {"all": summary}}})
+    kept = sealed["scores"]["transfer"]["all"]
+    assert ranking | {f"{m}_ci95" for m in ranking} <= set(kept)
+    assert not {"faithfulness", "circuit_size", "lm_passes"} & set(kept)

@@ -336,6 +336,9 @@ PRIVATE_SCORE_FIELDS = frozenset({
     "precision", "precision_ci95", "recall", "recall_ci95", "episodes",
     # the knock-out track's (issue 60): its area against exact greedy's and its backup recall
     "relative_area", "relative_area_ci95", "backup_recall", "backup_recall_ci95",
+    # the edge track's protocol 2 (issue 57): its ranking pair on the log size axis, and the planted
+    # part's AUC over the candidates
+    "cpr_log", "cpr_log_ci95", "cmd_log", "cmd_log_ci95", "auc_candidates", "auc_candidates_ci95",
 })  # fmt: skip
 # The record's own fields besides ``scores``: what the scorer scored on (never a seed); with several
 # private models (benchmark v8), ``private_models``: one record per model, sealed the same way.
