@@ -197,6 +197,15 @@ def greedy_entry(env: KnockOutEnv, bench: KnockOutBenchmark, task: str) -> dict:
             "order": [int(h) for h in order], "metrics": [float(m) for m in metrics]}  # fmt: skip
 
 
+def _same_batch(entry: dict, env: KnockOutEnv, bench: KnockOutBenchmark, task: str) -> bool:
+    """Whether a stored greedy ``entry`` is ``env``'s batch of ``task`` (reset there): its model's
+    weights hash and its clean metric (to :data:`CLEAN_RTOL`)."""
+    env.reset(options={"task": task, "batch_index": bench.batch_index})
+    return entry["weights_hash"] == env.model.circuit_gym_info.weights_hash and bool(
+        np.isclose(entry["clean_metric"], env.state.clean_metric, rtol=CLEAN_RTOL, atol=0.0)
+    )
+
+
 class PrivateCurves:
     """Exact greedy's curves on private episodes (secret planted models, private trained models): in
     this process's memory (references scored one after another in one process compute each once)
@@ -232,12 +241,10 @@ class PrivateCurves:
                 from circuit_gym.leaderboard.custody import seal_secret
 
                 seal_secret({"curves": self.curves}, self.WHAT, self.key_file, self.path)
-        else:
-            env.reset(options={"task": task, "batch_index": bench.batch_index})
-            if not np.isclose(entry["clean_metric"], env.state.clean_metric, rtol=CLEAN_RTOL, atol=0.0):
-                raise ValueError(
-                    f"a private greedy curve ({name[:12]}...) is not this batch's: its clean metric differs"
-                )
+        elif not _same_batch(entry, env, bench, task):
+            raise ValueError(
+                f"a private greedy curve ({name[:12]}...) is not this batch's: its clean metric differs"
+            )
         return list(entry["metrics"])
 
 
@@ -254,11 +261,7 @@ def greedy_metrics(env: KnockOutEnv, bench: KnockOutBenchmark, task: str, key: s
     if key not in cache:
         return greedy_entry(env, bench, task)["metrics"]
     entry = cache[key]
-    env.reset(options={"task": task, "batch_index": bench.batch_index})
-    same = entry["weights_hash"] == env.model.circuit_gym_info.weights_hash and np.isclose(
-        entry["clean_metric"], env.state.clean_metric, rtol=CLEAN_RTOL, atol=0.0
-    )
-    if not same:
+    if not _same_batch(entry, env, bench, task):
         raise ValueError(f"the greedy cache's entry {key} is not this model's batch: rebuild it "
                          "(python -m circuit_gym.leaderboard.knockout_scorer greedy-cache)")  # fmt: skip
     return list(entry["metrics"])
