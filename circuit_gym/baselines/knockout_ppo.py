@@ -127,11 +127,13 @@ def trained_selection_jobs(config: KnockOutPPOConfig) -> tuple[tuple[str, str], 
                  for task in verified_backup_tasks(card_metrics(member)) if task in training_tasks)  # fmt: skip
 
 
-def trained_selection_envs(config: KnockOutPPOConfig) -> dict[str, KnockOutEnv]:
-    """Per trained selection member, its knock-out environment over its selection tasks (train
-    split, pool up to the held-back batch ``zoo_pool_size``)."""
-    members = dict.fromkeys(member for member, _ in trained_selection_jobs(config))
-    return {member: KnockOutEnv(model=member, tasks=tuple(t for m, t in trained_selection_jobs(config) if m == member),
+def trained_selection_envs(
+    config: KnockOutPPOConfig, jobs: tuple[tuple[str, str], ...]
+) -> dict[str, KnockOutEnv]:
+    """Per member of the trained selection ``jobs``, its knock-out environment over its selection
+    tasks (train split, pool up to the held-back batch ``zoo_pool_size``)."""
+    members = dict.fromkeys(member for member, _ in jobs)
+    return {member: KnockOutEnv(model=member, tasks=tuple(t for m, t in jobs if m == member),
                                 split=SELECTION_SPLIT, pool_size=config.zoo_pool_size + 1,
                                 batch_size=config.batch_size_prompts, steps=config.steps, device=config.device,
                                 scores=config.scores, observe_last=False)
@@ -154,12 +156,13 @@ def selection(config: KnockOutPPOConfig, out: Path, reference: dict | None) -> t
     }
     if reference is None:
         reference = greedy_reference(config, envs)
-    trained = trained_selection_envs(config) if config.selection_trained else {}
+    jobs = trained_selection_jobs(config) if config.selection_trained else ()  # read once: the cards
+    trained = trained_selection_envs(config, jobs)
     truths = {member: trained_truth(embedded_dir(member), member) for member in trained}
     if trained and TRAINED not in reference:  # a run resumed with the option on: its curves once
         reference = {**reference, TRAINED: {
             f"{m}/{t}": [float(x) for x in trained_selection_state(trained[m], config, t).greedy_curve(config.steps)[1]]
-            for m, t in trained_selection_jobs(config)}}  # fmt: skip
+            for m, t in jobs}}  # fmt: skip
 
     def score(net: nn.Module) -> dict:
         policy = KnockOutPPOPolicy(net)
@@ -176,7 +179,7 @@ def selection(config: KnockOutPPOConfig, out: Path, reference: dict | None) -> t
             per_kind[kind] = _cell(rows)
         if trained:
             rows = []
-            for member, task in trained_selection_jobs(config):
+            for member, task in jobs:
                 env = trained[member]
                 played = play_actions(env, task, config.zoo_pool_size, policy.act)
                 truth = truths[member]
