@@ -82,9 +82,8 @@ class Track:
     cost: Cost
     canary_episodes: int  # the canary's prefix (exact greedy search plays ~2,000 passes an episode)
     features: Callable[[], tuple[str, ...]] = lambda: (DEFAULT_FEATURES,)
-    private_model: bool = (
-        False  # ranked on the maintainers' private models: transfer, edge and knock-out tracks
-    )
+    # ranked on the maintainers' private models: the transfer, edge and knock-out tracks
+    private_model: bool = False
 
 
 IN_FORCE = B.IN_FORCE  # the one place it is set: circuit_gym.benchmark (the main job reads it too)
