@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from circuit_gym.benchmark import CIRCUIT, SINGLE_HEAD, TRANSFER_BENCHMARKS
 from circuit_gym.leaderboard import tracks
 from circuit_gym.leaderboard.compare import differences
 from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS, edge_benchmark
@@ -54,10 +55,11 @@ from circuit_gym.leaderboard.references import (
 from circuit_gym.leaderboard.scoring import check_name, read_private_seeds, sealed_private
 
 # The single-head and circuit tracks of every version (``circuit_gym/leaderboard/transfer_scorer.py``):
-# the zoo's public models, four quadrants, and the maintainers' private model. The edge tracks rank
-# on the private model too, with their own results (edge_scorer.py).
+# the zoo's public models, four quadrants, and the maintainers' private model. The edge and knock-out
+# tracks rank on the private model too, with their own results (edge_scorer.py, knockout_scorer.py),
+# so the list is the transfer rows', not "every track ranked on the private model".
 TRANSFER_TRACKS = tuple(
-    t.name for t in tracks.TRACKS.values() if t.private_model and t.name not in EDGE_TRACKS
+    bench.track(kind) for bench in TRANSFER_BENCHMARKS.values() for kind in (SINGLE_HEAD, CIRCUIT)
 )
 
 
