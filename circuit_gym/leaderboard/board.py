@@ -193,7 +193,7 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, resco
         )
     readme.write_text(f"{head}{MARK_BEGIN}\n{body}{probed}{MARK_END}{tail}")
     about = (f"Benchmark {IN_FORCE}, the one in force: its tracks' entries ranked on the maintainers' private "
-             "material (the private model, the secret planted models), with the public quadrants anyone can "
+             "material (the private models, the secret planted models), with the public quadrants anyone can "
              "reproduce. Check: hash-checked, rescored (render --rescore matched) or verified (rescored with "
              "private scores). Retired benchmarks: docs/archive.md; a section marked 'Not ranking' is one the "
              "board shows without ranking on it.")  # fmt: skip
