@@ -22,7 +22,9 @@ VERSUS = "conditional_attribution"
 
 
 def _mean(rows: list[dict], metric: str) -> tuple[float, list[float] | None]:
-    values = [float(r[metric]) for r in rows if np.isfinite(float(r[metric]))]
+    """Mean and interval of ``metric`` over the rows that have it: a kind without a backup records
+    its backup recall as None (not a zero)."""
+    values = [float(r[metric]) for r in rows if r.get(metric) is not None and np.isfinite(float(r[metric]))]
     return mean_ci95(values) if values else (float("nan"), None)
 
 
@@ -65,7 +67,7 @@ def _area(cell: tuple | None) -> str:
         return "-"
     value, ci, recall = cell
     interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if _finite(ci) else ""  # one episode: no interval
-    backup = "-" if not np.isfinite(recall) else f"{recall:.2f}"
+    backup = "-" if recall is None or not np.isfinite(recall) else f"{recall:.2f}"
     return f"{value:.3f}{interval} / {backup}"
 
 
