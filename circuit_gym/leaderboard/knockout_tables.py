@@ -87,12 +87,13 @@ def knockout_markdown(rows: list[dict], track: str) -> str:
     bench = knockout_benchmark(track)
     about = (f"circuit-gym-knockout-{bench.version}: up to K = {bench.steps} heads ablated one at a time, the "
              "observation recomputed after each. Cells: knock-out area relative to exact greedy's [95% CI] / backup "
-             f"recall. Secret planted: {bench.private_models} models per kind of the maintainers' draw; public "
+             f"recall. Secret: {bench.private_models} planted models per kind of the maintainers' draw and the "
+             "private zoo models on the tasks whose backup pair their cards verify, pooled; public "
              f"planted: seeds {', '.join(map(str, bench.public_seeds))} of every kind; trained: zoo members "
              f"{', '.join(bench.trained_models) or '-'} on the tasks whose backup pair their cards verify. "
              f"vs {VERSUS}: the paired difference in area over the public episodes both played.")  # fmt: skip
     lines = [f"### Knock-out track ({track})", "", about, "",
-             f"| # | entry | check | secret planted | public planted | trained (public) | vs {VERSUS} | LM passes / episode |",
+             f"| # | entry | check | secret (planted, private models) | public planted | trained (public) | vs {VERSUS} | LM passes / episode |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for i, row in enumerate(rank_knockout_rows(rows), 1):
         lines.append(f"| {i} | {row['name']} | {row['check']} | {_area(row['secret'])} | {_area(row['public'])} | "
