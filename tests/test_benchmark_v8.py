@@ -65,12 +65,14 @@ def test_v8s_edge_row_is_protocol_2_on_v8s_models_with_full_cells():
     assert row.private_cells(2)["transfer"] >= MIN_PRIVATE_EPISODES
 
 
-def test_v8_is_a_board_version_not_ranking_until_its_references_are_scored():
+def test_v8_is_the_board_version_in_force_and_v7_is_retired():
     bench = tracks.BENCHMARKS["v8"]
     names = [t.name for t in bench.tracks()]
     assert names == ["v8-single-head", "v8-circuit", "v8-planted", "v8-edges", "v8-knockout"]
-    assert tracks.IN_FORCE == "v7" and all(tracks.not_ranking(n) for n in names)
-    assert not tracks.not_ranking(tracks.DEFAULT_TRACK)
+    assert tracks.IN_FORCE == "v8" and not any(tracks.not_ranking(n) for n in names)
+    assert tracks.DEFAULT_TRACK == "v8-single-head"
+    v7 = [t.name for t in tracks.BENCHMARKS["v7"].tracks()]
+    assert v7 and all((tracks.not_ranking(n) or "").startswith("retired") for n in v7)
     knockout = tracks.track("v8-knockout")
     assert knockout.definition()["benchmark_version"] == "circuit-gym-knockout-v8"
     trained = knockout.episodes(0) - 6 * 3  # zoo v3's held-out members' verified pairs

@@ -41,6 +41,24 @@ def test_public_cells_are_the_episode_means_with_t_intervals_planted_and_trained
     assert row["versus"][0] == pytest.approx(0.05) and row["passes"] == 16
 
 
+def test_a_kind_without_a_backup_is_left_out_of_backup_recall_not_counted_as_zero():
+    """The scorer records backup recall None on kinds that have no backup (induction, multihop...):
+    a real entry's planted rows mix both (the board's render crashed on them)."""
+    entry = _entry("a", [0.9, 0.7], [], None, None)
+    entry["scores"]["episodes"] += [
+        {"kind": "induction", "seed": 9, "relative_area": 0.5, "backup_recall": None, "lm_passes": 16}
+    ]
+    row = T.knockout_row(entry)
+    assert row["public"][0] == pytest.approx(np.mean([0.9, 0.7, 0.5]))  # the area counts every kind
+    assert row["public"][2] == pytest.approx(0.5)  # recall over the two self-repair episodes only
+    no_backup = {
+        **entry,
+        "private": {"scores": {"summary": {"all": {"relative_area": 0.6, "backup_recall": None}}}},
+    }
+    text = T.knockout_markdown([T.knockout_row(no_backup)], "v8-knockout")
+    assert "0.600 / -" in text
+
+
 def test_ranked_on_the_secret_column_only_when_every_entry_has_it():
     high_public = _entry("high_public", [0.95, 0.9], [], 0.2, 0.1)
     high_secret = _entry("high_secret", [0.5, 0.4], [], 0.8, -0.1)
@@ -60,9 +78,9 @@ def test_the_section_names_the_track_and_the_reference_has_no_paired_cell():
     assert cells[3].startswith("0.900 [0.100, 0.900] / 0.50") and cells[5].startswith("0.500 / 1.00")
 
 
-def test_the_board_shows_a_knockout_entry_under_its_track_with_the_not_ranking_note(monkeypatch, tmp_path):
+def test_the_board_shows_a_knockout_entry_under_its_track_ranking_in_force(monkeypatch, tmp_path):
     """``leaderboard render`` puts a verified knock-out entry in its track's section (README and HTML
-    page), with the note of a version not in force; verification is the board's usual (replaced here:
+    page), ranking (v8 is in force: no "Not ranking" note); verification is the board's usual (replaced here:
     the section is what is tested)."""
     from circuit_gym.leaderboard import board, tracks
 
@@ -76,7 +94,8 @@ def test_the_board_shows_a_knockout_entry_under_its_track_with_the_not_ranking_n
     )
     text = (out / "README.md").read_text()
     section = text[text.index("### Knock-out track (v8-knockout)") :]
-    assert section.splitlines()[2] == f"**Not ranking: {tracks.not_ranking('v8-knockout')}.**"
+    # v8 is in force: no note under the heading (a retired or not-yet-ranking version's track has one)
+    assert tracks.not_ranking("v8-knockout") is None and "Not ranking" not in section.split("###")[1]
     assert (
         "| 1 | conditional_attribution |" in section and "0.850 [" in section
     )  # the planted mean of 0.9, 0.8

@@ -188,6 +188,14 @@ def test_the_board_shows_the_benchmark_in_force_first():
         if line.startswith("### Benchmark v")
     ]
     assert headings[0].startswith(f"### Benchmark {tracks.IN_FORCE},")
+    # and every section of the version in force (Planted, edges, knock-out too) before any retired one's
+    lines = (BOARD_DIR / "README.md").read_text().splitlines()
+    first_note = next(i for i, line in enumerate(lines) if line.startswith("**Not ranking"))
+    in_force = [t for t in tracks.TRACKS if not tracks.not_ranking(t)]
+    later = [
+        line for line in lines[first_note:] if line.startswith("### ") and any(t in line for t in in_force)
+    ]
+    assert later == []
 
 
 def test_the_version_in_force_comes_first_wherever_its_row_stands(monkeypatch):
@@ -222,6 +230,8 @@ def test_an_edge_entry_ranked_on_the_private_model_is_rescored_with_it(recorded,
 
     # the model given has the recorded weights (its hash is checked before any scoring)
     monkeypatch.setattr(verification, "private_weights_hash", lambda m: result["private"]["weights_hash"])
+    # the one-model record is v7's, retired since v8 came into force: ranked as it was while in force
+    monkeypatch.setattr(tracks, "not_ranking", lambda name: None)
     with contextlib.suppress(RefusedResultError):  # the recorder returns the committed file's record
         rescore_matches(reference.result_path(), result, seeds, require_isolation=False, reference=reference,
                         private_model=model)  # fmt: skip

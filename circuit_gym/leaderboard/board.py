@@ -171,20 +171,25 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, resco
         text += f"\n{MARK_BEGIN}\n{MARK_END}\n"
     head, rest = text.split(MARK_BEGIN, 1)
     tail = rest.split(MARK_END, 1)[1]
-    body = ""
+    sections: dict[str, str] = {}  # each shown track's section, by kind: transfer, planted, edges, knock-out
     for t, _, rows_t in transfer:
         mine = [f for f in unlisted if track(f) == t]
         unlisted = [f for f in unlisted if track(f) != t]
-        body += with_status(transfer_markdown(rows_t, t) + "\n".join(failures_markdown(mine, [])), t) + "\n\n"
-    planted = "".join(
-        with_status(planted_markdown([Path(e["board"]["path"]) for e in t_entries], t), t)
-        for t, t_entries in planted_by_track.items()
-    )
-    body += planted
-    edge_text = "".join(f"{with_status(edge_markdown(rows_t, t), t)}\n" for t, rows_t in edges)
-    body += edge_text
-    knockout_text = "".join(f"{with_status(knockout_markdown(rows_t, t), t)}\n" for t, rows_t in knockout)
-    body += knockout_text
+        sections[t] = (
+            with_status(transfer_markdown(rows_t, t) + "\n".join(failures_markdown(mine, [])), t) + "\n\n"
+        )
+    for t, t_entries in planted_by_track.items():
+        sections[t] = with_status(planted_markdown([Path(e["board"]["path"]) for e in t_entries], t), t)
+    planted = "".join(sections[t] for t in planted_by_track)
+    for t, rows_t in edges:
+        sections[t] = f"{with_status(edge_markdown(rows_t, t), t)}\n"
+    edge_text = "".join(sections[t] for t, _ in edges)
+    for t, rows_t in knockout:
+        sections[t] = f"{with_status(knockout_markdown(rows_t, t), t)}\n"
+    knockout_text = "".join(sections[t] for t, _ in knockout)
+    # every section of the benchmark in force first, then each other version's (in_board_order is
+    # stable: within a version, the kinds keep the order above)
+    body = "".join(sections[t] for t in in_board_order(list(sections)))
     if unlisted or refused:
         body += (
             "\n### Failed submissions and refused result files\n"
@@ -193,7 +198,7 @@ def build(result_paths: list[Path] | None = None, out: Path | None = None, resco
         )
     readme.write_text(f"{head}{MARK_BEGIN}\n{body}{probed}{MARK_END}{tail}")
     about = (f"Benchmark {IN_FORCE}, the one in force: its tracks' entries ranked on the maintainers' private "
-             "material (the private model, the secret planted models), with the public quadrants anyone can "
+             "material (the private models, the secret planted models), with the public quadrants anyone can "
              "reproduce. Check: hash-checked, rescored (render --rescore matched) or verified (rescored with "
              "private scores). Retired benchmarks: docs/archive.md; a section marked 'Not ranking' is one the "
              "board shows without ranking on it.")  # fmt: skip

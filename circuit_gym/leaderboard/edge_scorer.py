@@ -539,8 +539,12 @@ def headline(result: dict) -> list[str]:
         lines.append(
             f"planted, secret models: precision {s['precision']:.2f}, recall {s['recall']:.2f}, AUC {s['auc']:.3f}"
         )
-    if "transfer" in private:
-        lines.append(f"private model: edge CPR {private['transfer']['all']['cpr']:.3f}")
+    if "transfer" in private:  # protocol 2 ranks on the log axis: its pair first, MIB's beside it
+        h = private["transfer"]["all"]
+        log = (
+            f"edge CPR(log) {h['cpr_log']:.3f}, CMD(log) {h['cmd_log']:.3f}, MIB's " if "cpr_log" in h else ""
+        )
+        lines.append(f"private part: {log}edge CPR {h['cpr']:.3f}")
     return lines
 
 

@@ -22,7 +22,9 @@ VERSUS = "conditional_attribution"
 
 
 def _mean(rows: list[dict], metric: str) -> tuple[float, list[float] | None]:
-    values = [float(r[metric]) for r in rows if np.isfinite(float(r[metric]))]
+    """Mean and interval of ``metric`` over the rows that have it: a kind without a backup records
+    its backup recall as None (not a zero)."""
+    values = [float(r[metric]) for r in rows if r.get(metric) is not None and np.isfinite(float(r[metric]))]
     return mean_ci95(values) if values else (float("nan"), None)
 
 
@@ -65,7 +67,7 @@ def _area(cell: tuple | None) -> str:
         return "-"
     value, ci, recall = cell
     interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if _finite(ci) else ""  # one episode: no interval
-    backup = "-" if not np.isfinite(recall) else f"{recall:.2f}"
+    backup = "-" if recall is None or not np.isfinite(recall) else f"{recall:.2f}"
     return f"{value:.3f}{interval} / {backup}"
 
 
@@ -85,12 +87,13 @@ def knockout_markdown(rows: list[dict], track: str) -> str:
     bench = knockout_benchmark(track)
     about = (f"circuit-gym-knockout-{bench.version}: up to K = {bench.steps} heads ablated one at a time, the "
              "observation recomputed after each. Cells: knock-out area relative to exact greedy's [95% CI] / backup "
-             f"recall. Secret planted: {bench.private_models} models per kind of the maintainers' draw; public "
+             f"recall. Secret: {bench.private_models} planted models per kind of the maintainers' draw and the "
+             "private zoo models on the tasks whose backup pair their cards verify, pooled; public "
              f"planted: seeds {', '.join(map(str, bench.public_seeds))} of every kind; trained: zoo members "
              f"{', '.join(bench.trained_models) or '-'} on the tasks whose backup pair their cards verify. "
              f"vs {VERSUS}: the paired difference in area over the public episodes both played.")  # fmt: skip
     lines = [f"### Knock-out track ({track})", "", about, "",
-             f"| # | entry | check | secret planted | public planted | trained (public) | vs {VERSUS} | LM passes / episode |",
+             f"| # | entry | check | secret (planted, private models) | public planted | trained (public) | vs {VERSUS} | LM passes / episode |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for i, row in enumerate(rank_knockout_rows(rows), 1):
         lines.append(f"| {i} | {row['name']} | {row['check']} | {_area(row['secret'])} | {_area(row['public'])} | "

@@ -94,8 +94,15 @@ def transfer_about(track: str, note: str = "") -> str:
         f"{bench.benchmark_version(kind)}: {what}. Training models {', '.join(bench.train_models)}; held-out models "
         f"{', '.join(bench.held_out_models)} (public); training tasks {', '.join(bench.train_tasks)}; held-out tasks "
         f"{', '.join(bench.held_out_tasks)}{gated}; test split, {len(bench.seeds_of(kind))} batches per (model, task). "
-        "Private model (the ranking column): the held-out tasks it performs (its inclusion gate) on a model "
-        "trained by the zoo's public recipe with a secret seed; only the maintainers can reproduce it. The four quadrant columns anyone can "
+        + (
+            "Private model (the ranking column): the held-out tasks it performs (its inclusion gate) on a model "
+            "trained by the zoo's public recipe with a secret seed; only the maintainers can reproduce it"
+            if bench.private_models == 1
+            else f"Private models (the ranking column, pooled): the held-out tasks each performs (its inclusion gate) "
+            f"on {bench.private_models} models trained by the zoo's public recipe with secret seeds; only the "
+            "maintainers can reproduce them"
+        )
+        + ". The four quadrant columns anyone can "
         "reproduce from the package. LM passes / episode: the passes the environment made for the policy's "
         "observation, and a white-box reference's own." + (f" {note}" if note else "")
     )
