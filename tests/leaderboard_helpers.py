@@ -74,8 +74,8 @@ def small_in_force(mp, cache: Path, *, seeds: tuple[int, ...] = (0, 1), private_
     held-out task; ``seeds`` public and ``private_seeds`` private batches on both tracks; a circuit
     budget of 3 heads and 2 random rankings; ``timeout_s`` per call; the disk cache ``cache``;
     ``fast_start``: the sandbox imports nothing before the policy (for policies that import numpy
-    only; one importing the package, e.g. the baselines', then needs a longer ``timeout_s``). A
-    private model is :func:`private_tiny`. Returns the small row."""
+    only; one importing the package, e.g. the baselines', then needs a longer ``timeout_s``). It
+    ranks on one private model, :func:`private_tiny`, whatever the row in force's count. Returns the small row."""
     from circuit_gym.leaderboard import sandbox
     from circuit_gym.leaderboard import transfer_scorer as TS
     from circuit_gym.models import cards
@@ -83,7 +83,7 @@ def small_in_force(mp, cache: Path, *, seeds: tuple[int, ...] = (0, 1), private_
     row = dataclasses.replace(
         B.transfer_benchmark(B.IN_FORCE), train_models=("tiny",), held_out_models=(), train_tasks=(),
         held_out_tasks=(SMALL_TASK,), seeds=tuple(seeds), circuit_seeds=tuple(seeds), private_seeds=private_seeds,
-        circuit_private_seeds=private_seeds,
+        circuit_private_seeds=private_seeds, private_models=1,  # one stand-in (tests/test_two_private_models.py: two)
     )  # fmt: skip
     mp.setitem(B.TRANSFER_BENCHMARKS, B.IN_FORCE, row)
     gated = cards.gated_tasks  # tiny's card measures no inclusion gate: it serves the one task

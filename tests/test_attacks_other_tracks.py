@@ -91,7 +91,14 @@ BENCH = B.transfer_benchmark(B.IN_FORCE)
 def small_transfer(monkeypatch, tmp_path):
     """One seed per cell, one private seed, a circuit budget of 3; a stand-in private model (a copy
     of a public member: what matters here is that it is scored as the private model)."""
-    shrink_transfer(monkeypatch, seeds=(0,), private_seeds=1, circuit_seeds=(0,), circuit_private_seeds=1)
+    shrink_transfer(
+        monkeypatch,
+        seeds=(0,),
+        private_seeds=1,
+        circuit_seeds=(0,),
+        circuit_private_seeds=1,
+        private_models=1,
+    )  # one stand-in (two: tests/test_two_private_models.py)
     monkeypatch.setattr(B, "CIRCUIT_BUDGET", 3)
     monkeypatch.setattr(B, "CIRCUIT_N_RANDOM", 2)
     monkeypatch.setattr(sandbox, "PRELOAD", ())

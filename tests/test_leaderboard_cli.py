@@ -92,8 +92,9 @@ def test_the_estimate_is_what_the_committed_reference_took_per_episode(monkeypat
     circuit = bench.track(B.CIRCUIT)
     manifest = load_manifest()
     result = json.loads(manifest[circuit]["greedy_search"].result_path().read_text())
-    # its public episodes, then every held-out task on the private model at the track's private seeds
-    n = len(result["scores"]["episodes"]) + len(bench.held_out_tasks) * bench.n_private_seeds(B.CIRCUIT)
+    # its public episodes, then every held-out task on each private model at the track's private seeds
+    private = len(bench.held_out_tasks) * bench.n_private_seeds(B.CIRCUIT) * bench.private_models
+    n = len(result["scores"]["episodes"]) + private
     per_episode = result["diagnostics"]["wall_seconds"] / n
     line = estimate(circuit, "greedy_search", n_private=8)
     assert line.startswith(f"scoring {n} episodes: about ")

@@ -16,6 +16,7 @@ from circuit_gym.envs.registration import env_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 BOARD = transfer_benchmark(IN_FORCE)
+FAMILY = f"-Zoo{BOARD.zoo_generation.upper()}-"  # the in-force zoo's IDs: v8's zoo v3 -> -ZooV3-
 
 
 def _drawn(env_id: str) -> dict[str, tuple[str, ...]]:
@@ -29,22 +30,22 @@ def _drawn(env_id: str) -> dict[str, tuple[str, ...]]:
 def test_every_public_model_of_the_board_in_force_is_drawn_by_a_current_id():
     # The board's models come from benchmark.py, the IDs from the registry: two sources.
     wanted = set(BOARD.public_models())
-    assert wanted == {"zoo5", "zoo6", "zoo7", "zoo8"}
+    assert wanted == {"zoo9", "zoo10", "zoo11", "zoo12"}  # benchmark v8 (zoo v3)
     reached: set[str] = set()
     for env_id in env_ids():
-        if "-ZooV2-" in env_id and env_id.endswith("-Multi-v0"):
+        if FAMILY in env_id and env_id.endswith("-Multi-v0"):
             reached |= set(_drawn(env_id))
     assert reached == wanted
 
 
 @pytest.mark.slow
 def test_every_cell_of_the_board_in_force_is_served_by_its_task_id():
-    # Every (model, task) cell the v7 board scores: the ZooV2 ID of that task serves it on that model.
+    # Every (model, task) cell the board in force scores: its zoo's ID of that task serves it on that model.
     part = {
         t: "IOI" if t == "ioi" else "".join(w.capitalize() for w in t.split("_")) for t in BOARD.all_tasks()
     }
     for task in BOARD.all_tasks():
-        served = _drawn(f"CircuitDiscovery-ZooV2-{part[task]}-v0")
+        served = _drawn(f"CircuitDiscovery{FAMILY}{part[task]}-v0")
         for model in BOARD.public_models():
             assert (task in served.get(model, ())) == (task in BOARD.tasks_of(model)), (task, model)
 
@@ -70,9 +71,9 @@ def test_readme_glossary_names_the_in_force_split():
     glossary = " ".join(glossary[: glossary.index("\n- **", 5)].split())
     train = " ".join(f"`{m}`" for m in BOARD.train_models)
     held = " ".join(f"`{m}`" for m in BOARD.held_out_models)
-    # e.g. "held-out model**: a zoo member never trained on (v7: `zoo6`, `zoo8`; the training models are `zoo5`, `zoo7`)"
+    # e.g. "held-out model**: a zoo member never trained on (v8: `zoo10`, `zoo12`; the training models are `zoo9`, `zoo11`)"
     match = re.search(
-        r"never trained on \(v7: (`\w+`), (`\w+`); the training\s+models are (`\w+`), (`\w+`)\)", glossary
+        rf"never trained on \({IN_FORCE}: (`\w+`), (`\w+`); the training\s+models are (`\w+`), (`\w+`)\)", glossary
     )
     assert match, glossary
     assert " ".join(match.groups()[:2]) == held and " ".join(match.groups()[2:]) == train

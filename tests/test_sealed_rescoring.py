@@ -54,9 +54,9 @@ def maintainers_seeds(tmp_path) -> Path:
 
 
 def test_a_private_part_on_another_seed_file_is_refused_naming_both_hashes(maintainers_seeds):
-    """A committed v7 result, rescored with a seed file that is not the one it was scored on:
+    """A committed result of the benchmark in force, rescored with a seed file that is not the one it was scored on:
     refused (the old code skipped its private part and called the entry rescored)."""
-    path = REPO_ROOT / "leaderboard" / "results" / "v7" / "circuit" / "gim.json"
+    path = REPO_ROOT / "leaderboard" / "results" / B.IN_FORCE / "circuit" / "gim.json"
     result = json.loads(path.read_text())
     ours = read_private_seeds(maintainers_seeds)[1]
     with pytest.raises(RefusedResultError, match="another seed file") as err:
@@ -65,7 +65,7 @@ def test_a_private_part_on_another_seed_file_is_refused_naming_both_hashes(maint
 
 
 def test_a_private_part_on_a_private_model_is_refused_without_the_model(maintainers_seeds):
-    path = REPO_ROOT / "leaderboard" / "results" / "v7" / "circuit" / "gim.json"
+    path = REPO_ROOT / "leaderboard" / "results" / B.IN_FORCE / "circuit" / "gim.json"
     result = json.loads(path.read_text())
     result["private"]["seed_file_sha256"] = read_private_seeds(maintainers_seeds)[1]
     with pytest.raises(RefusedResultError, match="--private-model"):

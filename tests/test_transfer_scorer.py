@@ -4,6 +4,7 @@ are refused, and the quadrant summaries agree with a recomputation from the epis
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -26,6 +27,14 @@ TRAIN_MODEL, HELD_OUT, OTHER_HELD_OUT = (
     BENCH.held_out_models[0],
     BENCH.held_out_models[1],
 )
+
+
+@pytest.fixture(autouse=True)
+def one_private_model(monkeypatch):
+    """The checks here are each private model's, with one given (a row of two runs them on each:
+    tests/test_two_private_models.py): the row in force with one private model."""
+    row = dataclasses.replace(B.transfer_benchmark(B.IN_FORCE), private_models=1)
+    monkeypatch.setitem(B.TRANSFER_BENCHMARKS, B.IN_FORCE, row)
 
 
 @pytest.fixture
