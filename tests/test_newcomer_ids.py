@@ -73,7 +73,8 @@ def test_readme_glossary_names_the_in_force_split():
     held = " ".join(f"`{m}`" for m in BOARD.held_out_models)
     # e.g. "held-out model**: a zoo member never trained on (v8: `zoo10`, `zoo12`; the training models are `zoo9`, `zoo11`)"
     match = re.search(
-        rf"never trained on \({IN_FORCE}: (`\w+`), (`\w+`); the training\s+models are (`\w+`), (`\w+`)\)", glossary
+        rf"never trained on \({IN_FORCE}: (`\w+`), (`\w+`); the training\s+models are (`\w+`), (`\w+`)\)",
+        glossary,
     )
     assert match, glossary
     assert " ".join(match.groups()[:2]) == held and " ".join(match.groups()[2:]) == train
