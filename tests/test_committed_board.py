@@ -12,6 +12,7 @@ import circuit_gym
 from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.board import board_files, collect, track
 from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS, edge_benchmark
+from circuit_gym.leaderboard.knockout_benchmark import KNOCKOUT_BENCHMARKS
 from circuit_gym.leaderboard.planted_scorer import PLANTED_BENCHMARKS, planted_benchmark
 from circuit_gym.leaderboard.references import load_manifest
 
@@ -46,11 +47,21 @@ def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypat
             bench, kind = transfer_tracks[t]
             private = entry["private"]
             assert private["n_seeds"] == bench.n_private_seeds(kind)
-            assert len(private["weights_hash"]) == 16 and len(private["tasks"]) >= 2
-            assert set(private["tasks"]) <= set(bench.held_out_tasks)
+            models = private.get("private_models") or [private]  # from v8 on, each private model's record
+            assert len(models) == bench.private_models
+            for model in models:
+                assert len(model["weights_hash"]) == 16 and len(model["tasks"]) >= 2
+                assert set(model["tasks"]) <= set(bench.held_out_tasks)
         elif t in EDGE_TRACKS:  # both parts, or the public one alone (no seed file)
             bench = edge_benchmark(t)
             assert "private" not in entry or entry["private"]["n_models"] == bench.planted_private_models
+        elif t in KNOCKOUT_BENCHMARKS:  # the secret planted models, and each private model's verified tasks
+            bench = B.transfer_benchmark(t.split("-")[0])
+            models = entry["private"]["private_models"]
+            assert len(models) == bench.private_models
+            assert all(
+                len(m["weights_hash"]) == 16 and set(m["tasks"]) <= set(bench.all_tasks()) for m in models
+            )
         else:
             raise AssertionError(f"{t}: a track this test does not know")
 

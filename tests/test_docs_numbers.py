@@ -90,7 +90,7 @@ def test_a_bad_marker_is_a_clear_error(marker, error):
     ("name", "tables", "sources"),
     [
         ("README.md", ("transfer-headline",),
-         ("board/v7/", "bench/speed_targets:", "timings:make_test")),
+         (f"board/{B.IN_FORCE}/", f"bench/main_job_{B.IN_FORCE}:", "timings:make_test")),
         ("docs/results.md", ("transfer-single-head-k1", "transfer-single-head-k5", "transfer-circuit-cpr",
                              "transfer-learned-agents", "pooled-recovery", "per-task-recovery", "circuit-track"),
          ("transfer:", "seeds:", "track:", "results:")),
