@@ -19,9 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from circuit_gym import benchmark as B
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("ppo.py", "greedy.py", "random.py")
-# One held-out task of one held-out model of benchmark v7, two test batches: the smallest real run.
+# One held-out task of one held-out model of the benchmark in force, two test batches: the smallest real run.
 SMALL = ["--models", "zoo6", "--tasks", "brackets", "--episodes", "2"]
 
 
@@ -108,7 +110,7 @@ def test_greedy_runs_and_reports_what_the_oracle_table_says(tmp_path):
     lines = out.splitlines()
     assert sum(line.startswith("[greedy") for line in lines) == 2  # a progress line per episode
     result = json.loads((tmp_path / "greedy.json").read_text())
-    assert result["solver"] == "greedy" and result["benchmark"] == "circuit-gym-transfer-v7"
+    assert result["solver"] == "greedy" and result["benchmark"] == f"circuit-gym-transfer-{B.IN_FORCE}"
     assert lines[-1].startswith(f"greedy: best-of-1 oracle recovery {result['recovery']:.3f} over 2 episodes")
     _check_against_the_board_env(result)
 

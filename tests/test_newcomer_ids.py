@@ -52,7 +52,7 @@ def test_every_cell_of_the_board_in_force_is_served_by_its_task_id():
 
 @pytest.mark.slow
 def test_reset_reaches_each_public_model_by_name():
-    env = gym.make("CircuitDiscovery-ZooV2-Multi-v0")
+    env = gym.make(f"CircuitDiscovery{FAMILY}Multi-v0")
     try:
         for model in BOARD.public_models():
             _, info = env.reset(seed=0, options={"model": model})

@@ -124,7 +124,7 @@ def scored(tmp_path_factory):
     private = _stand_in(tmp_path, HELD_OUT, "private_a")
     _gate_out(private, ("capital",))  # a held-out task it does not perform is never served on it
     with pytest.MonkeyPatch.context() as mp:
-        shrink_transfer(mp, seeds=(0,), private_seeds=1)
+        shrink_transfer(mp, seeds=(0,), private_seeds=1, private_models=1)  # one stand-in private model
         result = score_transfer("random", policy_spec=RANDOM, private_model=private, private_seeds=seeds,
                                 require_isolation=False)  # fmt: skip
     path = write_result(result, tmp_path / "random.json")

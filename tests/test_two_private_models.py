@@ -327,8 +327,11 @@ def test_the_edge_track_plays_each_private_model_and_records_each(two, monkeypat
 
     small = dataclasses.replace(EB.EDGE_BENCHMARKS[B.IN_FORCE], held_out_models=(), tasks=(SMALL_TASK,),
                                 planted_kinds=("induction",), planted_public_seeds=(0,), planted_private_models=1,
-                                candidates=64, budget=8)  # fmt: skip
+                                candidates=64, budget=8, private_seeds_used=1)  # fmt: skip
     monkeypatch.setitem(EB.EDGE_BENCHMARKS, B.IN_FORCE, small)
+    from circuit_gym.leaderboard import edge_scorer as ES
+
+    monkeypatch.setattr(ES, "MIN_PRIVATE_EPISODES", 1)  # protocol 2's floor of 8 a cell: one batch here
     a, b = two["models"]
     with pytest.raises(ValueError, match="ranks on 2 private models.*1 given"):
         score_edges("eap", small.track, builtin="eap", private_model=(a,))
