@@ -385,3 +385,23 @@ def test_private_greedy_curves_are_sealed_reused_and_checked(tiny, tmp_path, mon
             later.metrics(inner, tiny, "planted_self_repair")
     finally:
         env.close()
+
+
+def test_a_knockout_entrys_observation_scores_reach_its_manifest_row_and_its_rescore():
+    """The knock-out agent was scored on attribution scores alone (``--scores attribution``, recorded
+    as ``observation_scores``); its manifest row must say so, or the canary replays it on the track's
+    default scores (attribution and EAP-IG), which cost other LM passes (8 where it counted 4)."""
+    import json
+
+    from circuit_gym.envs.features import DEFAULT_FEATURES
+    from circuit_gym.envs.knockout import SCORES
+    from circuit_gym.leaderboard.paths import RESULTS_DIR
+    from circuit_gym.leaderboard.references import load_manifest, manifest_entry, recorded_features
+
+    assert recorded_features({"observation_scores": "attribution"}) == "attribution"
+    assert recorded_features({"observation_scores": SCORES[0]}) == DEFAULT_FEATURES  # the track's default
+    assert recorded_features({"features": "causal"}) == "causal" and recorded_features({}) == DEFAULT_FEATURES
+    agent = json.loads((RESULTS_DIR / "v8" / "knockout" / "knockout_ppo.json").read_text())
+    assert agent["provenance"]["observation_scores"] == "attribution"
+    entry = manifest_entry(agent, agent["provenance"]["policy"], None, "r.json")
+    assert entry["features"] == "attribution" == load_manifest()["v8-knockout"]["knockout_ppo"].features

@@ -119,8 +119,18 @@ def manifest_entry(result: dict, policy: str, checkpoint: str | None, result_fil
     ``result_file``; paths relative to ``root``)."""
     entry = {"policy": policy, "checkpoint": checkpoint, "checkpoint_digest": checkpoint_digest(checkpoint, root),
              "result": result_file, "scores_digest": scores_digest(result)}  # fmt: skip
-    features = result.get("provenance", {}).get("features", DEFAULT_FEATURES)
+    features = recorded_features(result.get("provenance", {}))
     return entry if features == DEFAULT_FEATURES else {**entry, "features": features}
+
+
+def recorded_features(provenance: dict) -> str:
+    """The observation an entry was scored with, as a request's ``features``: its provenance's
+    ``features`` (transfer tracks), or on a knock-out track its ``observation_scores`` when not the
+    track's default (the knock-out rows read a request's features as those scores: tracks.py)."""
+    from circuit_gym.envs.knockout import SCORES
+
+    scores = provenance.get("observation_scores", SCORES[0])
+    return provenance.get("features", DEFAULT_FEATURES if scores == SCORES[0] else scores)
 
 
 def write_manifest(entries: dict[str, dict[str, dict]], path: Path = MANIFEST) -> Path:

@@ -45,12 +45,12 @@ from circuit_gym.leaderboard.private_models import (
 from circuit_gym.leaderboard.protocol import stale_reason
 from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.leaderboard.references import (
-    DEFAULT_FEATURES,
     Reference,
     ReferenceMismatchError,
     References,
     load_manifest,
     recognise,
+    recorded_features,
 )
 from circuit_gym.leaderboard.scoring import check_name, read_private_seeds, sealed_private
 
@@ -260,7 +260,7 @@ def rescore_matches(
     given: PrivateModelArg = None
     if with_private and ranked_on_model:
         given = models if len(models) > 1 else models[0].directory
-    request = tracks.reference_request(track(result), policy, checkpoint, prov.get("features", DEFAULT_FEATURES),
+    request = tracks.reference_request(track(result), policy, checkpoint, recorded_features(prov),
                                        private_seeds=private_seeds if with_private else None,
                                        private_model=given, require_isolation=require_isolation)  # fmt: skip
     try:
