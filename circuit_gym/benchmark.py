@@ -260,6 +260,13 @@ def transfer_benchmark(version: str) -> TransferBenchmark:
     return TRANSFER_BENCHMARKS[version]
 
 
+def transfer_tracks() -> tuple[str, ...]:
+    """Every version's single-head and circuit tracks (``v7-single-head``, ``v7-circuit``, ...)."""
+    return tuple(
+        bench.track(kind) for bench in TRANSFER_BENCHMARKS.values() for kind in (SINGLE_HEAD, CIRCUIT)
+    )
+
+
 def transfer_track(track: str) -> tuple[TransferBenchmark, str]:
     """The row and kind (single head or circuit) of any version's transfer track (``v7-circuit``,
     ``v7-single-head``); ValueError naming the transfer tracks otherwise."""
@@ -267,8 +274,7 @@ def transfer_track(track: str) -> tuple[TransferBenchmark, str]:
         for kind in (SINGLE_HEAD, CIRCUIT):
             if bench.track(kind) == track:
                 return bench, kind
-    known = [b.track(k) for b in TRANSFER_BENCHMARKS.values() for k in (SINGLE_HEAD, CIRCUIT)]
-    raise ValueError(f"transfer track must be one of {known}, got {track!r}")
+    raise ValueError(f"transfer track must be one of {list(transfer_tracks())}, got {track!r}")
 
 
 def is_transfer_circuit(track: str) -> bool:

@@ -15,6 +15,7 @@ from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS, edge_benchmark
 from circuit_gym.leaderboard.knockout_benchmark import KNOCKOUT_BENCHMARKS
 from circuit_gym.leaderboard.planted_scorer import PLANTED_BENCHMARKS, planted_benchmark
 from circuit_gym.leaderboard.references import load_manifest
+from circuit_gym.leaderboard.tracks import TRACKS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,7 +57,7 @@ def test_every_committed_result_is_a_current_reference_of_the_manifest(monkeypat
             bench = edge_benchmark(t)
             assert "private" not in entry or entry["private"]["n_models"] == bench.planted_private_models
         elif t in KNOCKOUT_BENCHMARKS:  # the secret planted models, and each private model's verified tasks
-            bench = B.transfer_benchmark(t.split("-")[0])
+            bench = B.transfer_benchmark(TRACKS[t].benchmark)
             models = entry["private"]["private_models"]
             assert len(models) == bench.private_models
             assert all(

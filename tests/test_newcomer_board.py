@@ -156,7 +156,7 @@ def test_render_lists_failures_in_their_track_section_and_counts_them(tmp_path, 
     order = [line.split("|")[2].strip(" *").split(" ")[0] for line in table]
     assert order.index("newcomer") < order.index("random") and "crashed" not in order
     # listed under its own track's section only (v7 is retired now, its section marked so: still its own)
-    assert not any("crashed" in s for s in sections if s is not v7)
+    assert not any("crashed" in s for s in sections if s != v7)
 
 
 def test_every_entry_name_of_the_board_in_force_is_defined_in_readmes_glossary():

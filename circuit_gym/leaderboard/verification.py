@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from circuit_gym.benchmark import CIRCUIT, SINGLE_HEAD, TRANSFER_BENCHMARKS
+from circuit_gym.benchmark import transfer_tracks
 from circuit_gym.leaderboard import tracks
 from circuit_gym.leaderboard.compare import differences
 from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS, edge_benchmark
@@ -58,9 +58,7 @@ from circuit_gym.leaderboard.scoring import check_name, read_private_seeds, seal
 # the zoo's public models, four quadrants, and the maintainers' private model. The edge and knock-out
 # tracks rank on the private model too, with their own results (edge_scorer.py, knockout_scorer.py),
 # so the list is the transfer rows', not "every track ranked on the private model".
-TRANSFER_TRACKS = tuple(
-    bench.track(kind) for bench in TRANSFER_BENCHMARKS.values() for kind in (SINGLE_HEAD, CIRCUIT)
-)
+TRANSFER_TRACKS = transfer_tracks()
 
 
 def definition_of(track_name: str) -> dict:
