@@ -7,11 +7,11 @@ the top one. It is white-box: it reads the episode's prompts and the model's gra
 oracle table (which is read only to score it).
 
     python baselines/greedy.py                          # the benchmark in force's held-out tasks and models
-    python baselines/greedy.py --models zoo6 --tasks brackets --episodes 2 --json greedy.json
+    python baselines/greedy.py --models zoo10 --tasks brackets --episodes 2 --json greedy.json
 
 The estimate lives in the package (``circuit_gym.baselines.greedy.attribution_scores``); the
 evaluation too (``circuit_gym.baselines.held_out.evaluate_held_out``: the board's own environment,
-benchmark v7's test split, batch ``i`` = episode ``i``), so an episode here is the episode the
+the benchmark in force's test split, batch ``i`` = episode ``i``), so an episode here is the episode the
 leaderboard scores.
 """
 

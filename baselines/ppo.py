@@ -2,14 +2,14 @@
 
 Evaluation is best-of-1 on the held-out tasks of the held-out models (the board's hardest quadrant).
 
-    python baselines/ppo.py --out runs/ppo_v7                 # the reference recipe, seed 0 (hours on a CPU)
+    python baselines/ppo.py --out runs/ppo_v8                 # the reference recipe, seed 0 (hours on a CPU)
     python baselines/ppo.py --out /tmp/ppo --tiny             # a smoke run: a few steps, one episode
-    python baselines/ppo.py --out runs/ppo_v7 --eval-only     # evaluate a finished (or committed) run
+    python baselines/ppo.py --out runs/ppo_v8 --eval-only     # evaluate a finished (or committed) run
 
 What happens, step by step:
 
 1. **Environment** (training): ``CircuitDiscovery-Zoo-Multi-v0`` over the benchmark's training models
-   (v7: zoo v2's ``zoo-v2-train``, zoo5 and zoo7), episodes of the training tasks on the train split.
+   (v8: zoo v3's ``zoo-v3-train``, zoo9 and zoo11), episodes of the training tasks on the train split.
    One step: rank the heads, ablate one, get the contrastive reward. The observation is one
    feature row per head; ``info["action_mask"]`` marks the heads still available.
 2. **Network** (``circuit_gym.baselines.ppo.HeadScorer``): the same small MLP embeds every head's
@@ -48,9 +48,12 @@ from circuit_gym.baselines.held_out import add_held_out_arguments, evaluate_held
 from circuit_gym.baselines.ppo import PPOPolicy, train  # noqa: E402
 from circuit_gym.baselines.transfer_training import config_of  # noqa: E402
 
-# --tiny: enough to run every stage once (minutes on a busy 2-core machine), not to learn
+# --tiny: enough to run every stage once (minutes on a busy 2-core machine), not to learn; on the
+# first training and held-out model of the benchmark in force (each serves the task given it)
+_IN_FORCE = B.transfer_benchmark(B.IN_FORCE)
 TINY = dict(epochs=1, steps_per_epoch=16, steps_per_collect=8, n_envs=1, pool_size=1, selection_episodes=1,
-            minibatch=8, repeat=1, model="zoo7", tasks="ioi", episodes=1, eval_models=["zoo6"], eval_tasks=["brackets"])  # fmt: skip
+            minibatch=8, repeat=1, model=_IN_FORCE.train_models[0], tasks="ioi", episodes=1,
+            eval_models=[_IN_FORCE.held_out_models[0]], eval_tasks=["brackets"])  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -1,12 +1,12 @@
 """Random: rank the heads uniformly at random (seeded), ablate the first (the board's floor).
 
     python baselines/random.py                          # the benchmark in force's held-out tasks and models
-    python baselines/random.py --models zoo6 --tasks brackets --episodes 2 --seed 1 --json random.json
+    python baselines/random.py --models zoo10 --tasks brackets --episodes 2 --seed 1 --json random.json
 
 The same ``--seed`` gives the same heads on the same episodes. The policy is the package's
 (``circuit_gym.baselines.random_policy.RandomPolicy``: one generator drawn in episode order); the
 evaluation too (``circuit_gym.baselines.held_out.evaluate_held_out``: the board's own environment,
-benchmark v7's test split, batch ``i`` = episode ``i``). The oracle table is read only to score
+the benchmark in force's test split, batch ``i`` = episode ``i``). The oracle table is read only to score
 the choice.
 """
 

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from circuit_gym.embedded import (
     ZOO_HELD_OUT,
     ZOO_TRAIN,
-    ZOO_V2_HELD_OUT,
-    ZOO_V2_TRAIN,
     ZOO_V3_HELD_OUT,
     ZOO_V3_TRAIN,
     is_embedded,
@@ -134,7 +132,7 @@ class TransferBenchmark:
     """One version of the transfer benchmark: a row of :data:`TRANSFER_BENCHMARKS`.
 
     A version fixes the zoo (its training and held-out models), the task split, the seeds and the
-    pinned settings; its tracks are named ``prefix + kind`` (``v7-single-head``) and its result
+    pinned settings; its tracks are named ``prefix + kind`` (``v8-single-head``) and its result
     files carry ``circuit-gym-transfer[-circuit]-{version}``. A new version is a row.
     """
 
@@ -150,7 +148,7 @@ class TransferBenchmark:
     circuit_private_seeds: int = TRANSFER_CIRCUIT_PRIVATE_SEEDS
     ablation: str = TRANSFER_ABLATION
     reference: str = TRANSFER_REFERENCE
-    zoo_generation: str | None = None  # recorded from v7 on (zoo v1's files predate the key)
+    zoo_generation: str | None = None  # recorded since zoo v2 (zoo v1's files predate the key)
     planted_generator: int = 2  # the planted generator version of the version's Planted track
     train_set: str = "zoo-train"  # the MODEL_SETS name of train_models (what the Zoo-Multi IDs train over)
     # its folder under leaderboard/results/ (board results; circuit ones in circuit/) and under
@@ -214,31 +212,18 @@ class TransferBenchmark:
 
 # The benchmark the board ranks on: `leaderboard score`'s default track, the main job's (`circuit-gym
 # run`), README's policy section. v8 (issue 60) since every track's references were scored on its
-# two private models (zoo v3: backups made dormant by training); v7 ranked before it.
+# two private models (zoo v3: backups made dormant by training); the versions before it are retired
+# (docs/archive.md).
 IN_FORCE = "v8"
 
 
-# Benchmark v7 (issue 41): the same task split, seeds and settings on zoo v2 (the self-repair
-# knob drawn per member), split by the same odd/even rule (train zoo5, zoo7; held out zoo6, zoo8),
-# a new private model drawn from a new secret, and the planted generator's version 3 (six kinds,
-# the defect fixed). Everything chosen for zoo v1 before it was trained is kept, so the two
-# transfer benchmarks differ only in the models.
 TRANSFER_BENCHMARKS: dict[str, TransferBenchmark] = {
-    "v7": TransferBenchmark(
-        "v7",
-        "v7-",
-        ZOO_V2_TRAIN,
-        ZOO_V2_HELD_OUT,
-        zoo_generation="v2",
-        planted_generator=3,
-        train_set="zoo-v2-train",
-        results_folder="v7",
-    ),
     # Benchmark v8 (issues 55 and 60): zoo v3, whose members were trained with dormant backups (a
-    # backup silent while its primary works), split by the same rule (train zoo9, zoo11; held out
-    # zoo10, zoo12), two private models of the same recipe, and everything else as v7: the task
-    # split, seeds and settings were fixed before zoo v3 was trained, so v7 and v8 differ in the
-    # models only (and in v8's own edge protocol and knock-out track: circuit_gym.leaderboard.tracks).
+    # backup silent while its primary works), split by zoo v1's odd/even rule (train zoo9, zoo11;
+    # held out zoo10, zoo12), two private models of the same recipe, planted generator 3, and the
+    # task split, seeds and settings fixed for zoo v1 before any zoo was trained. The retired
+    # versions (docs/archive.md) differed from it in the models (and v8 adds its own edge protocol
+    # and knock-out track: circuit_gym.leaderboard.tracks).
     "v8": TransferBenchmark(
         "v8",
         "v8-",
@@ -261,15 +246,15 @@ def transfer_benchmark(version: str) -> TransferBenchmark:
 
 
 def transfer_tracks() -> tuple[str, ...]:
-    """Every version's single-head and circuit tracks (``v7-single-head``, ``v7-circuit``, ...)."""
+    """Every version's single-head and circuit tracks (``v8-single-head``, ``v8-circuit``, ...)."""
     return tuple(
         bench.track(kind) for bench in TRANSFER_BENCHMARKS.values() for kind in (SINGLE_HEAD, CIRCUIT)
     )
 
 
 def transfer_track(track: str) -> tuple[TransferBenchmark, str]:
-    """The row and kind (single head or circuit) of any version's transfer track (``v7-circuit``,
-    ``v7-single-head``); ValueError naming the transfer tracks otherwise."""
+    """The row and kind (single head or circuit) of any version's transfer track (``v8-circuit``,
+    ``v8-single-head``); ValueError naming the transfer tracks otherwise."""
     for bench in TRANSFER_BENCHMARKS.values():
         for kind in (SINGLE_HEAD, CIRCUIT):
             if bench.track(kind) == track:

@@ -15,8 +15,8 @@ here and imports nothing from circuit_gym.
 from __future__ import annotations
 
 # The public model zoo (``circuit_gym.models.zoo_recipe``: one recipe, drawn seeds and placements),
-# shipped under models/zoo/, by generation: v1 (zoo v1's retired board: docs/archive.md) and v2 (benchmark v7: v1's recipe
-# with the self-repair knob drawn per member).
+# shipped under models/zoo/, by generation: v1 and v2 (their boards retired: docs/archive.md; v2 is v1's recipe
+# with the self-repair knob drawn per member) and v3.
 ZOO_GENERATIONS: dict[str, tuple[str, ...]] = {
     "v1": ("zoo1", "zoo2", "zoo3", "zoo4"),
     "v2": ("zoo5", "zoo6", "zoo7", "zoo8"),
@@ -38,7 +38,7 @@ EMBEDDED_PATHS: dict[str, str] = {
 EMBEDDED = tuple(EMBEDDED_PATHS)
 
 
-# The zoo's split into training and held-out models (zoo v1's retired board on v1, v7 on v2, v8 on v3;
+# The zoo's split into training and held-out models (the retired boards on v1 and v2, v8 on v3;
 # ``circuit_gym.benchmark``): members with an odd index train, those with an even index are held
 # out. A rule on the names, fixed before any agent was trained or scored on the zoo. On v1 the
 # training half spans the placements' extremes (zoo1: layers 8-9, zoo3: 0-1), the held-out half

@@ -1,7 +1,7 @@
 """A partial scoring of a builtin on a transfer benchmark's named public models (not a board entry:
-``partial`` results are refused by the board), e.g. issue 41's first v7 target early:
+``partial`` results are refused by the board), e.g. issue 41's first target early:
 
-    nice -n 5 python scripts/probe_transfer.py greedy --version v7 --models zoo6 zoo8 --out docs/results/v7_probe
+    nice -n 5 python scripts/probe_transfer.py greedy --models zoo10 zoo12 --out /tmp/v8_probe
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from circuit_gym import benchmark as B
 from circuit_gym.leaderboard.scoring import write_result
 from circuit_gym.leaderboard.transfer_scorer import score_transfer
 
@@ -16,7 +17,7 @@ from circuit_gym.leaderboard.transfer_scorer import score_transfer
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("builtin")
-    p.add_argument("--version", default="v7")
+    p.add_argument("--version", default=B.IN_FORCE)
     p.add_argument("--track", default="single-head")
     p.add_argument("--models", nargs="+", required=True)
     p.add_argument("--out", type=Path, required=True)

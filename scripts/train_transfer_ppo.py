@@ -6,7 +6,7 @@ tracks (circuit_gym.baselines.transfer_training: what and how).
     python scripts/train_transfer_ppo.py --tracks ppo --seeds 0 1
     python scripts/train_transfer_ppo.py --copy-only           # copy finished runs to the docs only
     python scripts/train_transfer_ppo.py --design causal       # issue 34's design: causal observation
-    python scripts/train_transfer_ppo.py --version v7 --design causal   # v7's training models
+    python scripts/train_transfer_ppo.py --version v8 --design causal   # v8's training models
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """`circuit-gym leaderboard adopt-references` (circuit_gym/leaderboard/rescore.py): result files
 scored already become reference entries without being played again.
 
-The independent side is the committed manifest: ``rescore-references`` wrote v7's entries when it
-scored them, so adopting v7's committed result files into an empty manifest must give exactly
-those entries. The attacks come first: a forged file, a sample, a file outside its track's folder,
+The independent side is the committed manifest: ``rescore-references`` and ``adopt-references``
+wrote the entries of the benchmark in force when its references were scored, so adopting its
+committed result files into an empty manifest must give exactly those entries. The attacks come first: a forged file, a sample, a file outside its track's folder,
 a name already taken, a checkpoint changed since scoring; each is refused and nothing is written.
 """
 
@@ -22,7 +22,7 @@ from circuit_gym.leaderboard.references import as_entries, load_manifest, write_
 from circuit_gym.leaderboard.rescore import adopt_references
 
 COMMITTED = load_manifest()
-V7 = [t for t in COMMITTED if tracks.track(t).benchmark == "v7" and COMMITTED[t]]
+IN_FORCE = [t for t in COMMITTED if tracks.track(t).benchmark == tracks.IN_FORCE and COMMITTED[t]]
 
 
 @pytest.fixture
@@ -32,27 +32,27 @@ def empty(tmp_path):
 
 @pytest.fixture
 def root(tmp_path, monkeypatch):
-    """A repository root whose docs/ are the checkout's (the checkpoints) and whose v7 single-head
-    track reads its results from its own folder (for forged files)."""
+    """A repository root whose docs/ are the checkout's (the checkpoints) and whose single-head
+    track (the benchmark in force's) reads its results from its own folder (for forged files)."""
     repo = tmp_path / "repo"
-    (repo / "leaderboard/results/v7").mkdir(parents=True)
+    (repo / "leaderboard/results/v8").mkdir(parents=True)
     (repo / "docs").symlink_to(REPO_ROOT / "docs")
-    row = tracks.track("v7-single-head")
+    row = tracks.track("v8-single-head")
     monkeypatch.setitem(
-        tracks.TRACKS, row.name, dataclasses.replace(row, results_dir=repo / "leaderboard/results/v7")
+        tracks.TRACKS, row.name, dataclasses.replace(row, results_dir=repo / "leaderboard/results/v8")
     )
     return repo
 
 
 @pytest.fixture
 def folder(root):
-    return root / "leaderboard/results/v7"
+    return root / "leaderboard/results/v8"
 
 
 def _copy(name: str, folder, change=None, rehash: bool = False):
-    """v7's committed single-head result ``name`` copied into ``folder``, ``change``d, its content
+    """the committed single-head result of the benchmark in force, ``name`` copied into ``folder``, ``change``d, its content
     hash recomputed when ``rehash`` (a forger who knows the public hash function)."""
-    result = json.loads((REPO_ROOT / "leaderboard/results/v7" / f"{name}.json").read_text())
+    result = json.loads((REPO_ROOT / "leaderboard/results/v8" / f"{name}.json").read_text())
     if change is not None:
         change(result)
     if rehash:
@@ -62,13 +62,13 @@ def _copy(name: str, folder, change=None, rehash: bool = False):
     return path
 
 
-def test_adopting_v7s_committed_results_gives_the_manifest_rescore_references_wrote(empty):
-    paths = [COMMITTED[t][n].result_path() for t in V7 for n in COMMITTED[t]]
+def test_adopting_the_committed_results_in_force_gives_the_manifest_rescore_references_wrote(empty):
+    paths = [COMMITTED[t][n].result_path() for t in IN_FORCE for n in COMMITTED[t]]
     lines = adopt_references(paths, empty)
     assert len(lines) == len(paths) > 20
     adopted = as_entries(load_manifest(empty))
     committed = as_entries(COMMITTED)
-    for t in V7:
+    for t in IN_FORCE:
         assert adopted[t] == committed[t], t
 
 
@@ -96,12 +96,12 @@ def test_forged_sampled_misplaced_or_retaken_results_are_refused_and_nothing_is_
     with pytest.raises(ValueError, match="already has a reference 'random'"):
         adopt_references([genuine], _taken(tmp_path), root)
     assert adopt_references([genuine], empty, root) == [
-        "v7-single-head/random: leaderboard/results/v7/random.json"
+        "v8-single-head/random: leaderboard/results/v8/random.json"
     ]
 
 
 def _taken(tmp_path):
-    """A manifest that already lists v7's single-head references."""
+    """A manifest that already lists the single-head references in force."""
     return write_manifest(as_entries(COMMITTED), tmp_path / "taken.json")
 
 

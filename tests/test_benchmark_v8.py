@@ -1,5 +1,6 @@
-"""Benchmark v8's rows (issues 55, 57, 60): zoo v3 in v7's frame. v8 must differ from v7 in its
-models only (plus its own edge protocol, secret planted draw and knock-out track), its split must
+"""Benchmark v8's rows (issues 55, 57, 60): zoo v3 in the transfer frame fixed for zoo v1. v8 must
+differ from zoo v1's committed results in its models only (plus its own edge protocol, secret
+planted draw and knock-out track), its split must
 follow the odd/even rule on zoo v3's names, and every model it holds out must serve held-out tasks
 by its own card (read here from the shipped files, not from the benchmark module)."""
 
@@ -26,11 +27,18 @@ def _gated(member: str) -> set[str]:
     return set(json.loads((ZOO_DIR / member / "card_metrics.json").read_text())["suite"]["included"])
 
 
+# zoo v1's committed transfer results (a retired board's data, kept in docs/results/transfer/): the
+# definitions they were scored under, fixed before any zoo was trained
+ZOO_V1_RESULTS = {B.SINGLE_HEAD: "docs/results/transfer/seeds/ppo_seed3.json",
+                  B.CIRCUIT: "docs/results/transfer/seeds/circuit_ppo_seed2.json"}  # fmt: skip
+
+
 @pytest.mark.parametrize("kind", [B.SINGLE_HEAD, B.CIRCUIT])
-def test_v8_differs_from_v7_in_its_models_only(kind):
-    v7, v8 = B.transfer_definition(kind, "v7"), B.transfer_definition(kind, "v8")
-    assert set(v7) == set(v8)
-    assert {k for k in v7 if v7[k] != v8[k]} == MODELS_KEYS
+def test_v8_differs_from_zoo_v1s_scored_definition_in_its_models_only(kind):
+    recorded = json.loads((REPO_ROOT / ZOO_V1_RESULTS[kind]).read_text())["provenance"]
+    v8 = B.transfer_definition(kind, "v8")
+    differing = {k for k in v8 if recorded.get(k) != v8[k]}
+    assert differing == MODELS_KEYS and "zoo_generation" not in recorded  # zoo v1's files predate the key
     assert v8["zoo_generation"] == "v3" and v8["track"] == f"v8-{kind}"
 
 
@@ -44,7 +52,7 @@ def test_zoo_v3_is_split_by_the_odd_even_rule_on_its_names():
         int(m[3:]) % 2 == 0 for m in v8.held_out_models
     )
     assert MODEL_SETS[v8.train_set] == v8.train_models and MODEL_SETS["zoo-v3-held-out"] == v8.held_out_models
-    assert not set(v8.public_models()) & set(B.transfer_benchmark("v7").public_models())
+    assert all(not set(v8.public_models()) & set(MODEL_SETS[z]) for z in ("zoo", "zoo-v2"))
 
 
 def test_every_held_out_member_serves_at_least_two_held_out_tasks_by_its_card():
@@ -58,35 +66,52 @@ def test_every_held_out_member_serves_at_least_two_held_out_tasks_by_its_card():
 def test_v8s_edge_row_is_protocol_2_on_v8s_models_with_full_cells():
     row = EDGE_BENCHMARKS["v8"]
     v8 = B.transfer_benchmark("v8")
-    assert row.protocol == 2 and row.held_out_models == v8.held_out_models and row.tasks == v8.held_out_tasks
+    assert (
+        row.definition()["edge_protocol"] == 2
+        and row.held_out_models == v8.held_out_models
+        and row.tasks == v8.held_out_tasks
+    )
     # counted here from the cards, not from the row's own helper
     transfer = sum(len(_gated(m) & set(v8.held_out_tasks)) for m in v8.held_out_models) * len(row.seeds)
     assert row.public_cells()["transfer"] == transfer >= MIN_PUBLIC_EPISODES
     assert row.private_cells(2)["transfer"] >= MIN_PRIVATE_EPISODES
 
 
-def test_v8_is_the_board_version_in_force_and_v7_is_retired():
+def test_v8_is_the_board_version_in_force_and_the_only_one():
     bench = tracks.BENCHMARKS["v8"]
     names = [t.name for t in bench.tracks()]
     assert names == ["v8-single-head", "v8-circuit", "v8-planted", "v8-edges", "v8-knockout"]
     assert tracks.IN_FORCE == "v8" and not any(tracks.not_ranking(n) for n in names)
     assert tracks.DEFAULT_TRACK == "v8-single-head"
-    v7 = [t.name for t in tracks.BENCHMARKS["v7"].tracks()]
-    assert v7 and all((tracks.not_ranking(n) or "").startswith("retired") for n in v7)
+    assert list(tracks.BENCHMARKS) == ["v8"] and set(tracks.TRACKS) == set(names)
+    for retired in tracks.REMOVED:  # every retired track, refused naming the version in force
+        with pytest.raises(ValueError, match="is retired: the board ranks on benchmark v8"):
+            tracks.track(retired)
     knockout = tracks.track("v8-knockout")
     assert knockout.definition()["benchmark_version"] == "circuit-gym-knockout-v8"
     trained = knockout.episodes(0) - 6 * 3  # zoo v3's held-out members' verified pairs
     assert trained >= 6 and knockout.episodes(1) == 6 * (3 + 8) + trained
 
 
-def test_v8s_secret_planted_models_are_not_v7s():
+def test_v8s_secret_planted_models_are_not_those_of_the_retired_rows():
+    """The retired Planted rows' private scores are published: a seed file must draw other secret
+    models for v8 (its own salt) than those rows drew (their salts, kept in RETIRED_SALTS)."""
+    import dataclasses
+
     from circuit_gym.leaderboard.knockout_scorer import knockout_benchmark
-    from circuit_gym.leaderboard.planted_scorer import private_model_seeds
+    from circuit_gym.leaderboard.planted_scorer import PLANTED_BENCHMARKS, RETIRED_SALTS, private_model_seeds
 
     assert knockout_benchmark("v8-knockout").planted_draw == "v8-planted"
     file_seeds = (12345,)
-    v7, v8 = private_model_seeds(file_seeds, "v7-planted"), private_model_seeds(file_seeds, "v8-planted")
-    assert len(v8) == len(v7) and not set(v7) & set(v8)
+    v8 = private_model_seeds(file_seeds, "v8-planted")
+    row = PLANTED_BENCHMARKS["v8-planted"]
+    assert row.salt not in RETIRED_SALTS
+    for salt in RETIRED_SALTS:
+        retired = dataclasses.replace(row, track="retired", salt=salt)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setitem(PLANTED_BENCHMARKS, "retired", retired)
+            old = private_model_seeds(file_seeds, "retired")
+        assert len(v8) == len(old) and not set(old) & set(v8)
     assert not set(v8) & set(range(20))  # never a public seed
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from circuit_gym.leaderboard import costs
 from circuit_gym.leaderboard.planted_tables import columns, planted_table
 
-TRACK = "v7-planted"
+TRACK = "v8-planted"
 
 
 def _result(name: str, passes: list[int], cpu: dict | None) -> dict:
@@ -50,7 +50,7 @@ def test_the_edge_tables_show_policy_cpu_per_public_episode():
 
     from circuit_gym.leaderboard.edge_tables import edge_markdown, edge_row
 
-    path = sorted((Path(__file__).resolve().parents[1] / "leaderboard/results/v7/edges").glob("*.json"))[0]
+    path = sorted((Path(__file__).resolve().parents[1] / "leaderboard/results/v8/edges").glob("*.json"))[0]
     entry = json.loads(path.read_text())
     entry["board"] = {"check": "verified", "reference": False}
     episodes = len(entry["scores"]["episodes"])

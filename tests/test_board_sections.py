@@ -19,19 +19,19 @@ def test_transfer_rows_rank_on_the_private_model_and_place_public_only_entries_o
     rows = [
         {
             "name": "public_only",
-            "track": "v7-single-head",
+            "track": "v8-single-head",
             "private_k1": None,
             "unseen_task_unseen_model_k1": 0.99,
         },
         {
             "name": "low",
-            "track": "v7-single-head",
+            "track": "v8-single-head",
             "private_k1": 0.2,
             "unseen_task_unseen_model_k1": 0.9,
         },
         {
             "name": "high",
-            "track": "v7-single-head",
+            "track": "v8-single-head",
             "private_k1": 0.7,
             "unseen_task_unseen_model_k1": 0.1,
         },

@@ -48,27 +48,27 @@ def test_an_unknown_observation_is_refused_before_any_environment_is_built(monke
 
 def _entry(features: str | None) -> dict:
     entry = {"policy": "circuit_gym.baselines.ppo:load_policy", "checkpoint": None, "checkpoint_digest": None,
-             "result": "leaderboard/results/v7/x.json", "scores_digest": "0" * 64}  # fmt: skip
+             "result": "leaderboard/results/v8/x.json", "scores_digest": "0" * 64}  # fmt: skip
     return entry if features is None else {**entry, "features": features}
 
 
 def test_the_manifest_carries_a_references_observation_and_refuses_other_fields(tmp_path):
     path = tmp_path / "references.json"
-    path.write_text(json.dumps({"v7-single-head": {"a": _entry("causal"), "b": _entry(None)}}))
-    refs = R.load_manifest(path)["v7-single-head"]
+    path.write_text(json.dumps({"v8-single-head": {"a": _entry("causal"), "b": _entry(None)}}))
+    refs = R.load_manifest(path)["v8-single-head"]
     assert refs["a"].features == "causal" and refs["b"].features == R.DEFAULT_FEATURES
     # written back as read: the default stays unsaid, so earlier manifests are unchanged
     R.write_manifest(R.as_entries(R.load_manifest(path)), tmp_path / "again.json")
-    assert json.loads((tmp_path / "again.json").read_text())["v7-single-head"] == {
+    assert json.loads((tmp_path / "again.json").read_text())["v8-single-head"] == {
         "a": _entry("causal"), "b": _entry(None)}  # fmt: skip
     # a result scored with the causal observation makes an entry that says so
     result = {"status": "scored", "scores": {}, "provenance": {"features": "causal"}}
     assert R.manifest_entry(result, "p:f", None, "r.json")["features"] == "causal"
     assert "features" not in R.manifest_entry({**result, "provenance": {}}, "p:f", None, "r.json")
 
-    path.write_text(json.dumps({"v7-single-head": {"a": {**_entry(None), "observation": "causal"}}}))
+    path.write_text(json.dumps({"v8-single-head": {"a": {**_entry(None), "observation": "causal"}}}))
     with pytest.raises(ValueError, match="exactly the fields"):
         R.load_manifest(path)
-    path.write_text(json.dumps({"v7-single-head": {"a": _entry(None) | {"features": 3}}}))
+    path.write_text(json.dumps({"v8-single-head": {"a": _entry(None) | {"features": 3}}}))
     with pytest.raises(ValueError, match="features must be a string"):
         R.load_manifest(path)

@@ -149,7 +149,7 @@ def test_the_typed_in_check_sees_what_a_reader_sees():
     ]
     assert MEASUREMENT.findall(_unmarked("took 25.5 min, 711 s, 3.2 MB, 7.68 nats, 0.98%, x1.02, 3.6x")) == [
         "25.5 min", "711 s", "3.2 MB", "7.68 nats", "0.98%", "x1.02", "3.6x"]  # fmt: skip
-    assert MEASUREMENT.findall("heads 1.2 and 0.10, 12 x 12, budget 16, v7, run D's 2-layer stack") == []
+    assert MEASUREMENT.findall("heads 1.2 and 0.10, 12 x 12, budget 16, v8, run D's 2-layer stack") == []
     marked = (
         "<!--n track:seconds:,.0f-->711<!--/n--> s; <!--measured-->7.4 min (2026-11-23, `x`)<!--/measured-->"
     )

@@ -1,11 +1,9 @@
 """The edge track's protocol 2 (issue 57; circuit_gym/edges/entry_ranking.py, benchmark v8's row of
-circuit_gym/leaderboard/edge_benchmark.py, transfer_row_2 in edge_scorer.py): the entry decides
-every edge the ranking metric reads, a constant entry is a random one, the rows count enough
-episodes, and v7's rows are untouched."""
+circuit_gym/leaderboard/edge_benchmark.py, transfer_row in edge_scorer.py): the entry decides
+every edge the ranking metric reads, a constant entry is a random one, the row counts enough
+episodes, and its committed results were scored under its definition."""
 
 from __future__ import annotations
-
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,7 +12,6 @@ from circuit_gym.edges.entry_ranking import entry_order, entry_rankings, fixed_o
 from circuit_gym.edges.graph import EdgeGraph
 from circuit_gym.edges.ranking import EdgeRanking
 from circuit_gym.leaderboard import edge_benchmark as EB
-from circuit_gym.leaderboard.edge_scorer import policy_ranking
 
 
 def test_the_entry_order_by_hand():
@@ -31,21 +28,21 @@ def test_the_entry_order_by_hand():
 
 
 def test_a_constant_entry_follows_the_fixed_random_order_not_eap_igs():
-    """The attack of issue 57: constant scores (an entry that ranks nothing). Under protocol 1 the
-    candidates keep EAP-IG's order; under protocol 2 they follow the episode's fixed order."""
+    """The attack of issue 57: constant scores (an entry that ranks nothing). Under protocol 1 (the
+    retired edge tracks') the candidates kept EAP-IG's order, the environment's rows (|EAP-IG|
+    descending); under protocol 2 they follow the episode's fixed order, and so does every other
+    edge."""
     graph = EdgeGraph(2, 4)
     rng = np.random.default_rng(0)
     eap_ig = rng.normal(size=graph.n_edges)
     candidates = np.argsort(-np.abs(eap_ig))[:20]
     constant = np.zeros(len(candidates))
-    state = SimpleNamespace(eap_ig=SimpleNamespace(scores=eap_ig), candidates=candidates)
-    old = policy_ranking(SimpleNamespace(state=state, order=[], graph=graph), constant).order()  # type: ignore[arg-type]
-    old_candidates = [e for e in old.tolist() if e in set(candidates.tolist())]
-    # on the old code: the environment's row order (|EAP-IG| descending) in EAP-IG's signed places
-    assert old_candidates == candidates.tolist()
     tie = fixed_order(graph, "weights/task/0")
     signed, absolute = entry_rankings(graph, candidates, [], constant, tie)
     assert signed.order()[:20].tolist() == sorted(candidates.tolist(), key=lambda e: tie[e])
+    assert signed.order()[:20].tolist() != candidates.tolist()  # not EAP-IG's order
+    outside = [e for e in signed.order().tolist() if e not in set(candidates.tolist())]
+    assert outside == sorted(outside, key=lambda e: tie[e])  # nor its signs anywhere else
     assert absolute.order().tolist() == signed.order().tolist()
     # the order is the same for every entry of the episode and another for another episode
     assert np.array_equal(fixed_order(graph, "weights/task/0"), tie)
@@ -87,30 +84,29 @@ def test_entries_that_agree_on_the_candidates_score_alike_on_the_ranking_metric(
     assert cpr(curves[0]) != cpr(curves[2])
 
 
-def test_v8s_row_counts_enough_episodes_per_cell_and_v7_did_not():
+def test_v8s_row_counts_enough_episodes_per_cell():
     draft = EB.EDGE_BENCHMARKS["v8"]
     assert draft.transfer_version == "v8" and draft.held_out_models == ("zoo10", "zoo12")
-    assert draft.protocol == 2 and min(draft.public_cells().values()) >= EB.MIN_PUBLIC_EPISODES == 16
+    assert min(draft.public_cells().values()) >= EB.MIN_PUBLIC_EPISODES == 16
     assert min(draft.private_cells(2).values()) >= EB.MIN_PRIVATE_EPISODES == 8
     assert min(draft.private_cells(1).values()) < EB.MIN_PRIVATE_EPISODES  # the scorer refuses that model
-    v7 = EB.EDGE_BENCHMARKS["v7"]
-    assert v7.public_cells()["transfer"] == 6 and v7.private_cells(3)["transfer"] == 3  # issue 57's counts
     assert EB.edge_benchmark("v8-edges") is draft
 
 
-def test_v7s_rows_keep_protocol_1_and_their_definition():
-    """The committed v7 edge results were scored under these definitions: protocol 2 adds keys to
-    the v8 row only."""
+def test_the_committed_edge_results_were_scored_under_the_rows_definition():
+    """Every committed edge result of the manifest records the definition its row gives now
+    (protocol 2's keys included): a change of the row that would make them stale fails here."""
     import json
 
     from circuit_gym.leaderboard.references import load_manifest
 
-    bench = EB.EDGE_BENCHMARKS["v7"]
-    assert bench.protocol == 1 and "edge_protocol" not in bench.definition()
-    committed = json.loads(load_manifest()["v7-edges"]["eap_ig"].result_path().read_text())["provenance"]
-    definition = EB.EDGE_BENCHMARKS["v7"].definition()
-    assert {k: committed[k] for k in definition} == json.loads(json.dumps(definition))
-    assert EB.EDGE_BENCHMARKS["v8"].definition()["edge_protocol"] == 2
+    definition = json.loads(json.dumps(EB.EDGE_BENCHMARKS["v8"].definition()))
+    assert definition["edge_protocol"] == 2 and definition["min_public_episodes"] == 16
+    entries = load_manifest()["v8-edges"]
+    assert len(entries) >= 6
+    for name, entry in entries.items():
+        committed = json.loads(entry.result_path().read_text())["provenance"]
+        assert {k: committed.get(k) for k in definition} == definition, name
 
 
 def test_a_reference_is_scored_on_its_scores_of_the_candidates_only():

@@ -1,4 +1,4 @@
-"""Protocol 2's ranking through the scorer's own path (builtin_play, entry_played, transfer_row_2)
+"""Protocol 2's ranking through the scorer's own path (builtin_play, entry_played, transfer_row)
 on one tiny cell (``tiny``, IOI, one test batch): a constant entry is the episode's fixed random
 order, not EAP-IG's, and once the track offers every edge, two entries that agree on the old
 candidates but differ outside them score differently (issue 57's "Done when")."""
@@ -13,7 +13,7 @@ import pytest
 from circuit_gym.edges.entry_ranking import fixed_order
 from circuit_gym.envs.edge_building import EdgeBuildingEnv
 from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS
-from circuit_gym.leaderboard.edge_scorer import builtin_play, entry_played, episode_key, transfer_row_2
+from circuit_gym.leaderboard.edge_scorer import builtin_play, entry_played, episode_key, transfer_row
 
 K, BUDGET, TASK = 64, 4, "ioi"
 
@@ -31,7 +31,7 @@ def env() -> EdgeBuildingEnv:
 def _row(env: EdgeBuildingEnv, name: str) -> tuple[dict, object]:
     bench = dataclasses.replace(EDGE_BENCHMARKS["v8"], candidates=K, budget=BUDGET)
     played = builtin_play(name, bench)(env, TASK, 0)
-    return transfer_row_2("tiny", TASK, 0, played), played
+    return transfer_row("tiny", TASK, 0, played), played
 
 
 def test_a_constant_entry_is_scored_as_the_fixed_random_order_not_as_eap_ig(env):
@@ -47,7 +47,7 @@ def test_a_constant_entry_is_scored_as_the_fixed_random_order_not_as_eap_ig(env)
     # the same episode played by an entry that ranks the candidates in the fixed order itself
     # (positive scores: its signed and absolute orders agree)
     env.reset(options={"task": TASK, "batch_index": 0})
-    same = transfer_row_2(
+    same = transfer_row(
         "tiny", TASK, 0, entry_played(env, TASK, 0, [], (env.graph.n_edges - tie)[env.state.candidates], 0)
     )
     assert constant["cpr_log"] == pytest.approx(same["cpr_log"], abs=1e-12)
@@ -71,8 +71,8 @@ def test_entries_agreeing_on_the_old_candidates_differ_once_every_edge_is_offere
     scores[:old] += 10.0
     other = scores.copy()
     other[old:] = scores[old:][::-1]
-    one = transfer_row_2("tiny", TASK, 0, entry_played(env, TASK, 0, [], scores, 0))
-    two = transfer_row_2("tiny", TASK, 0, entry_played(env, TASK, 0, [], other, 0))
+    one = transfer_row("tiny", TASK, 0, entry_played(env, TASK, 0, [], scores, 0))
+    two = transfer_row("tiny", TASK, 0, entry_played(env, TASK, 0, [], other, 0))
     sizes = [int(key.removeprefix("f_")) for key in one["budgeted"]]
     within, beyond = [s for s in sizes if s <= old], [s for s in sizes if s > old]
     assert within and beyond

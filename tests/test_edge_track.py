@@ -13,18 +13,14 @@ import dataclasses
 import json
 import tarfile
 from pathlib import Path
-from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 from circuit_gym import benchmark as B
 from circuit_gym.edges.graph import EdgeGraph
 from circuit_gym.edges.mib_files import edge_circuit_from_mib
-from circuit_gym.edges.ranking import EdgeRanking
 from circuit_gym.leaderboard import edge_benchmark as EB
 from circuit_gym.leaderboard import edge_scorer, sandbox
-from circuit_gym.leaderboard.edge_scorer import policy_ranking
 from circuit_gym.leaderboard.edge_tables import edge_markdown, edge_row, mib_export, mib_path, rank_edge_rows
 from circuit_gym.leaderboard.provenance import content_hash
 from circuit_gym.leaderboard.references import load_manifest
@@ -119,39 +115,9 @@ def test_a_forged_result_file_is_refused(tmp_path):
         verify(tmp_path / "moved.json")
 
 
-# ------------------------------------------------------------------ the ranking rule
-def _fake_env(eap_ig: np.ndarray, candidates: list[int], added: list[int]):
-    graph = SimpleNamespace(n_edges=len(eap_ig))
-    ranking = SimpleNamespace(scores=eap_ig)
-    state = SimpleNamespace(eap_ig=ranking, candidates=np.array(candidates))
-    return SimpleNamespace(state=state, order=added, graph=graph)
-
-
-def test_a_policys_ranking_puts_its_edges_first_and_reorders_only_the_candidates(monkeypatch):
-    rng = np.random.default_rng(0)
-    eap_ig = rng.normal(size=40)
-    candidates = np.argsort(-np.abs(eap_ig))[:10].tolist()
-    added = candidates[3:5][::-1]
-    monkeypatch.setattr(EdgeRanking, "__post_init__", lambda self: None)  # a stand-in graph
-    env = _fake_env(eap_ig, candidates, added)
-    echo = np.abs(eap_ig[candidates])  # any scores: here |EAP-IG|, which disagrees with the signed order
-    ranked = policy_ranking(env, echo).scores
-    order = np.lexsort((np.arange(40), -ranked))
-    assert order[:2].tolist() == added
-    rest = [c for c in candidates if c not in added]
-    # every non-candidate keeps its EAP-IG score; the candidates hold the same set of places
-    outside = [e for e in range(40) if e not in candidates]
-    assert np.array_equal(ranked[outside], eap_ig[outside])
-    assert sorted(ranked[rest]) == sorted(eap_ig[rest])
-    # and among those places, they follow the policy's scores
-    by_place = sorted(rest, key=lambda e: -ranked[e])
-    assert by_place == sorted(rest, key=lambda e: -abs(eap_ig[e]))
-
-
 # ------------------------------------------------------------------ the committed references
 @pytest.mark.slow  # verification loads the held-out zoo models
 def test_the_track_is_a_row_with_every_edge_reference_and_the_edge_ppo_committed():
-    from circuit_gym.edges.references import EDGE_REFERENCES
     from circuit_gym.leaderboard.paths import RESULTS_DIR
 
     row = TRACKS[TRACK]
@@ -159,9 +125,7 @@ def test_the_track_is_a_row_with_every_edge_reference_and_the_edge_ppo_committed
     # protocol 2 (issue 57): ACDC over every candidate, the constant and sign-reversed controls; greedy
     # (EAP-IG's top 10 reordered) is no protocol-2 edge method
     protocol_2 = {"acdc_eap_ig", "constant", "eap", "eap_ig", "eap_ig_reversed", "gim", "random"}
-    assert set(row.builtins()) == (
-        protocol_2 if EB.EDGE_BENCHMARKS[VERSION].protocol == 2 else set(EDGE_REFERENCES)
-    )
+    assert set(row.builtins()) == protocol_2
     committed = set(MANIFEST[TRACK])
     assert {"eap", "eap_ig", "random", "edge_ppo_untrained"} <= committed
     for name in committed:
@@ -212,30 +176,31 @@ def test_the_board_section_ranks_the_entries_and_shows_no_private_model_as_a_das
     assert [line.split("|")[4].strip() == "-" for line in table] == [False] * len(entries) + [True]
 
 
-ONE_MODEL = "v7"  # the edge row ranked on one private model (retired with v7, its tests with it)
-
-
 @pytest.mark.slow
 def test_the_private_model_is_scored_on_the_tasks_its_card_serves_and_ranks_the_board(monkeypatch, tmp_path):
     """A stand-in private model (a copy of a public member: what matters is that it is scored as the
-    private model, from its directory, without disk cache). On v7's edge track, ranked on one private
-    model with protocol 1 (tests/test_two_private_models.py plays v8's two)."""
+    private model, from its directory, without disk cache), on a stand-in of the edge row that ranks
+    on one private model (tests/test_two_private_models.py plays the real row's two): its record
+    keeps the one model's fields at the top level."""
     import shutil
 
+    from circuit_gym.leaderboard import edge_scorer as ES
     from circuit_gym.leaderboard.edge_scorer import score_edges
     from circuit_gym.models.loading import embedded_dir
 
-    small = dataclasses.replace(EB.EDGE_BENCHMARKS[ONE_MODEL], held_out_models=(), planted_kinds=("induction",),
-                                planted_public_seeds=(0,), planted_private_models=1, candidates=64, budget=8)  # fmt: skip
-    monkeypatch.setitem(EB.EDGE_BENCHMARKS, ONE_MODEL, small)
+    small = dataclasses.replace(EB.EDGE_BENCHMARKS[VERSION], held_out_models=(), planted_kinds=("induction",),
+                                planted_public_seeds=(0,), planted_private_models=1, candidates=64, budget=8,
+                                private_seeds_used=1)  # fmt: skip
+    monkeypatch.setitem(EB.EDGE_BENCHMARKS, VERSION, small)
+    one_model = dataclasses.replace(B.transfer_benchmark(VERSION), private_models=1)
+    monkeypatch.setitem(B.TRANSFER_BENCHMARKS, VERSION, one_model)
+    monkeypatch.setattr(ES, "MIN_PRIVATE_EPISODES", 1)  # the floor of 8 a cell: one batch here
     model = tmp_path / "private" / "model"
-    shutil.copytree(embedded_dir(B.transfer_benchmark(ONE_MODEL).train_models[0]), model)
+    shutil.copytree(embedded_dir(one_model.train_models[0]), model)
     seeds = tmp_path / "private" / "seeds.json"
     seeds.write_text(json.dumps([3, 7]))
     served = json.loads((model / "card_metrics.json").read_text())["suite"]["included"]
-    result = score_edges(
-        "eap", EB.EDGE_BENCHMARKS[ONE_MODEL].track, builtin="eap", private_seeds=seeds, private_model=model
-    )
+    result = score_edges("eap", small.track, builtin="eap", private_seeds=seeds, private_model=model)
     assert result["status"] == "scored", result.get("failure")
     private = result["private"]
     assert private["tasks"] == [t for t in small.tasks if t in served] and private["n_seeds"] == 1
@@ -244,12 +209,13 @@ def test_the_private_model_is_scored_on_the_tasks_its_card_serves_and_ranks_the_
     assert set(private) == {"seed_file_sha256", "n_models", "n_seeds", "tasks", "weights_hash", "scores"}
     entry = {**result, "board": {"check": "hash-checked", "reference": None}}
     row = edge_row(entry)
-    assert row["private_cpr"] == private["scores"]["transfer"]["all"]["cpr"] is not None
+    assert row["private_cpr"] == private["scores"]["transfer"]["all"]["cpr_log"] is not None
 
 
 def test_every_edge_row_reads_its_transfer_row_and_plays_only_gated_tasks():
     """An edge row's models, tasks and planted generator are its transfer row's; a held-out member
-    is played only on the tasks its card's inclusion gate admits (zoo8 performs two of v7's four)."""
+    is played only on the tasks its card's inclusion gate admits (zoo12 performs three of the
+    four)."""
     from circuit_gym.leaderboard.edge_benchmark import EDGE_BENCHMARKS
     from circuit_gym.leaderboard.edge_scorer import transfer_jobs
     from circuit_gym.models.cards import card_metrics
@@ -266,8 +232,9 @@ def test_every_edge_row_reads_its_transfer_row_and_plays_only_gated_tasks():
         assert played and all(t in gated[m] for m, t in played)
         # and every gated held-out task is played: nothing left out
         assert {(m, t) for m in edge.held_out_models for t in edge.tasks if t in gated[m]} == set(played)
-    assert sum(map(len, transfer_jobs(EDGE_BENCHMARKS["v7"]).values())) < len(
-        EDGE_BENCHMARKS["v7"].held_out_models) * len(EDGE_BENCHMARKS["v7"].tasks)  # fmt: skip
+    edge = EDGE_BENCHMARKS[VERSION]
+    pairs = {(m, t) for m, jobs in transfer_jobs(edge).items() for t, _ in jobs}
+    assert len(pairs) < len(edge.held_out_models) * len(edge.tasks)
 
 
 def test_the_agents_target_compares_it_with_the_best_reference_of_no_more_passes():

@@ -11,7 +11,7 @@ from circuit_gym import benchmark as B
 from circuit_gym.baselines import hard_circuits_report as R
 from circuit_gym.reporting.transfer import UNSEEN
 
-V7 = B.transfer_benchmark("v7")
+BENCH = B.transfer_benchmark(B.IN_FORCE)
 
 
 def _cpr(value: float, passes: float) -> dict:
@@ -19,24 +19,24 @@ def _cpr(value: float, passes: float) -> dict:
 
 
 def test_circuit_gap_takes_the_best_cheap_and_the_best_costly_reference():
-    refs = {V7.track(B.CIRCUIT): {
+    refs = {BENCH.track(B.CIRCUIT): {
         "attribution": _cpr(0.80, 21), "eap_ig": _cpr(0.90, 30),
         "gim": _cpr(0.99, 60),  # over the cheap budget here: not a cheap reference
         "random": _cpr(0.95, 0),  # never a reference of either side
         "acdc": _cpr(1.05, 450), "greedy_search": _cpr(1.02, 2000),
     }}  # fmt: skip
-    gap = R.circuit_gap(refs, V7)
+    gap = R.circuit_gap(refs, BENCH)
     assert set(gap) == {UNSEEN}  # no private summaries: no private target
     g = gap[UNSEEN]
     assert (g["cheap"]["name"], g["any_cost"]["name"]) == ("eap_ig", "acdc")
     assert g["value"] == pytest.approx(0.15) and g["met"] is True
-    refs[V7.track(B.CIRCUIT)]["eap_ig"] = _cpr(1.0, 30)
-    assert R.circuit_gap(refs, V7)[UNSEEN]["met"] is False  # a gap of 0.05
+    refs[BENCH.track(B.CIRCUIT)]["eap_ig"] = _cpr(1.0, 30)
+    assert R.circuit_gap(refs, BENCH)[UNSEEN]["met"] is False  # a gap of 0.05
 
 
 def test_cheap_single_head_target_is_an_upper_bound():
     summary = {"k1": {UNSEEN: {"value": 0.84}, "private": {"value": 0.86}}}
-    t = R.cheap_single_head({V7.track(B.SINGLE_HEAD): {"greedy": summary}}, V7)
+    t = R.cheap_single_head({BENCH.track(B.SINGLE_HEAD): {"greedy": summary}}, BENCH)
     assert t[UNSEEN]["met"] is True and t["private"]["met"] is False
 
 

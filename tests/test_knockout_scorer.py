@@ -193,7 +193,7 @@ def test_v8s_row():
     assert row.episodes(False) == 6 * len(row.public_seeds) + trained
     assert row.episodes(True) == 6 * (len(row.public_seeds) + row.private_models) + trained
     with pytest.raises(ValueError, match="knock-out track"):
-        KS.knockout_benchmark("v7-knockout")
+        KS.knockout_benchmark("v9-knockout")
     with pytest.raises(ValueError, match="versus"):
         dataclasses.replace(row, versus=("nope",))
 

@@ -24,7 +24,7 @@ SINGLE_HEAD = B.transfer_benchmark(B.IN_FORCE).track(B.SINGLE_HEAD)
 # In-process white-box references cost seconds; a sandboxed one's child imports torch and the
 # package (some 10 s each on an idle machine) and exact greedy search plays ~2,000 passes: those
 # run with `make test` (CI), not `make test-fast`.
-CHEAP = {("v7-single-head", "greedy"), ("v7-circuit", "attribution")}
+CHEAP = {(SINGLE_HEAD, "greedy"), (B.transfer_benchmark(B.IN_FORCE).track(B.CIRCUIT), "attribution")}
 
 
 def _marks(t: str, name: str) -> list:
@@ -85,13 +85,13 @@ def test_a_reference_served_by_a_moved_policy_passes_the_canary():
 
 
 def test_the_canary_compares_an_edge_circuit_up_to_its_order():
-    """Orders up to ties (issue 58): the committed greedy row's circuit with two of its first edges
+    """Orders up to ties (issue 58): a committed row's circuit with two of its first edges
     swapped (what another CPU's rounding did to near-tied gains) passes; a circuit with one edge
     replaced fails, and so does a row whose CPR moved past tolerance."""
     from circuit_gym.leaderboard.canary import _comparable
     from circuit_gym.leaderboard.compare import differences
 
-    committed = json.loads(MANIFEST["v7-edges"]["greedy_eap_ig"].result_path().read_text())
+    committed = json.loads(MANIFEST[f"{B.IN_FORCE}-edges"]["eap_ig"].result_path().read_text())
     row = committed["scores"]["episodes"][0]
     swapped = {
         **row,

@@ -24,19 +24,20 @@ from circuit_gym.leaderboard.transfer_tables import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-V7 = ROOT / "leaderboard" / "results" / "v7"
-TRACK = B.transfer_benchmark("v7").track(B.SINGLE_HEAD)
+IN_FORCE = B.transfer_benchmark(B.IN_FORCE)
+RESULTS = ROOT / "leaderboard" / "results" / IN_FORCE.results_folder
+TRACK = IN_FORCE.track(B.SINGLE_HEAD)
 # A newcomer's public scores (best-of-1 and best-of-5 per quadrant) above random's and fixed's on
-# every public column of the committed v7 results (checked below, from the files), no private score.
+# every public column of the committed results in force (checked below, from the files), no private score.
 NEWCOMER = {1: {"seen_task_seen_model": 0.40, "unseen_task_seen_model": 0.35, "seen_task_unseen_model": 0.20,
                 "unseen_task_unseen_model": 0.15},
-            5: {"seen_task_seen_model": 0.80, "unseen_task_seen_model": 0.80, "seen_task_unseen_model": 0.30,
+            5: {"seen_task_seen_model": 0.90, "unseen_task_seen_model": 0.80, "seen_task_unseen_model": 0.30,
                 "unseen_task_unseen_model": 0.25}}  # fmt: skip
 PUBLIC = [f"{q}_k{k}" for q in B.QUADRANTS for k in B.KS]
 
 
 def _committed(name: str) -> dict:
-    return json.loads((V7 / f"{name}.json").read_text())
+    return json.loads((RESULTS / f"{name}.json").read_text())
 
 
 def newcomer_result(name: str = "newcomer") -> dict:
@@ -55,7 +56,7 @@ def newcomer_result(name: str = "newcomer") -> dict:
 
 
 def failure_result(name: str = "crashed") -> dict:
-    """A failure record of the v7 track, as the scorer writes one (status failed, no scores)."""
+    """A failure record of the single-head track in force, as the scorer writes one (status failed, no scores)."""
     r = _committed("random")
     r["name"], r["provenance"]["policy"], r["status"] = name, "crashing_policy:make", "failed"
     for key in ("scores", "private"):
@@ -102,13 +103,8 @@ def test_a_newcomer_below_every_entry_goes_last_and_one_above_all_goes_first():
     rows = [_row(_committed(n)) for n in ("random", "fixed", "ppo")]
     low = {**_row(newcomer_result("low")), "unseen_task_unseen_model_k1": -0.5}
     high = {**_row(newcomer_result("high")), "unseen_task_unseen_model_k1": 0.99}
-    assert [r["name"] for r in rank_transfer_rows([*rows, low, high])] == [
-        "high",
-        "ppo",
-        "random",
-        "fixed",
-        "low",
-    ]
+    private = [r["name"] for r in sorted(rows, key=lambda r: -r["private_k1"])]  # from the files
+    assert [r["name"] for r in rank_transfer_rows([*rows, low, high])] == ["high", *private, "low"]
 
 
 def test_the_board_shows_policy_cpu_per_episode_from_the_result():
@@ -129,7 +125,7 @@ def test_render_lists_failures_in_their_track_section_and_counts_them(tmp_path, 
     results.mkdir()
     (results / "newcomer.json").write_text(json.dumps(newcomer_result()))
     (results / "crashed.json").write_text(json.dumps(failure_result()))
-    files = [*sorted(V7.glob("*.json")), results / "newcomer.json", results / "crashed.json"]
+    files = [*sorted(RESULTS.glob("*.json")), results / "newcomer.json", results / "crashed.json"]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # a user running from outside the clone
@@ -148,21 +144,21 @@ def test_render_lists_failures_in_their_track_section_and_counts_them(tmp_path, 
     assert all((elsewhere / w.strip()).exists() for w in written)  # relative to where the user runs
     board = (elsewhere / "board" / "README.md").read_text()
     sections = board.split("\n### ")
-    v7 = next(s for s in sections if s.startswith("Benchmark v7, transfer track, single head"))
-    assert "crashed" in v7 and "Failed submissions (1, no score)" in v7
-    newcomer = next(line for line in v7.splitlines() if line.startswith("|") and "newcomer" in line)
+    own = next(s for s in sections if s.startswith(f"Benchmark {B.IN_FORCE}, transfer track, single head"))
+    assert "crashed" in own and "Failed submissions (1, no score)" in own
+    newcomer = next(line for line in own.splitlines() if line.startswith("|") and "newcomer" in line)
     assert AWAITING in newcomer
-    table = [line for line in v7.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    table = [line for line in own.splitlines() if line.startswith("| ") and line[2].isdigit()]
     order = [line.split("|")[2].strip(" *").split(" ")[0] for line in table]
     assert order.index("newcomer") < order.index("random") and "crashed" not in order
-    # listed under its own track's section only (v7 is retired now, its section marked so: still its own)
-    assert not any("crashed" in s for s in sections if s != v7)
+    # listed under its own track's section only
+    assert not any("crashed" in s for s in sections if s != own)
 
 
 def test_every_entry_name_of_the_board_in_force_is_defined_in_readmes_glossary():
     text = (ROOT / "README.md").read_text()
     glossary = text[text.index("- **ablation**") :]
-    names = {json.loads(p.read_text())["name"] for p in V7.rglob("*.json")}  # every track of v7
+    names = {json.loads(p.read_text())["name"] for p in RESULTS.rglob("*.json")}  # every track in force
     assert "gim" in names
     assert not sorted(n for n in names if f"`{n}`" not in glossary)
 

@@ -17,7 +17,7 @@ from circuit_gym.models.planted.generator import truth_of
 from circuit_gym.tasks.planted import KINDS_V3
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = ROOT / "docs" / "results" / "v7" / "ppo_planted"  # the Planted track in force's PPO
+RUN = ROOT / "docs" / "results" / "v8" / "ppo_planted"  # the Planted track in force's PPO
 
 
 PUBLIC_SEEDS = planted_scorer.planted_benchmark().public_seeds  # the Planted track in force's

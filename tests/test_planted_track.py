@@ -1,7 +1,7 @@
 """The Planted track (circuit_gym/leaderboard/planted_scorer.py): the attacks first (a policy that memorised
 the public models or hunts for the generator's truth files, a forged result, a policy reading
 ``info`` mid-episode), then the metrics against independent computations, the IDs, the tables, and
-benchmark v7's row (``v7-planted``: planted generator v3, six kinds).
+the row in force (``v8-planted``: planted generator v3, six kinds).
 
 The scoring tests shrink a track's row (two public seeds, two secret models, one kind) so that they
 run in seconds; what they check does not depend on its size."""
@@ -34,7 +34,7 @@ from circuit_gym.models.planted.versions import DEFAULT_VERSION, kinds_of
 from circuit_gym.solvers import planted_rules as rules
 from circuit_gym.tasks.planted import KINDS, KINDS_V3, task_name
 
-V7 = "v7-planted"  # benchmark v7's row
+IN_FORCE = B.transfer_benchmark(B.IN_FORCE).track(B.PLANTED)  # the row in force (v8-planted)
 ROLES = (
     "previous_token",
     "induction",
@@ -232,12 +232,12 @@ def test_every_planted_id_makes_resets_and_steps_on_its_generator_version():
 
 
 def test_the_planted_ids_pin_their_generator_version_and_its_kinds():
-    """The registry writes v1's generator version out; it is benchmark v7's, and every ID's spec
+    """The registry writes v1's generator version out; it is the row in force's, and every ID's spec
     builds its line's version (v0: none given, the default, 2)."""
     assert (
         PLANTED_GENERATOR_V1
-        == B.transfer_benchmark("v7").planted_generator
-        == PS.planted_benchmark(V7).generator
+        == B.transfer_benchmark(B.IN_FORCE).planted_generator
+        == PS.planted_benchmark(IN_FORCE).generator
     )
     assert sorted(t for (t,) in PLANTED_TASK_SETS_V1.values()) == sorted(
         map(task_name, kinds_of(PLANTED_GENERATOR_V1))
@@ -249,7 +249,7 @@ def test_the_planted_ids_pin_their_generator_version_and_its_kinds():
         generator = gym.spec(r["id"]).kwargs.get("version", DEFAULT_VERSION)
         assert generator == {0: DEFAULT_VERSION, 1: PLANTED_GENERATOR_V1}[r["version"]], r["id"]
         assert r["tasks"][0].removeprefix("planted_") in kinds_of(generator)
-    # knock-out (issue 60) starts at v0 on v7's generator, one ID per kind
+    # knock-out (issue 60) starts at v0 on generator 3, one ID per kind
     knockout = [r for r in rows if r["family"] == "planted-knockout"]
     assert sorted(r["tasks"][0].removeprefix("planted_") for r in knockout) == sorted(
         kinds_of(PLANTED_GENERATOR_V1)
@@ -270,11 +270,11 @@ def test_the_tables_show_each_entry_on_public_and_secret_models(small_track, see
 
 
 def test_the_committed_results_are_sealed_current_and_their_summaries_follow_from_their_episodes():
-    paths = sorted(TRACKS[V7].results_dir.glob("*.json"))  # the board's folder of the track
-    results = load_results(paths, V7)
+    paths = sorted(TRACKS[IN_FORCE].results_dir.glob("*.json"))  # the board's folder of the track
+    results = load_results(paths, IN_FORCE)
     assert len(results) == len(paths) >= 7  # every committed file passes the hash and definition checks
-    tables = planted_tables(paths, V7)
-    row = PS.planted_benchmark(V7)
+    tables = planted_tables(paths, IN_FORCE)
+    row = PS.planted_benchmark(IN_FORCE)
     for r in results:
         assert tables.count(f"| {r['name']} |") == 2  # public and secret
         episodes = r["scores"]["episodes"]
@@ -286,14 +286,14 @@ def test_the_committed_results_are_sealed_current_and_their_summaries_follow_fro
                 assert summary[metric] == pytest.approx(np.mean([e[metric] for e in rows]))
 
 
-# ------------------------------------------------------------------ benchmark v7's row
-def test_v7_planted_plays_generator_3s_kinds_on_their_ids():
-    new = PS.definition(V7)
-    # the benchmark in force's row (v8's since issue 60) is every default, not the retired v7's
-    assert PS.TRACK == B.transfer_benchmark(B.IN_FORCE).track(B.PLANTED) != V7 and PS.definition() != new
+# ------------------------------------------------------------------ the row in force
+def test_the_planted_row_in_force_plays_generator_3s_kinds_on_their_ids():
+    new = PS.definition(IN_FORCE)
+    # the benchmark in force's row is every default
+    assert PS.TRACK == IN_FORCE and PS.definition() == new
     assert (
         new["kinds"] == list(KINDS_V3)
-        and new["generator_version"] == B.transfer_benchmark("v7").planted_generator
+        and new["generator_version"] == B.transfer_benchmark(B.IN_FORCE).planted_generator
     )
     assert new["public_seeds"] == list(range(20)) and new["private_models"] == 20
     for env_id, kind in zip(new["env_ids"], KINDS_V3, strict=True):
@@ -305,23 +305,23 @@ def test_v7_planted_plays_generator_3s_kinds_on_their_ids():
         )
     # another salt than the edge track's draw (planted_scorer.EDGE_DRAW, a retired board's): other
     # secret models
-    assert not set(PS.private_model_seeds((5,))) & set(PS.private_model_seeds((5,), V7))
-    row = TRACKS[V7]
-    assert (row.benchmark, row.definition()) == ("v7", new)
-    assert row.results_dir.relative_to(RESULTS_DIR) == Path("v7", "planted")
+    assert not set(PS.private_model_seeds((5,))) & set(PS.private_model_seeds((5,), IN_FORCE))
+    row = TRACKS[IN_FORCE]
+    assert (row.benchmark, row.definition()) == (B.IN_FORCE, new)
+    assert row.results_dir.relative_to(RESULTS_DIR) == Path(B.IN_FORCE, "planted")
     assert row.episodes(0) == 6 * 20 and row.episodes(1) == 6 * 40
 
 
-def test_v7_planted_scores_builtins_on_all_six_kinds_against_generator_3s_truth(monkeypatch, tmp_path):
+def test_the_planted_row_scores_builtins_on_all_six_kinds_against_generator_3s_truth(monkeypatch, tmp_path):
     """random (a full run of a one-seed row) and attribution (a sample of it) on every kind of
     seed 0's version-3 model; each episode's scores recomputed from its circuit and ranking against
     version 3's truth, where the self-repair circuit holds its backup head (its AUC against the
     primary heads alone, or against version 2's truth of the same seed, is another number)."""
-    row = shrink(monkeypatch, V7, public_seeds=(0,))
-    random = PS.score_planted("random", builtin="random", track=V7)
-    white = PS.score_planted("attribution", builtin="attribution", track=V7, sample=len(row.jobs()))
+    row = shrink(monkeypatch, IN_FORCE, public_seeds=(0,))
+    random = PS.score_planted("random", builtin="random", track=IN_FORCE)
+    white = PS.score_planted("attribution", builtin="attribution", track=IN_FORCE, sample=len(row.jobs()))
     assert (random["status"], white["status"]) == ("scored", "sample")
-    assert set(random["scores"]["summary"]) == {*KINDS_V3, "all"} and random["track"] == V7
+    assert set(random["scores"]["summary"]) == {*KINDS_V3, "all"} and random["track"] == IN_FORCE
     assert random["provenance"]["generator_version"] == 3 and random["provenance"]["kinds"] == list(KINDS_V3)
     truth = truth_of(0, 3)
     backups = truth.backups("self_repair")
@@ -341,17 +341,19 @@ def test_v7_planted_scores_builtins_on_all_six_kinds_against_generator_3s_truth(
                    for e in episodes if e["kind"] in KINDS)  # fmt: skip
     path = tmp_path / "random.json"
     write_result(random, path)
-    assert "| entry | " + " | ".join((*KINDS_V3, "all")) + " |" in planted_tables([path], track=V7)
+    assert "| entry | " + " | ".join((*KINDS_V3, "all")) + " |" in planted_tables([path], track=IN_FORCE)
 
 
-def test_the_v7_memoriser_of_the_public_models_is_at_chance_on_secret_models():
-    """The memoriser builtin as v7-planted builds it (how often each head was a circuit head of
+def test_the_memoriser_of_the_public_models_is_at_chance_on_secret_models():
+    """The memoriser builtin as the row in force builds it (how often each head was a circuit head of
     any kind in the public version-3 models) against the secret models one seed file draws."""
-    row = PS.planted_benchmark(V7)
-    solver, _ = PS.reference_solver("memoriser", {}, V7)
+    row = PS.planted_benchmark(IN_FORCE)
+    solver, _ = PS.reference_solver("memoriser", {}, IN_FORCE)
     scores = solver.scores(None, np.zeros((144, len(rules.COLUMNS))), {})
     order = np.lexsort((np.arange(144), -scores)).tolist()
-    secret = [truth_of(s, 3).circuit(k) for s in PS.private_model_seeds((987654, 5), V7) for k in row.kinds]
+    secret = [
+        truth_of(s, 3).circuit(k) for s in PS.private_model_seeds((987654, 5), IN_FORCE) for k in row.kinds
+    ]
     public = [truth_of(s, 3).circuit(k) for s in row.public_seeds for k in row.kinds]
     aucs = [ranking_auc(order, t) for t in secret]
     recalls = [precision_recall(order[: rules.PROPOSED], t)[1] for t in secret]

@@ -66,12 +66,12 @@ def test_the_ledger_stays_out_of_the_repository(tmp_path):
 
 def test_the_board_shows_the_count_and_marks_an_entry_over_the_rule():
     counts = {"submitter_scorings": 5, "policy_scorings": 2, "rule_per_week": probing.SCORINGS_PER_WEEK}
-    within = {"name": "alice", "track": "v7-planted", "probing": {**counts, "submitter_scorings_7d": 2}}
-    over = {"name": "bob", "track": "v7-single-head", "probing": {**counts, "submitter_scorings_7d": 3}}
+    within = {"name": "alice", "track": "v8-planted", "probing": {**counts, "submitter_scorings_7d": 2}}
+    over = {"name": "bob", "track": "v8-single-head", "probing": {**counts, "submitter_scorings_7d": 3}}
     text = probing.probing_markdown([within, over, {"name": "old"}])
-    assert "- alice (v7-planted): private scoring 2 of the submitter's week\n" in text
+    assert "- alice (v8-planted): private scoring 2 of the submitter's week\n" in text
     assert (
-        f"- bob (v7-single-head): private scoring 3 of the submitter's week (over the rule of {probing.SCORINGS_PER_WEEK})"
+        f"- bob (v8-single-head): private scoring 3 of the submitter's week (over the rule of {probing.SCORINGS_PER_WEEK})"
         in text
     )
     assert "old" not in text

@@ -58,11 +58,11 @@ def test_readme_leads_with_what_a_newcomer_needs_and_keeps_long_results_in_docs(
         assert f"<!--table {table}-->" in full and f"<!--table {table}-->" not in README
 
 
-RETIRED = re.compile(r"\b(v5|v6)\b|zoo v1|\bzoo[1-4]\b|first Planted|`Zoo` IDs")
+RETIRED = re.compile(r"\b(v5|v6|v7)\b|zoo v1|\bzoo[1-4]\b|first Planted|`Zoo` IDs")
 
 
 def test_readme_describes_the_benchmark_in_force_and_only_links_the_retired_ones():
-    """Issue 56: README names a retired benchmark (v5, v6, zoo v1, the first Planted track) only in
+    """Issue 56: README names a retired benchmark (v5, v6, v7, zoo v1, the first Planted track) only in
     the sentence that links the archive page, and the results it shows are the in-force board's."""
     sentences = re.split(r"(?<=\.)\s+", README)
     naming = [s for s in sentences if RETIRED.search(s)]

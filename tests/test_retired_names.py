@@ -1,7 +1,7 @@
 """Issue 56: one benchmark in force, a tree without the retired ones.
 
 The retired benchmarks (v5 on ``toy``, v6 on zoo v1, the first Planted track on planted generator
-2) left the code; their final tables and history are docs/archive.md. No file under circuit_gym/,
+2, v7 on zoo v2) left the code; their final tables and history are docs/archive.md. No file under circuit_gym/,
 tests/ or leaderboard/results/ names them but those in :data:`ALLOWED`, each for its stated
 reason, and the board pages name a retired track only on a line that links the archive.
 """
@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("circuit_gym", "tests", "leaderboard/results")
-RETIRED = re.compile(r"\b(v5|v6)\b|heldout-v5|transfer-v6|first Planted")
+RETIRED = re.compile(r"\b(v5|v6|v7)\b|heldout-v5|transfer-v6|first Planted")
 # Files that may name a retired benchmark, and why. A file leaves the list once it names none
 # (test_every_allowed_file_still_needs_its_place), so the list only shrinks.
 ALLOWED = {
@@ -23,6 +23,7 @@ ALLOWED = {
     "tests/test_readme.py": "refuses retired names in README (its RETIRED pattern)",
     "tests/test_retired_names.py": "this test: the pattern and the retired versions the board pages refuse",
     "circuit_gym/benchmark.py": "the retired version strings its studies still record (BENCHMARK_VERSION, TRANSFER_BENCHMARK_VERSION)",
+    "circuit_gym/leaderboard/tracks.py": "refuses the retired v7 track names by name (REMOVED)",
 }
 
 
@@ -64,7 +65,8 @@ def naming_files(root: Path, folders: tuple[str, ...] = SCANNED) -> dict[str, li
     ("text", "names"),
     [("benchmark v6's board", True), ("(v5)", True), ("circuit-gym-heldout-v5", True),
      ("circuit-gym-transfer-circuit-v6", True), ("the first Planted track", True),
-     ("tag archive/v6-last", True), ("benchmark v7", False), ("v60", False), ("uv5", False),
+     ("tag archive/v6-last", True), ("benchmark v7", True), ("--track v7-edges", True), ("v60", False),
+     ("v70", False), ("uv5", False), ("benchmark v8", False),
      ("zoo v1's board", False), ("the first planted model", False)],
 )  # fmt: skip
 def test_the_pattern_catches_the_retired_names_and_nothing_else(text, names):
@@ -85,7 +87,7 @@ def test_no_file_names_a_retired_benchmark_but_the_allowed_ones():
     naming = naming_files(ROOT)
     unexpected = {path: lines for path, lines in naming.items() if path not in ALLOWED}
     assert unexpected == {}, (
-        "these files name a retired benchmark (v5, v6, the first Planted track): name what it is "
+        "these files name a retired benchmark (v5, v6, v7, the first Planted track): name what it is "
         f"and point to docs/archive.md instead: {unexpected}"
     )
 
@@ -104,12 +106,20 @@ def test_the_board_pages_name_no_retired_track_but_in_the_archive_link():
     describes a retired board as current fails here."""
     from circuit_gym.leaderboard.tracks import REMOVED
 
-    versions = ("circuit-gym-transfer-v6", "circuit-gym-transfer-circuit-v6", "circuit-gym-planted-v0")
+    versions = (
+        "circuit-gym-transfer-v6",
+        "circuit-gym-transfer-circuit-v6",
+        "circuit-gym-planted-v0",
+        "circuit-gym-transfer-v7",
+        "circuit-gym-transfer-circuit-v7",
+        "circuit-gym-planted-v7",
+        "circuit-gym-edges-v7",
+    )
     patterns = [re.escape(v) for v in versions] + [
         rf"(`{re.escape(t)}`|--track {re.escape(t)}\b|track \({re.escape(t)}\)|\"{re.escape(t)}\")"
         for t in REMOVED
     ]
-    patterns += [r"Benchmark v6, transfer track", r"### Planted track \(", r"<h2>Planted track \("]
+    patterns += [r"Benchmark v[67], transfer track", r"### Planted track \(", r"<h2>Planted track \("]
     for page in ("leaderboard/README.md", "leaderboard/index.html"):
         text = (ROOT / page).read_text()
         lines = text.splitlines() if page.endswith(".md") else text.replace("<h", "\n<h").splitlines()
@@ -118,4 +128,6 @@ def test_the_board_pages_name_no_retired_track_but_in_the_archive_link():
         ]
         assert named == [], f"{page} names retired tracks: {named}"
     archive = (ROOT / "docs/archive.md").read_text()
-    assert all(v in archive for v in versions) and "archive/v6-last" in archive
+    assert (
+        all(v in archive for v in versions) and "archive/v6-last" in archive and "archive/v7-last" in archive
+    )

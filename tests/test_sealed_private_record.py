@@ -3,7 +3,7 @@
 A policy controls more numbers than its ranking scores: the size of the circuit it proposes (and
 with it the circuit's faithfulness and the pass count), how long it takes, and how it fails. The
 red team carried a private observation's top head out through the circuit size of the first
-private episode of each group, at no cost to the private score, on three v7 tracks. Each attack
+private episode of each group, at no cost to the private score, on three tracks of the retired zoo v2 board. Each attack
 here is scored by the real scorer on the circuit track in force, made small
 (tests/leaderboard_helpers.py), and read back from the written result file.
 """
@@ -114,12 +114,12 @@ def test_the_edge_tracks_protocol_2_ranking_scores_survive_the_seal():
     """Protocol 2 ranks the edge track on CPR / CMD on the log size axis (and the planted part's AUC
     over the candidates): the sealed private record must keep them, with their intervals, or the
     private column it ranks on is empty; the faithfulness and circuit size beside them stay out."""
-    from circuit_gym.leaderboard.edge_scorer import PLANTED_METRICS_2, TRANSFER_METRICS_2
+    from circuit_gym.leaderboard.edge_scorer import PLANTED_METRICS, TRANSFER_METRICS
     from circuit_gym.leaderboard.scoring import sealed_private
 
     ranking = {"cpr_log", "cmd_log", "auc_candidates"}
-    assert ranking <= set(TRANSFER_METRICS_2) | set(PLANTED_METRICS_2)  # the scorer's own names
-    summary = {m: 0.5 for m in (*TRANSFER_METRICS_2, *PLANTED_METRICS_2)}
+    assert ranking <= set(TRANSFER_METRICS) | set(PLANTED_METRICS)  # the scorer's own names
+    summary = {m: 0.5 for m in (*TRANSFER_METRICS, *PLANTED_METRICS)}
     summary |= {f"{m}_ci95": [0.4, 0.6] for m in ranking} | {"episodes": 8}
     sealed = sealed_private({"seed_file_sha256": "x", "scores": {"transfer": {"all": summary}}})
     kept = sealed["scores"]["transfer"]["all"]

@@ -72,18 +72,20 @@ def test_a_private_part_on_a_private_model_is_refused_without_the_model(maintain
         rescore_matches(path, result, private_seeds=maintainers_seeds)
 
 
-def test_a_private_part_on_another_model_is_refused_naming_both_hashes(maintainers_seeds):
-    """The maintainers' private model given (here a copy of the public zoo4, of the zoo's shape
-    and with its card): a result recording other private weights is refused before any scoring."""
+def test_a_private_part_on_other_models_is_refused_naming_both_hashes(maintainers_seeds):
+    """The maintainers' private models given (here the public zoo10 and zoo12, of the zoo's shape
+    and with their cards): a result recording other private weights is refused before any scoring."""
+    from circuit_gym.leaderboard.private_models import PrivateModel, recorded_weights
     from circuit_gym.models.loading import embedded_dir, load_model, weights_hash
 
-    path = REPO_ROOT / "leaderboard" / "results" / "v7" / "circuit" / "gim.json"
+    path = REPO_ROOT / "leaderboard" / "results" / B.IN_FORCE / "circuit" / "gim.json"
     result = json.loads(path.read_text())
     result["private"]["seed_file_sha256"] = read_private_seeds(maintainers_seeds)[1]
-    with pytest.raises(RefusedResultError, match="another private model") as err:
-        rescore_matches(path, result, private_seeds=maintainers_seeds, private_model=embedded_dir("zoo4"))
-    assert weights_hash(load_model("zoo4"))[:12] in str(err.value)
-    assert result["private"]["weights_hash"][:12] in str(err.value)
+    given = tuple(PrivateModel(embedded_dir(m), maintainers_seeds) for m in ("zoo10", "zoo12"))
+    with pytest.raises(RefusedResultError, match="other private models") as err:
+        rescore_matches(path, result, private_seeds=maintainers_seeds, private_model=given)
+    assert all(weights_hash(load_model(m))[:12] in str(err.value) for m in ("zoo10", "zoo12"))
+    assert all(h[:12] in str(err.value) for h in recorded_weights(result["private"]))
 
 
 # ---------------------------------------------------------------- a real entry, forged
@@ -179,9 +181,9 @@ def _ledger(tmp_path: Path, seed_sha: str, rows: list[tuple[str, str, str]]) -> 
 def test_the_weekly_rule_counts_seven_days_per_name():
     ledger = load_ledger(Path("/nonexistent"))
     assert week_refusal(ledger, "team", dt.date(2026, 12, 2)) is None  # an empty ledger
-    rows = ({"date": "2026-11-26", "track": "v7-circuit", "name": "team", "seed_file_sha256": "s", "content_hash": "a"},
-            {"date": "2026-12-01", "track": "v7-edges", "name": "team", "seed_file_sha256": "s", "content_hash": "b"},
-            {"date": "2026-12-01", "track": "v7-edges", "name": "other", "seed_file_sha256": "s", "content_hash": "c"})  # fmt: skip
+    rows = ({"date": "2026-11-26", "track": "v8-circuit", "name": "team", "seed_file_sha256": "s", "content_hash": "a"},
+            {"date": "2026-12-01", "track": "v8-edges", "name": "team", "seed_file_sha256": "s", "content_hash": "b"},
+            {"date": "2026-12-01", "track": "v8-edges", "name": "other", "seed_file_sha256": "s", "content_hash": "c"})  # fmt: skip
     ledger = type(ledger)(rows, frozenset({"s"}))
     assert "3 private scorings within 7 days" in week_refusal(ledger, "team", dt.date(2026, 12, 2))
     assert week_refusal(ledger, "team", dt.date(2026, 12, 3)) is None  # 11-26 is 7 days back: out
@@ -197,14 +199,14 @@ def test_render_refuses_a_third_private_scoring_within_a_week_and_an_unrecorded_
     assert len(refused) == 1 and "has no row for this result" in refused[0]
     # its row after two scorings of the name within 7 days: refused
     ledger = _ledger(
-        tmp_path, sha, [("2026-11-28", "v7-edges", "team"), ("2026-11-30", "v7-planted", "team")]
+        tmp_path, sha, [("2026-11-28", "v8-edges", "team"), ("2026-11-30", "v8-planted", "team")]
     )
     append_scoring(bench["result"], sha, ledger, day=dt.date(2026, 12, 2))
     _, refused, _ = collect([bench["path"]], references=refs, ledger=ledger)
     assert len(refused) == 1 and "3 private scorings within 7 days" in refused[0]
     # the earlier ones 8 days back: shown
     ledger = _ledger(
-        tmp_path, sha, [("2026-11-20", "v7-edges", "team"), ("2026-11-24", "v7-planted", "team")]
+        tmp_path, sha, [("2026-11-20", "v8-edges", "team"), ("2026-11-24", "v8-planted", "team")]
     )
     append_scoring(bench["result"], sha, ledger, day=dt.date(2026, 12, 2))
     entries, refused, _ = collect([bench["path"]], references=refs, ledger=ledger)
@@ -217,7 +219,7 @@ def test_score_refuses_a_third_private_scoring_before_it_runs(maintainers_seeds,
     sha = read_private_seeds(maintainers_seeds)[1]
     today = dt.datetime.now(dt.UTC).date()
     days = [(today - dt.timedelta(days=d)).isoformat() for d in (1, 3)]
-    ledger = _ledger(tmp_path, sha, [(days[0], "v7-circuit", "team"), (days[1], "v7-edges", "team")])
+    ledger = _ledger(tmp_path, sha, [(days[0], "v8-circuit", "team"), (days[1], "v8-edges", "team")])
     out = tmp_path / "team.json"
     argv = ["leaderboard", "score", "--track", TRACK, "--name", "team", "--policy", "sealed_leakers:honest",
             "--private-seeds", str(maintainers_seeds), "--ledger", str(ledger), "--out", str(out)]  # fmt: skip
@@ -226,11 +228,11 @@ def test_score_refuses_a_third_private_scoring_before_it_runs(maintainers_seeds,
 
 
 def test_the_committed_ledger_governs_the_benchmark_in_force():
-    """The committed ledger names the seed file v7's results were scored on, so an entry on it
-    needs a row; its rows are well formed."""
+    """The committed ledger names the seed file the results in force were scored on, so an entry
+    on it needs a row; its rows are well formed."""
     ledger = load_ledger()
-    v7 = json.loads((REPO_ROOT / "leaderboard" / "results" / "v7" / "gim.json").read_text())
-    assert ledger.governs(v7["private"]["seed_file_sha256"])
+    in_force = json.loads((REPO_ROOT / "leaderboard" / "results" / B.IN_FORCE / "gim.json").read_text())
+    assert ledger.governs(in_force["private"]["seed_file_sha256"])
     for row in ledger.scorings:
         assert set(row) == {"date", "track", "name", "seed_file_sha256", "content_hash"}
         dt.date.fromisoformat(row["date"])

@@ -37,7 +37,7 @@ def _score_record(cold: dict, warm: dict, ansi: int = 0) -> dict:
 
 def test_a_value_just_past_its_target_is_missed_and_one_on_it_is_met(tmp_path):
     _write(
-        tmp_path, "main_job.json", {"job": "v7", "scale": "full", "wall_seconds": 597.0, "startup_cpu": 3.01}
+        tmp_path, "main_job.json", {"job": "v8", "scale": "full", "wall_seconds": 597.0, "startup_cpu": 3.01}
     )
     _write(tmp_path, "planted_reset.json", {"timings": {
         st.PLANTED_RESETS["single head"]: {"wall_median": 0.5, "cpu_median": 0.4, "seeds": 10},
@@ -107,7 +107,7 @@ def test_a_missing_or_failed_source_is_a_named_failure_not_a_figure(tmp_path):
 def test_a_part_whose_run_failed_is_not_read_from_an_older_file(tmp_path):
     # an older run's file sits in the sources folder with a figure that would be met
     _write(
-        tmp_path, "main_job.json", {"job": "v7", "scale": "full", "wall_seconds": 100.0, "startup_cpu": 1.0}
+        tmp_path, "main_job.json", {"job": "v8", "scale": "full", "wall_seconds": 100.0, "startup_cpu": 1.0}
     )
     figures, failures = st.build_figures(
         ["main_job"], tmp_path, COMMANDS, failed={"main_job": "CalledProcessError"}

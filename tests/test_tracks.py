@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -139,22 +140,21 @@ def test_the_command_line_scores_any_track_through_its_row(recorded, tmp_path, c
 
 def test_what_a_row_cannot_do_is_refused_before_anything_runs(recorded):
     with pytest.raises(ValueError, match="private model belongs to"):
-        tracks.score_reference("v7-planted", "x", tracks.Request(builtin="random", private_model="dir"))
-    with pytest.raises(ValueError, match="builtin on the v7-planted track"):
-        tracks.score_reference("v7-planted", "x", tracks.Request(builtin="greedy"))
-    with pytest.raises(ValueError, match="features on the v7-planted track"):
-        tracks.score_reference("v7-planted", "x", tracks.Request(builtin="random", features="causal"))
+        tracks.score_reference("v8-planted", "x", tracks.Request(builtin="random", private_model="dir"))
+    with pytest.raises(ValueError, match="builtin on the v8-planted track"):
+        tracks.score_reference("v8-planted", "x", tracks.Request(builtin="greedy"))
+    with pytest.raises(ValueError, match="features on the v8-planted track"):
+        tracks.score_reference("v8-planted", "x", tracks.Request(builtin="random", features="causal"))
     assert recorded == []
 
 
-def test_an_edge_rows_builtins_are_its_scorer_protocols_references():
-    """v8's edge row is protocol 2: its controls are builtins and greedy is not (it ordered none of
-    the sizes the metric reads); v7's row keeps protocol 1's registry. The scorer's own list is the
-    independent side: the row must offer exactly what the scorer plays."""
+def test_an_edge_rows_builtins_are_its_scorers_references():
+    """v8's edge row (protocol 2): its controls are builtins and greedy is not (it ordered none of
+    the sizes the metric reads). The scorer's own list is the independent side: the row must offer
+    exactly what the scorer plays; the whole-edge rankings' registry holds no control."""
     from circuit_gym.edges.references import CANDIDATE_REFERENCES, EDGE_REFERENCES
 
     assert set(tracks.track("v8-edges").builtins()) == set(CANDIDATE_REFERENCES)
-    assert set(tracks.track("v7-edges").builtins()) == set(EDGE_REFERENCES)
     assert {"constant", "eap_ig_reversed"} <= set(CANDIDATE_REFERENCES) - set(EDGE_REFERENCES)
     with pytest.raises(ValueError, match="builtin on the v8-edges track"):
         tracks.score_reference("v8-edges", "x", tracks.Request(builtin="greedy_eap_ig"))
@@ -164,7 +164,7 @@ def test_an_edge_rows_builtins_are_its_scorer_protocols_references():
 @pytest.mark.parametrize("track", [t for t in SCORED if tracks.track(t).private_model])
 def test_a_rows_episode_count_is_what_its_references_played(track):
     """The estimate's model of the work counts the episodes a scoring plays: on every committed
-    reference of a transfer row, the public episodes it recorded (a v7 member serves only its
+    reference of a transfer row, the public episodes it recorded (a zoo member serves only its
     card's gated tasks: counting every task would overstate the work)."""
     row = tracks.track(track)
     for reference in MANIFEST[track].values():
@@ -189,16 +189,11 @@ def test_the_board_shows_the_benchmark_in_force_first():
         if line.startswith("### Benchmark v")
     ]
     assert headings[0].startswith(f"### Benchmark {tracks.IN_FORCE},")
-    # and every section of the version in force (Planted, edges, knock-out too) before any retired one's:
-    # no heading naming it ("Benchmark v8, ...", "v8-planted", "(v8-edges)") after the first note
+    # and no section of another version: the retired ones left the board (docs/archive.md)
     lines = (BOARD_DIR / "README.md").read_text().splitlines()
-    first_note = next(i for i, line in enumerate(lines) if line.startswith("**Not ranking"))
-    later = [
-        line
-        for line in lines[first_note:]
-        if line.startswith("### ") and re.search(rf"\b{tracks.IN_FORCE}\b", line)
-    ]
-    assert later == []
+    named = {v for line in lines if line.startswith("### ") for v in re.findall(r"\bv\d+\b", line)}
+    assert named == {tracks.IN_FORCE}
+    assert not any(line.startswith("**Not ranking") for line in lines)
 
 
 def test_the_version_in_force_comes_first_wherever_its_row_stands(monkeypatch):
@@ -210,35 +205,42 @@ def test_the_version_in_force_comes_first_wherever_its_row_stands(monkeypatch):
     assert ordered[: len(mine)] == mine
 
 
-def test_an_edge_entry_ranked_on_the_private_model_is_rescored_with_it(recorded, tmp_path, monkeypatch):
-    """render --rescore on an edge entry whose private part scored the private model: the model
-    reaches the edge scorer with the seeds (before, it went to the transfer tracks only, and the
-    fresh private record, lacking the model's part, never matched the file's); without the model
-    the entry is refused (issue 58: a private part is never skipped silently)."""
+def test_an_edge_entry_ranked_on_the_private_models_is_rescored_with_them(recorded, tmp_path, monkeypatch):
+    """render --rescore on an edge entry whose private part scored the private models: the models
+    reach the edge scorer with their seed files, in the record's order (before, they went to the
+    transfer tracks only, and the fresh private record, lacking the models' part, never matched the
+    file's); without them the entry is refused (issue 58: a private part is never skipped silently)."""
     import contextlib
     import hashlib
 
+    from circuit_gym.leaderboard import transfer_scorer, verification
     from circuit_gym.leaderboard.board import RefusedResultError
     from circuit_gym.leaderboard.edge_benchmark import EDGE_TRACKS
+    from circuit_gym.leaderboard.private_models import MODELS_KEY, PrivateModel, recorded_weights
 
     reference = next(r for t in SCORED if t in EDGE_TRACKS and tracks.TRACKS[t].private_model
                      for r in MANIFEST[t].values()
-                     if "weights_hash" in (json.loads(r.result_path().read_text()).get("private") or {}))  # fmt: skip
-    seeds = tmp_path / "seeds.json"
-    seeds.write_text("[1, 2]")
+                     if recorded_weights(json.loads(r.result_path().read_text()).get("private")))  # fmt: skip
     result = json.loads(reference.result_path().read_text())
-    result["private"]["seed_file_sha256"] = hashlib.sha256(seeds.read_bytes()).hexdigest()
-    model = tmp_path / "private"
-    from circuit_gym.leaderboard import verification
-
-    # the model given has the recorded weights (its hash is checked before any scoring)
-    monkeypatch.setattr(verification, "private_weights_hash", lambda m: result["private"]["weights_hash"])
-    # the one-model record is v7's, retired since v8 came into force: ranked as it was while in force
-    monkeypatch.setattr(tracks, "not_ranking", lambda name: None)
+    hashes = recorded_weights(result["private"])
+    assert len(hashes) == 2  # v8 ranks on two
+    models = []
+    for i in range(len(hashes)):
+        seeds = tmp_path / f"seeds_{i}.json"
+        seeds.write_text(f"[{i + 1}, {i + 10}]")
+        result["private"][MODELS_KEY][i]["seed_file_sha256"] = hashlib.sha256(seeds.read_bytes()).hexdigest()
+        models.append(PrivateModel(tmp_path / f"private_{i}", seeds))
+    result["private"]["seed_file_sha256"] = result["private"][MODELS_KEY][0]["seed_file_sha256"]
+    # the models given have the recorded weights (their hashes are checked before any scoring);
+    # given in the other order, they are matched to the record's
+    weights = {m.directory: h for m, h in zip(models, hashes, strict=True)}
+    monkeypatch.setattr(verification, "private_weights_hash", lambda directory: weights[Path(directory)])
+    monkeypatch.setattr(transfer_scorer, "check_private_model", lambda directory, bench: (directory, ()))
     with contextlib.suppress(RefusedResultError):  # the recorder returns the committed file's record
-        rescore_matches(reference.result_path(), result, seeds, require_isolation=False, reference=reference,
-                        private_model=model)  # fmt: skip
+        rescore_matches(reference.result_path(), result, models[1].seeds, require_isolation=False,
+                        reference=reference, private_model=tuple(reversed(models)))  # fmt: skip
     with pytest.raises(RefusedResultError, match="--private-model"):
-        rescore_matches(reference.result_path(), result, seeds, require_isolation=False, reference=reference)
-    (with_model,) = (request for _, _, request in recorded)
-    assert with_model.private_model == model and with_model.private_seeds == seeds
+        rescore_matches(reference.result_path(), result, models[0].seeds, require_isolation=False,
+                        reference=reference)  # fmt: skip
+    (with_models,) = (request for _, _, request in recorded)
+    assert with_models.private_model == tuple(models) and with_models.private_seeds == models[0].seeds

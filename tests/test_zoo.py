@@ -127,14 +127,14 @@ def test_zoo_multi_samples_the_v6_training_tasks_and_the_split_rule_holds():
     # every task of both splits is gated on every public member (never served where it fails)
     for model in ZOO:
         assert set(B.TRANSFER_TRAIN_TASKS + B.TRANSFER_HELD_OUT_TASKS) <= set(gated_tasks(model))
-    v7 = B.transfer_benchmark("v7")  # zoo v2, split by the same rule
-    held_out, train = v7.held_out_models[0], v7.train_models[0]
-    assert B.quadrant("capital", held_out, "v7") == "unseen_task_unseen_model"
-    assert B.quadrant("ioi", train, "v7") == "seen_task_seen_model"
+    v8 = B.transfer_benchmark("v8")  # zoo v3, split by the same rule
+    held_out, train = v8.held_out_models[0], v8.train_models[0]
+    assert B.quadrant("capital", held_out, "v8") == "unseen_task_unseen_model"
+    assert B.quadrant("ioi", train, "v8") == "seen_task_seen_model"
     with pytest.raises(ValueError, match="no split"):
-        B.quadrant("induction", train, "v7")
-    with pytest.raises(ValueError, match="no split"):  # zoo v1's members are in no split of v7
-        B.quadrant("ioi", B.TRAIN_MODELS[0], "v7")
+        B.quadrant("induction", train, "v8")
+    with pytest.raises(ValueError, match="no split"):  # zoo v1's members are in no split of v8
+        B.quadrant("ioi", B.TRAIN_MODELS[0], "v8")
 
 
 def test_zoo_v2_draws_one_member_per_knob_stratum_and_leaves_v1_unchanged():
@@ -160,28 +160,6 @@ def test_zoo_v2_draws_one_member_per_knob_stratum_and_leaves_v1_unchanged():
     private = private_member(12345, v2)
     assert private == private_member(12345, v2) and private != private_member(12345)
     assert KNOB_STRATA_V2[0][0] <= private.head_dropout <= KNOB_STRATA_V2[-1][1]
-
-
-def test_benchmark_v7_splits_zoo_v2_by_zoo_v1s_rule_and_changes_nothing_else():
-    """v7 is zoo v1's transfer benchmark on zoo v2: the same odd/even rule on the names, and every
-    other setting kept (so the two versions' numbers differ by the models only): its definition is
-    a row of the settings' defaults but for its models and zoo generation."""
-    from circuit_gym import benchmark as B
-
-    v7 = B.transfer_benchmark("v7")
-    zoo_v1 = B.TransferBenchmark("zoo-v1", "zoo-v1-", B.TRAIN_MODELS, B.HELD_OUT_MODELS)  # zoo v1's row
-    assert set(v7.public_models()) == set(ZOO_GENERATIONS["v2"]) and not set(v7.train_models) & set(
-        v7.held_out_models
-    )
-    assert all(int(m.removeprefix("zoo")) % 2 == 1 for m in v7.train_models)
-    assert all(int(m.removeprefix("zoo")) % 2 == 0 for m in v7.held_out_models)
-    for kind in (B.SINGLE_HEAD, B.CIRCUIT):
-        a, b = zoo_v1.definition(kind), v7.definition(kind)
-        changed = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
-        assert changed == {"benchmark_version", "track", "train_models", "held_out_models", "zoo_generation"}
-    assert v7.quadrant("capital", "zoo6") == "unseen_task_unseen_model"
-    with pytest.raises(ValueError, match="no split"):
-        v7.quadrant("ioi", "zoo1")  # a zoo v1 model is in no split of v7
 
 
 def test_the_private_models_placement_is_apart_from_every_public_members_from_v2_on():

@@ -155,7 +155,7 @@ class CircuitPPOPolicy(PolicyAdapter):
 
 
 def load_policy(checkpoint: str) -> CircuitPPOPolicy:
-    """Factory for ``circuit-gym leaderboard score --track v7-circuit --policy
+    """Factory for ``circuit-gym leaderboard score --track v8-circuit --policy
     circuit_gym.baselines.circuit_ppo:load_policy --checkpoint DIR``."""
     return CircuitPPOPolicy(ppo_trainer.load_network(RECIPE, checkpoint))
 

@@ -22,6 +22,6 @@ class RandomCircuitPolicy:
 
 
 def make_policy() -> RandomCircuitPolicy:
-    """Factory for ``circuit-gym leaderboard score --track v7-circuit --policy
+    """Factory for ``circuit-gym leaderboard score --track v8-circuit --policy
     circuit_gym.baselines.circuit_random_policy:make_policy``."""
     return RandomCircuitPolicy(seed=0)

@@ -6,7 +6,7 @@ training tasks (ties broken by mean reward).
 
     python -m circuit_gym.baselines.fixed_policy
 
-Checkpoints: ``docs/results/v7/fixed_policy.json`` (the benchmark in force, :meth:`FixedPolicy.fit_many`
+Checkpoints: ``docs/results/v8/fixed_policy.json`` (the benchmark in force, :meth:`FixedPolicy.fit_many`
 over the training models; ``scripts/fit_transfer_baselines.py``), and the retired boards'
 ``docs/results/fixed_policy.json`` (fitted on ``toy``) and ``docs/results/transfer/fixed_policy.json`` (zoo v1).
 """

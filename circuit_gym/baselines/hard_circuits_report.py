@@ -1,6 +1,6 @@
-"""Issue 41's targets on every transfer benchmark row, side by side (v7: zoo v2).
+"""Issue 41's targets on every transfer benchmark row, side by side (v8: zoo v3).
 
-    python -m circuit_gym.baselines.hard_circuits_report   # -> docs/results/v7/report.json, report.md
+    python -m circuit_gym.baselines.hard_circuits_report   # -> docs/results/v8/report.json, report.md
 
 Reads only scorer-written result files of the board (each row's ``results_folder`` under
 ``leaderboard/results/``) and the PPO trainings' selection scores (``training.json`` of the row's
@@ -30,7 +30,7 @@ MIN_CPR_GAP = 0.10
 CHEAP_PASSES = 50
 CHEAP = ("attribution", "eap_ig", "gim")  # the circuit track's one-pass-ish references
 ANY_COST = ("acdc", "greedy_search")
-OUT = ROOT / "docs" / "results" / "v7"
+OUT = ROOT / "docs" / "results" / B.transfer_benchmark(B.IN_FORCE).results_folder
 PLACES = (UNSEEN, "private")
 
 

@@ -110,7 +110,7 @@ class Budget:
 # 8 test batches per (model, task) are kept, so the table's public columns are the board's.
 BUDGET = Budget(pool_size=16, selection_episodes=4, epochs=1, steps_per_epoch=2048)
 # A smoke run of the whole pipeline (tests, ``--quick``): one model, two tasks, one batch each; the
-# tasks that model serves (its card's gate: v7's zoo5 does not serve ioi), one training, one held out.
+# tasks that model serves (its card's gate: a member may not serve every task), one training, one held out.
 _QUICK_MODEL = BENCH.train_models[0]
 _QUICK_TRAIN = BENCH.tasks_of(_QUICK_MODEL, BENCH.train_tasks)[0]
 QUICK = Budget(pool_size=2, selection_episodes=1, epochs=1, steps_per_epoch=32, seeds=(0,), models=(_QUICK_MODEL,),

@@ -12,7 +12,7 @@ learns to stop once the circuit is whole). On the four ``CircuitDiscovery-Plante
 IDs over :data:`TRAIN_SEEDS` (train split, batches ``0 .. pool_size - 1``): the ``n_envs`` parallel
 environments play the kinds in turn (environment ``i`` plays kind ``i % n_kinds``), so every collect
 holds the kinds alike. The ID version in ``--env-id`` picks the generator: ``-v1`` (default)
-benchmark v7's (version 3, six kinds; :data:`V1_ENV_ID`, ``--n-envs`` a multiple of 6), ``-v0``
+version 3 (six kinds, the Planted track in force's; :data:`V1_ENV_ID`, ``--n-envs`` a multiple of 6), ``-v0``
 version 2's (four kinds; its board retired: docs/archive.md). The observation is the track's
 (``features="attention"``: the scorer's environments have no other), so the policy can be scored on
 the track unchanged.
@@ -71,7 +71,7 @@ class PlantedPPOConfig(CircuitPPOConfig):
     """``CircuitPPOConfig`` with this run's defaults (the same fields: ``circuit_ppo.load_policy``
     reads the run's ``config.json`` as a ``CircuitPPOConfig``)."""
 
-    # benchmark v7's Planted track (generator 3, six kinds, ID version 1: ``V1_ENV_ID``), one
+    # the Planted track in force's generator (3, six kinds, ID version 1: ``V1_ENV_ID``), one
     # environment per kind; ``-v0`` with ``--n-envs 4`` trains the retired first track's generator 2
     env_id: str = (
         "CircuitDiscovery-Planted-{Induction,MultiHop,Redundant,Suppression,SelfRepair,And}-Circuit-v1"
@@ -91,7 +91,7 @@ class PlantedPPOConfig(CircuitPPOConfig):
 
 
 # What a run's ID version (the last part of ``config.env_id``) pins: v0 the planted generator's
-# version 2 (four kinds; retired board: docs/archive.md), v1 benchmark v7's (version 3, six kinds).
+# version 2 (four kinds; retired board: docs/archive.md), v1 version 3 (six kinds, the track in force's).
 # The run's config stays a ``CircuitPPOConfig`` (``circuit_ppo.load_policy`` reads it), so the
 # version lives in its ID.
 ID_VERSIONS = {0: (2, KINDS, PLANTED_TASK_SETS_V0), 1: (PLANTED_GENERATOR_V1, KINDS_V3, PLANTED_TASK_SETS_V1)}

@@ -1,5 +1,5 @@
-"""PPO trained across the training models of a transfer benchmark (issue 35 item 7, on zoo v1; v7:
-issue 41), seeds 0-4, both tracks.
+"""PPO trained across the training models of a transfer benchmark (issue 35 item 7, on zoo v1; zoo
+v2 and v3 since: issues 41 and 60), seeds 0-4, both tracks.
 
 Run by ``scripts/train_transfer_ppo.py`` (:func:`run_jobs`, :func:`copy_and_record`):
 

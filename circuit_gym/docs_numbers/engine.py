@@ -55,7 +55,7 @@ SOURCES = {
     "card": "circuit_gym/models/{}/card_metrics.json",  # card/toy
     "bench": "benchmarks/results/{}.json",  # bench/sweep
     "transfer": "docs/results/transfer/report.json",  # zoo v1's board, archived (its script: docs/archive.md)
-    "hard": "docs/results/v7/report.json",  # python -m circuit_gym.baselines.hard_circuits_report
+    "hard": "docs/results/v8/report.json",  # python -m circuit_gym.baselines.hard_circuits_report
 }
 # A marker right after a backtick is an example in inline code (CONTRIBUTING.md shows the syntax).
 INLINE = re.compile(r"(?<!`)<!--n (?P<spec>[^>]*?)-->(?P<text>.*?)<!--/n-->")

@@ -133,7 +133,7 @@ MODEL_LABELS = {
     "tiny": "`tiny` (4 x 4)",
     "gpt2": "GPT-2 small",
     "zoo": "zoo v1 (`zoo1`-`zoo4`, a retired board's)",
-    "zoo-v2": "zoo v2 (`zoo5`-`zoo8`, benchmark v7: in force)",
+    "zoo-v2": "zoo v2 (`zoo5`-`zoo8`, a retired board's)",
     "zoo-v3": "zoo v3 (`zoo9`-`zoo12`, benchmark v8)",
 }
 
@@ -233,7 +233,7 @@ def transfer_table(track: str, key: str, headline: bool = False) -> Callable[[],
 
 def version_table(version: str, kind: str, key: str, headline: bool = False) -> Callable[[], str]:
     """A transfer version's board table of one kind and measure, from the hard-circuits report
-    (``docs/results/v7/report.json``: every version's references); ``headline``: only the private
+    (``docs/results/v8/report.json``: the references of the version in force); ``headline``: only the private
     model and the held-out tasks of the public held-out models."""
 
     def render() -> str:
@@ -434,7 +434,7 @@ def backup_pairs(name: str, summary: bool = False) -> Callable[[], str]:
 
 
 def planted_track(track: str) -> Callable[[], str]:
-    """A Planted track's public and secret tables (``v7-planted``: leaderboard/results/v7/planted/;
+    """A Planted track's public and secret tables (``v8-planted``: leaderboard/results/v8/planted/;
     docs/planted.md). In a child process: importing
     the track registers the planted tasks, which would change the ``registry`` counts of this one."""
 
@@ -453,9 +453,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "transfer-single-head-k5": transfer_table("transfer-single-head", "k5"),
     "transfer-circuit-cpr": transfer_table("transfer-circuit", "cpr"),
     "transfer-headline": in_force_headline,
-    "v7-single-head-k1": version_table("v7", "single-head", "k1"),
-    "v7-single-head-k5": version_table("v7", "single-head", "k5"),
-    "v7-circuit-cpr": version_table("v7", "circuit", "cpr"),
+    "v8-single-head-k1": version_table("v8", "single-head", "k1"),
+    "v8-single-head-k5": version_table("v8", "single-head", "k5"),
+    "v8-circuit-cpr": version_table("v8", "circuit", "cpr"),
     "hard-circuits-targets": hard_circuits_targets,
     "edge-agent-targets": edge_agent_targets,
     "transfer-learned-agents": transfer_learned_agents,
@@ -468,7 +468,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "circuit-track-detail": circuit_track_detail,
     "circuit-track-tasks": circuit_track_tasks,
     "per-task-recovery": per_task_recovery,
-    "v7-planted-track": planted_track("v7-planted"),
+    "v8-planted-track": planted_track("v8-planted"),
     "planted-baselines": planted_baselines,
     "speed-targets": speed_targets,
     "zoo-members": zoo_members,

@@ -1,6 +1,6 @@
 """An entry's ranking of every edge under the edge track's protocol 2 (issue 57, item 1).
 
-Protocol 1 (every edge track up to benchmark v7's) filled every edge an entry did not rank with
+Protocol 1 (the retired edge tracks': docs/archive.md) filled every edge an entry did not rank with
 EAP-IG's signed score, and broke the entry's ties among its candidates by EAP-IG's order: a
 policy that returns constant scores was EAP-IG, and CPR over thousands of unranked edges checked
 EAP-IG's signs. Under protocol 2 nothing of a reference method decides an edge the metric reads:

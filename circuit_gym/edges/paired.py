@@ -3,7 +3,7 @@
 Two entries on the edge track play the same batches of the same models, so the per-episode
 difference of their scores cancels what the episode itself contributes (a hard task, a model whose
 behaviour no small circuit carries): its mean and 95% Student-t interval separate two entries that
-the intervals of their own means would not (issue 57's audit of v7: EAP-IG's and EAP's public CPR
+the intervals of their own means would not (issue 57's audit of the zoo v2 edge track: EAP-IG's and EAP's public CPR
 intervals overlap, their paired difference is +0.205, p = 0.03). Episodes are matched by a key (model or kind, task, seed);
 only episodes both entries have count.
 """

@@ -181,10 +181,10 @@ class ZooEnv(ModelDrawEnv):
     ## Version History
     * v0: first release, over the public zoo's members (``Zoo`` IDs: zoo v1, ``zoo1``-``zoo4``;
       its board retired: docs/archive.md).
-    * ``ZooV2`` IDs, v0: the same environment over zoo v2 (``zoo5``-``zoo8``), the public models of
-      benchmark v7, the board in force; the ``Zoo`` IDs keep drawing zoo v1.
+    * ``ZooV2`` IDs, v0: the same environment over zoo v2 (``zoo5``-``zoo8``; its board retired:
+      docs/archive.md); the ``Zoo`` IDs keep drawing zoo v1.
     * ``ZooV3`` IDs, v0 (issue 55): the same environment over zoo v3 (``zoo9``-``zoo12``), the public
-      models of benchmark v8.
+      models of benchmark v8, the board in force.
 
     Args:
         model: a model set of ``circuit_gym.embedded.MODEL_SETS`` (``"zoo"``: the public zoo) or a

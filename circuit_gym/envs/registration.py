@@ -172,11 +172,11 @@ ZOO_TASK_SETS_V0 = {
     # Multi samples the transfer benchmarks' training tasks (written out, as above).
     "Multi": ("agreement", "docstring", "greater_than", "ioi", "pronoun"),
 }  # fmt: skip
-# ZooV2 v0: zoo v2 (MODEL_SETS["zoo-v2"]: zoo5-zoo8), the models benchmark v7 ranks on, behind a model part
+# ZooV2 v0: zoo v2 (MODEL_SETS["zoo-v2"]: zoo5-zoo8; its board retired: docs/archive.md), behind a model part
 # of its own so that the Zoo IDs keep drawing zoo v1 (gymnasium's rule: an ID keeps its behaviour). The
-# same task parts: every one is performed by some zoo v2 member (their cards); Multi is v7's training tasks.
+# same task parts: every one is performed by some zoo v2 member (their cards); Multi is the training tasks.
 MODELS_ZOO_V2 = {"ZooV2": "zoo-v2"}
-ZOO_V2_NOTES = "over zoo v2 (zoo5-zoo8, benchmark v7's public models), a member drawn at each reset"
+ZOO_V2_NOTES = "over zoo v2 (zoo5-zoo8, a retired board's public models), a member drawn at each reset"
 # ZooV3 v0 (issue 55): zoo v3 (MODEL_SETS["zoo-v3"]: zoo9-zoo12, trained with the backup objective: each
 # gated task's primary head has a backup that is silent while the primary works), benchmark v8's public
 # models, behind a model part of its own as zoo v2's; the same task parts (every one gated by some member).

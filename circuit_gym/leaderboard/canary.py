@@ -56,7 +56,7 @@ def _comparable(rows: list[dict]) -> list[dict]:
     compared to tolerance, moves as soon as a truth head moves.
 
     An edge row's proposed circuit is compared as a set of edges (sorted names), not an order: a
-    greedy reference's first edges follow near-equal gains (on an AVX-512 machine v7's
+    greedy reference's first edges follow near-equal gains (on an AVX-512 machine the retired
     ``greedy_eap_ig`` took positions 2-9 of zoo6's first episode in another order; since issue 58
     greedy breaks such ties by edge index, the committed rows by the prior's order and that CPU's
     rounding). Which edges it holds, and every float of the row (edge CPR and CMD of the ranking,

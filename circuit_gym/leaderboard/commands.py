@@ -58,7 +58,7 @@ def _private_material(args: argparse.Namespace) -> Iterator[tuple[PrivateModelAr
     ``--private-model`` is a sealed file (``circuit_gym/leaderboard/custody.py``), decrypted with
     ``--key`` into a private temporary directory for the command's duration (its seed file is
     used unless ``--private-seeds`` names another). One ``--private-model``: its directory and the
-    seed file (v7's form); several (v8 ranks on two): a tuple of ``PrivateModel``, each with its
+    seed file; several (v8 ranks on two): a tuple of ``PrivateModel``, each with its
     seed file, and the first's seed file (the run's: its ledgers, the secret planted models)."""
     from circuit_gym.leaderboard import custody
 
@@ -91,7 +91,7 @@ def _private_material(args: argparse.Namespace) -> Iterator[tuple[PrivateModelAr
 
 def _private_count_refusal(track_name: str, given: list[str] | None) -> str | None:
     """Why the ``--private-model`` files or directories ``given`` are not ``track_name``'s count of
-    private models (v7: one, v8: two), or None; said before anything is decrypted or scored."""
+    private models (v8: two), or None; said before anything is decrypted or scored."""
     from circuit_gym.leaderboard.private_models import required
 
     wanted = required(track_name)
@@ -236,7 +236,7 @@ def _cmd_canary(args: argparse.Namespace) -> int:
 
 
 def _as_path(private_model: PrivateModelArg) -> PrivateModelArg:
-    """One private model's directory as a Path (v7's form); several unchanged."""
+    """One private model's directory as a Path; several unchanged."""
     return Path(private_model) if isinstance(private_model, str) else private_model
 
 
@@ -305,7 +305,7 @@ def _add_private_args(p: argparse.ArgumentParser, when: str, isolation: bool | N
         "--private-model", metavar="DIR|FILE.enc", nargs="+",
         help=f"{when}the transfer tracks' private evaluation model's directory (never committed; needs "
         f"--private-seeds), or the committed file `seal-private` wrote (decrypted with --key; its seed file "
-        f"serves unless --private-seeds is given); as many as the track's benchmark ranks on (v7: one; v8: "
+        f"serves unless --private-seeds is given); as many as the track's benchmark ranks on (v8: "
         f"two, e.g. leaderboard/private/zoo_v3_private_a.enc leaderboard/private/zoo_v3_private_b.enc; "
         f"docs/private_model.md){why.get('private_model', '')}",
     )  # fmt: skip

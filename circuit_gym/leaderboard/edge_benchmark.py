@@ -5,8 +5,8 @@ An :class:`EdgeBenchmark` fixes what an edge-track result is comparable under: t
 they pass it), the planted part (the planted generator's version, its kinds, the public seeds and
 how many secret models the maintainers' seed file draws), and the edge-building environment every
 episode is played in (candidates K, pass budget, alpha, ablation, batch). The scorer
-(``circuit_gym/leaderboard/edge_scorer.py``) reads nothing else, so benchmark v7 (zoo v2's models,
-planted generator v3) is one more row of :data:`EDGE_BENCHMARKS` and one more row of the track table
+(``circuit_gym/leaderboard/edge_scorer.py``) reads nothing else, so a new board version's edge
+track is one more row of :data:`EDGE_BENCHMARKS` and one more row of the track table
 (``circuit_gym/leaderboard/tracks.py``), not new code.
 
 Episode counts are chosen for cost only (the references are scored on a shared 2-core machine:
@@ -14,13 +14,14 @@ an edge episode's setup, EAP and EAP-IG over 29,089 edges, costs 6-12 s, one edg
 ~9 s), never on held-out results: one test batch per (held-out model, held-out task), two
 public planted seeds per kind.
 
-**Protocol 2** (issue 57; ``protocol=2``, benchmark v8's row): the
+**Edge protocol 2** (issue 57; :data:`EDGE_PROTOCOL`, recorded in the definition): the
 entry's own scores decide every edge the ranking metric reads (``circuit_gym/edges/
 entry_ranking.py``), the metric weighs small circuits (``circuit_gym/edges/small_circuits.py``:
 CPR / CMD on a log size axis), and every cell of the board holds at least
 :data:`MIN_PUBLIC_EPISODES` public and :data:`MIN_PRIVATE_EPISODES` private episodes (a cell: the
 transfer part or the planted part, public or private), so adjacent entries' paired differences
-have intervals (``circuit_gym/edges/paired.py``). v7's row keeps protocol 1 and its results.
+have intervals (``circuit_gym/edges/paired.py``). Protocol 1 (EAP-IG's order filled every edge
+the entry did not rank) left the tree with the retired edge tracks (docs/archive.md).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from circuit_gym.envs.edge_building import DEFAULT_CANDIDATES, EAP_IG_STEPS
 from circuit_gym.models.planted.versions import kinds_of
 from circuit_gym.track_envs import PLANTED_BATCH_INDEX, PLANTED_BATCH_SIZE, PLANTED_SPLIT
 
-# Protocol 2's episodes per cell (issue 57): v7's transfer CPR rests on 3 private and 6 public
-# episodes, and the audit's intervals overlapped for every pair but random and the untrained PPO.
+EDGE_PROTOCOL = 2  # the edge scorer's protocol (issue 57), recorded in every row's definition
+# Episodes per cell (issue 57): the audited edge track's transfer CPR rested on 3 private and 6
+# public episodes, and its intervals overlapped for every pair but random and the untrained PPO.
 MIN_PUBLIC_EPISODES = 16
 MIN_PRIVATE_EPISODES = 8
 
@@ -58,7 +60,6 @@ class EdgeBenchmark:
     batch_size: int = B.PROMPTS_PER_EPISODE
     planted_kinds: tuple[str, ...] | None = None  # None: every kind of the generator's version
     results_folder: str = "edges"  # its board results, under leaderboard/results/
-    protocol: int = 1  # 1: v7 (EAP-IG fills what the entry does not rank); 2: issue 57
     # the transfer benchmark its models, tasks and private model come from (None: ``version``)
     source: str | None = None
 
@@ -72,7 +73,7 @@ class EdgeBenchmark:
 
     def definition(self) -> dict:
         """What the track's results are comparable under (checked against every result's provenance)."""
-        out = {
+        return {
             "benchmark_version": f"circuit-gym-edges-{self.version}", "track": self.track,
             "held_out_models": list(self.held_out_models), "tasks": list(self.tasks), "split": B.SPLIT,
             "seeds": list(self.seeds), "private_seeds_used": self.private_seeds_used,
@@ -82,16 +83,13 @@ class EdgeBenchmark:
             "planted_batch_size": PLANTED_BATCH_SIZE, "planted_batch_index": PLANTED_BATCH_INDEX,
             "candidates": self.candidates, "budget": self.budget, "alpha": self.alpha, "ablation": self.ablation,
             "prompts_per_episode": self.batch_size, "eap_ig_steps": EAP_IG_STEPS,
-            "reference_proposed": f"the top {self.budget} edges of the ranking (the budget)",
+            "edge_protocol": EDGE_PROTOCOL, "transfer_source": self.transfer_version,
+            "reference_proposed": f"the top {self.budget} candidates by the reference's signed score",
+            "ranking": "the entry's candidates by its scores, then one fixed random order (no method's)",
+            "ranking_metric": "cpr_log / cmd_log: CPR / CMD on log10(fraction), MIB's fractions of at most "
+                              "5% and at most K edges", "min_public_episodes": MIN_PUBLIC_EPISODES,
+            "min_private_episodes": MIN_PRIVATE_EPISODES,
         }  # fmt: skip
-        if self.protocol == 1:
-            return out
-        return {**out, "edge_protocol": self.protocol, "transfer_source": self.transfer_version,
-                "reference_proposed": f"the top {self.budget} candidates by the reference's signed score",
-                "ranking": "the entry's candidates by its scores, then one fixed random order (no method's)",
-                "ranking_metric": "cpr_log / cmd_log: CPR / CMD on log10(fraction), MIB's fractions of at most "
-                                  "5% and at most K edges", "min_public_episodes": MIN_PUBLIC_EPISODES,
-                "min_private_episodes": MIN_PRIVATE_EPISODES}  # fmt: skip
 
     @classmethod
     def of(cls, transfer: B.TransferBenchmark, track: str, **fields) -> EdgeBenchmark:
@@ -101,7 +99,7 @@ class EdgeBenchmark:
                    transfer.planted_generator, **fields)  # fmt: skip
 
     def tasks_on(self, model: str) -> tuple[str, ...]:
-        """The held-out tasks public ``model`` serves (its card's gate: a zoo v2 member may not
+        """The held-out tasks public ``model`` serves (its card's gate: a zoo member may not
         perform them all)."""
         return B.transfer_benchmark(self.transfer_version).tasks_of(model, self.tasks)
 
@@ -129,22 +127,15 @@ class EdgeBenchmark:
 
 
 EDGES = "edges"  # the edge track's kind: a version's track is its transfer row's prefix + this
-EDGE_BENCHMARKS: dict[str, EdgeBenchmark] = {
-    # benchmark v7: zoo v2's held-out members (each on the held-out tasks its card gates), the
-    # private model v2, planted generator v3's six kinds
-    "v7": EdgeBenchmark.of(
-        B.transfer_benchmark("v7"), B.transfer_benchmark("v7").track(EDGES), results_folder="v7/edges"
-    ),
-}
-EDGE_TRACKS = tuple(b.track for b in EDGE_BENCHMARKS.values())
-
 # Benchmark v8's row (issue 57's protocol 2): zoo v3's held-out members and v8's private models, on 3
 # test batches per (model, served task), 3 public planted seeds per kind (18), 4 private batches per
 # served task (>= 8 with 2 tasks): every cell at least MIN_PUBLIC_EPISODES / MIN_PRIVATE_EPISODES.
-EDGE_BENCHMARKS["v8"] = EdgeBenchmark.of(
-    B.transfer_benchmark("v8"), B.transfer_benchmark("v8").track(EDGES), seeds=(0, 1, 2), private_seeds_used=4,
-    planted_public_seeds=(0, 1, 2), protocol=2, results_folder="v8/edges",
-)  # fmt: skip
+EDGE_BENCHMARKS: dict[str, EdgeBenchmark] = {
+    "v8": EdgeBenchmark.of(
+        B.transfer_benchmark("v8"), B.transfer_benchmark("v8").track(EDGES), seeds=(0, 1, 2), private_seeds_used=4,
+        planted_public_seeds=(0, 1, 2), results_folder="v8/edges",
+    ),
+}  # fmt: skip
 EDGE_TRACKS = tuple(b.track for b in EDGE_BENCHMARKS.values())
 
 

@@ -22,41 +22,32 @@ prompt batch in the edge-building environment (``circuit_gym.envs.edge_building`
 factory``, run in the sealed sandbox of ``circuit_gym/leaderboard/sandbox.py``) answering
 ``act(observation, action_mask)``, a candidate row to add or ``K`` = STOP, on the environment's
 ``[K, 13]`` observation, and at the end ``rank_heads(observation)`` (the sandbox's one ranking
-call; here it ranks candidate *edges*): one finite score per candidate row. Its circuit is the
-edges it added; its ranking of every edge (:func:`policy_ranking`): the added edges in order, then
-the other candidates reordered by its scores among the places EAP-IG's signed order gives them,
-every other edge where EAP-IG puts it (the policy never sees those). Its passes are the
+call; here it ranks candidate *edges*): one finite score per candidate row. Its passes are the
 environment's count (``info["forward_passes"]``: the setup's passes and one per added edge), never
 the policy's word.
 
-**References** (``builtin``): every ranking of the registry ``circuit_gym.edges.references.
-EDGE_REFERENCES`` (read at call time: a reference added there joins the track), white-box, in the
-scorer's process, on the same batch's patcher; its circuit is the top ``budget`` edges of its
-ranking, its passes what the ranking records (``lm_passes``).
+**Edge protocol 2** (issue 57; ``edge_benchmark.EDGE_PROTOCOL``). The entry's ranking is
+:func:`circuit_gym.edges.entry_ranking.entry_rankings`: its added edges, its other candidates by its
+own signed scores (CPR) or their absolute values (CMD), ties and every other edge in one fixed random
+order per episode (:func:`episode_key`), the same for every entry; no method's order fills in. A
+reference (``builtin``: the registry ``circuit_gym.edges.references.CANDIDATE_REFERENCES``, read at
+call time, white-box, in the scorer's process, on the same batch's patcher) is scored the same way:
+its scores of the candidate rows, its top ``budget`` candidates as its circuit, its passes what its
+ranking records (``lm_passes``). Transfer rows rank on ``cpr_log`` / ``cmd_log``
+(``circuit_gym/edges/small_circuits.py``: MIB's sizes up to 5% and up to K edges, on a log axis),
+with ``f`` of each budgeted circuit; MIB's linear ``cpr`` / ``cmd`` stay as secondary columns.
+Planted rows add ``auc_candidates`` (:func:`candidate_auc`: the AUC of the entry's order of its
+candidates, which the board shows: over every edge the AUC mostly reads which edges are candidates)
+and ``truth_in_candidates``. ``circuit_gym.leaderboard.edge_tables.paired_table`` gives adjacent
+entries' paired differences (the board's edge section shows them beside each entry); ``paired
+--versus A:B --out F`` adds named pairs and writes every column's report.
 
 ``sample``: the canary's run (first public episodes, their rows, ``status`` "sample").
-
-**Protocol 2** (a row with ``protocol=2``: benchmark v8's row of :data:`~circuit_gym.leaderboard.
-edge_benchmark.EDGE_BENCHMARKS`, issue 57). The entry's ranking is :func:`circuit_gym.edges.entry_ranking.
-entry_rankings`: its added edges, its other candidates by its own signed scores (CPR) or their
-absolute values (CMD), ties and every other edge in one fixed random order per episode
-(:func:`episode_key`), the same for every entry; no EAP-IG fill-in. A reference
-(``circuit_gym.edges.references.CANDIDATE_REFERENCES``) is scored the same way: its scores of the
-candidate rows, its top ``budget`` candidates as its circuit. Transfer rows rank on ``cpr_log`` /
-``cmd_log`` (``circuit_gym/edges/small_circuits.py``: MIB's sizes up to 5% and up to K edges, on a
-log axis), with ``f`` of each budgeted circuit; MIB's linear ``cpr`` / ``cmd`` stay as secondary
-columns. Planted rows add ``auc_candidates`` (:func:`candidate_auc`: the AUC of the entry's order of
-its candidates, which the protocol-2 board shows: over every edge the AUC mostly reads which edges
-are candidates) and ``truth_in_candidates``. ``circuit_gym.leaderboard.edge_tables.paired_table``
-gives adjacent entries' paired differences (the board's edge section shows them beside each entry);
-``paired --versus A:B --out F`` adds named pairs and writes every column's report.
 
     python -m circuit_gym.leaderboard.edge_scorer score --track v8-edges --builtin eap_ig \
         --out leaderboard/results/v8/edges/eap_ig.json
     python -m circuit_gym.leaderboard.edge_scorer paired leaderboard/results/v8/edges/*.json \
         [--metric auc_candidates --part planted] [--versus acdc_eap_ig:eap_ig] [--out paired.json]
-
-    circuit-gym leaderboard score --track edges --builtin eap_ig --out leaderboard/results/edges/eap_ig.json
 """
 
 from __future__ import annotations
@@ -74,7 +65,7 @@ import circuit_gym  # noqa: F401  (registers the environment IDs)
 from circuit_gym import benchmark as B
 from circuit_gym.circuits.area import cmd, cpr
 from circuit_gym.circuits.curve import MIB_FRACTIONS
-from circuit_gym.edges.curve import edge_batch_scores, edge_faithfulness_curves
+from circuit_gym.edges.curve import edge_faithfulness_curves
 from circuit_gym.edges.entry_ranking import entry_order, entry_rankings, fixed_order
 from circuit_gym.edges.ranking import EdgeRanking
 from circuit_gym.edges.small_circuits import budgeted, cmd_log, cpr_log, log_axis_fractions
@@ -100,19 +91,18 @@ from circuit_gym.track_envs import PLANTED_BATCH_INDEX, PLANTED_BATCH_SIZE, PLAN
 EDGE_ENV_ID = "CircuitDiscovery-Toy-Multi-Edges-v0"  # any model and tasks given as arguments
 PLANTED_EDGE_ENV_ID = "CircuitDiscovery-Planted-Induction-Edges-v1"  # the kind given as its task
 PRIVATE = "private"  # the private model's name in results (its weights are named by their hash)
-TRANSFER_METRICS = ("cpr", "cmd", "faithfulness", "circuit_size", "lm_passes")
-# protocol 2: the log-axis pair ranks, MIB's linear pair stays as secondary columns
-TRANSFER_METRICS_2 = ("cpr_log", "cmd_log", "cpr", "cmd", "faithfulness", "circuit_size", "lm_passes")
-PLANTED_METRICS = ("precision", "recall", "auc", "faithfulness", "circuit_size", "lm_passes")
-PLANTED_METRICS_2 = (*PLANTED_METRICS, "auc_candidates", "truth_in_candidates")  # protocol 2
+# the log-axis pair ranks, MIB's linear pair stays as secondary columns
+TRANSFER_METRICS = ("cpr_log", "cmd_log", "cpr", "cmd", "faithfulness", "circuit_size", "lm_passes")
+PLANTED_METRICS = ("precision", "recall", "auc", "faithfulness", "circuit_size", "lm_passes", "auc_candidates",
+                   "truth_in_candidates")  # fmt: skip
 METHODS = ("rank_heads", "act")  # what a submitted policy must have (the sandbox's two calls)
 
 
-def reference_names(protocol: int = 1) -> tuple[str, ...]:
-    """The track's builtins: the edge references' registry (protocol 2's) as it is now."""
-    from circuit_gym.edges.references import CANDIDATE_REFERENCES, EDGE_REFERENCES
+def reference_names() -> tuple[str, ...]:
+    """The track's builtins: the registry of references that score the candidates, as it is now."""
+    from circuit_gym.edges.references import CANDIDATE_REFERENCES
 
-    return tuple(EDGE_REFERENCES if protocol == 1 else CANDIDATE_REFERENCES)
+    return tuple(CANDIDATE_REFERENCES)
 
 
 @dataclass(frozen=True)
@@ -124,78 +114,46 @@ class Played:
     circuit: tuple[int, ...]
     passes: int
     state: EdgeEpisode
-    absolute: EdgeRanking | None = None  # protocol 2: the entry's absolute ranking (for CMD)
+    absolute: EdgeRanking  # the entry's ranking by absolute score (for CMD)
 
 
 Play = Callable[[EdgeBuildingEnv, str, int], Played]  # (environment, task, batch index) -> episode
 
 
-def policy_ranking(env: EdgeBuildingEnv, scores: np.ndarray) -> EdgeRanking:
-    """A played episode's ranking of every edge: the added edges first, first added highest; the
-    other candidates ordered by the policy's ``scores`` (one per candidate row, ties to the lower
-    row) in the places their signed EAP-IG scores hold; every other edge at its EAP-IG score."""
-    eap_ig = np.asarray(env.state.eap_ig.scores, dtype=np.float64)
-    ranked = eap_ig.copy()
-    candidates = env.state.candidates
-    added = env.order
-    rest = np.array(
-        [row for row, edge in enumerate(candidates) if int(edge) not in set(added)], dtype=np.int64
-    )
-    if len(rest):
-        places = np.sort(eap_ig[candidates[rest]])[::-1]
-        by_policy = rest[np.lexsort((rest, -np.asarray(scores, dtype=np.float64)[rest]))]
-        ranked[candidates[by_policy]] = places
-    top = float(np.abs(eap_ig).max()) + 1.0
-    for place, edge in enumerate(added):
-        ranked[edge] = top + (len(added) - place)
-    return EdgeRanking.from_array(ranked, "edge_policy", env.graph)
-
-
 def episode_key(env: EdgeBuildingEnv, task: str, index: int) -> str:
-    """What seeds protocol 2's fixed order: the model's weights, the task and the batch (the same
+    """What seeds the fixed order: the model's weights, the task and the batch (the same
     for every entry of the episode)."""
     return f"{env.model.circuit_gym_info.weights_hash}/{task}/{int(index)}"
 
 
 def entry_played(env: EdgeBuildingEnv, task: str, index: int, added: list[int], scores: np.ndarray,
                  passes: int, method: str = "entry") -> Played:  # fmt: skip
-    """A protocol-2 episode: the entry's rankings from its candidate ``scores`` and ``added`` edges."""
+    """An episode: the entry's rankings from its candidate ``scores`` and ``added`` edges."""
     tie = fixed_order(env.graph, episode_key(env, task, index))
     signed, absolute = entry_rankings(env.graph, env.state.candidates, added, scores, tie, method)
     return Played(signed, tuple(int(e) for e in added), int(passes), env.state, absolute)
 
 
 def builtin_play(name: str, bench: EdgeBenchmark) -> Play:
-    """A reference of the registry on the episode's patcher; its circuit the top ``budget`` edges
-    (protocol 2: of the candidates, by its scores of them)."""
-    from circuit_gym.edges.references import CANDIDATE_REFERENCES, EDGE_REFERENCES, lm_passes
+    """A reference of the registry on the episode's patcher: its scores of the candidates rank them,
+    its circuit their top ``budget``."""
+    from circuit_gym.edges.references import CANDIDATE_REFERENCES, lm_passes
 
-    if bench.protocol == 2:
-        candidate_reference = CANDIDATE_REFERENCES[name]
-
-        def play2(env: EdgeBuildingEnv, task: str, index: int) -> Played:
-            env.reset(options={"task": task, "batch_index": index})
-            candidates = env.state.candidates
-            ranking = candidate_reference(env.state.patcher, candidates.copy())
-            scores = np.asarray(ranking.scores, dtype=np.float64)[candidates]
-            tie = fixed_order(env.graph, episode_key(env, task, index))
-            top = entry_order(env.graph.n_edges, candidates, [], scores, tie)[: bench.budget].tolist()
-            return entry_played(env, task, index, top, scores, lm_passes(ranking), ranking.method)
-
-        return play2
-
-    reference = EDGE_REFERENCES[name]
+    reference = CANDIDATE_REFERENCES[name]
 
     def play(env: EdgeBuildingEnv, task: str, index: int) -> Played:
         env.reset(options={"task": task, "batch_index": index})
-        ranking = reference(env.state.patcher)
-        circuit = tuple(int(e) for e in ranking.order()[: bench.budget])
-        return Played(ranking, circuit, lm_passes(ranking), env.state)
+        candidates = env.state.candidates
+        ranking = reference(env.state.patcher, candidates.copy())
+        scores = np.asarray(ranking.scores, dtype=np.float64)[candidates]
+        tie = fixed_order(env.graph, episode_key(env, task, index))
+        top = entry_order(env.graph.n_edges, candidates, [], scores, tie)[: bench.budget].tolist()
+        return entry_played(env, task, index, top, scores, lm_passes(ranking), ranking.method)
 
     return play
 
 
-def sandbox_play(sandbox: SandboxedPolicy, protocol: int = 1) -> Play:
+def sandbox_play(sandbox: SandboxedPolicy) -> Play:
     """The sandboxed policy plays the episode; every action and its final scores are validated."""
 
     def play(env: EdgeBuildingEnv, task: str, index: int) -> Played:
@@ -206,11 +164,9 @@ def sandbox_play(sandbox: SandboxedPolicy, protocol: int = 1) -> Play:
             obs, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
         scores = check_scores(sandbox.rank_heads(obs), env.k)
-        if protocol == 2:
-            return entry_played(
-                env, task, index, list(env.order), np.asarray(scores), int(info["forward_passes"])
-            )
-        return Played(policy_ranking(env, scores), tuple(env.order), int(info["forward_passes"]), env.state)
+        return entry_played(
+            env, task, index, list(env.order), np.asarray(scores), int(info["forward_passes"])
+        )
 
     return play
 
@@ -222,20 +178,9 @@ def _common(played: Played) -> dict:
 
 
 def transfer_row(model: str, task: str, seed: int, played: Played) -> dict:
-    """One transfer episode: edge CPR and CMD of the ranking, the proposed circuit's f and size
-    (protocol 2: :func:`transfer_row_2`)."""
-    if played.absolute is not None:
-        return transfer_row_2(model, task, seed, played)
-    scores = edge_batch_scores(played.state.patcher, played.ranking)
-    return {"part": "transfer", "model": model, "task": task, "seed": int(seed), "cpr": scores["cpr"],
-            "cmd": scores["cmd"], **_common(played)}  # fmt: skip
-
-
-def transfer_row_2(model: str, task: str, seed: int, played: Played) -> dict:
-    """A protocol-2 transfer episode: ``cpr_log`` / ``cmd_log`` on the log axis up to the candidates
-    (the ranking metric), ``f`` of each budgeted circuit, MIB's linear ``cpr`` / ``cmd``; one stacked
-    call runs every circuit of the signed and the absolute curve."""
-    assert played.absolute is not None
+    """One transfer episode: ``cpr_log`` / ``cmd_log`` on the log axis up to the candidates (the
+    ranking metric), ``f`` of each budgeted circuit, MIB's linear ``cpr`` / ``cmd``; one stacked call
+    runs every circuit of the signed and the absolute curve."""
     state = played.state
     signed, absolute = edge_faithfulness_curves(state.patcher, [(played.ranking, False), (played.absolute, True)],
                                                 MIB_FRACTIONS)  # fmt: skip
@@ -246,18 +191,19 @@ def transfer_row_2(model: str, task: str, seed: int, played: Played) -> dict:
 
 
 def planted_row(kind: str, seed: int, truth: frozenset[str], played: Played) -> dict:
-    """One planted episode: precision / recall of the circuit and AUC of the ranking against the edge truth."""
+    """One planted episode: precision / recall of the circuit and AUC of the ranking against the edge
+    truth, over every edge and over the candidates (:func:`candidate_auc`)."""
     names = played.state.graph.names
     proposed = [names[e] for e in played.circuit]
     precision, recall = precision_recall(proposed, truth)
     auc = ranking_auc([names[e] for e in played.ranking.order()], truth)
     row = {"part": "planted", "kind": kind, "seed": int(seed), "precision": precision, "recall": recall,
            "auc": auc, **_common(played)}  # fmt: skip
-    return row if played.absolute is None else {**row, **candidate_auc(played, truth)}
+    return {**row, **candidate_auc(played, truth)}
 
 
 def candidate_auc(played: Played, truth: frozenset[str]) -> dict:
-    """Protocol 2: the AUC of the entry's order of its candidates against the truth edges among
+    """The AUC of the entry's order of its candidates against the truth edges among
     them (``auc_candidates``; NaN when the candidates hold no truth edge or nothing else), and the
     share of the truth the candidates hold (``truth_in_candidates``, the same for every entry).
     ``auc`` over every edge mostly measures which edges are candidates (the top K by |EAP-IG|,
@@ -282,7 +228,7 @@ def transfer_summary(rows: list[dict]) -> dict:
     """Over all transfer episodes, per model and per task."""
     if not rows:
         return {}
-    metrics = TRANSFER_METRICS_2 if "cpr_log" in rows[0] else TRANSFER_METRICS
+    metrics = TRANSFER_METRICS
     return {"all": summary(rows, metrics),
             "per_model": {m: summary([r for r in rows if r["model"] == m], metrics)
                           for m in dict.fromkeys(r["model"] for r in rows)},
@@ -293,7 +239,7 @@ def transfer_summary(rows: list[dict]) -> dict:
 def planted_summary(rows: list[dict]) -> dict:
     """Per kind and over all kinds."""
     kinds = dict.fromkeys(r["kind"] for r in rows)
-    metrics = PLANTED_METRICS_2 if rows and "auc_candidates" in rows[0] else PLANTED_METRICS
+    metrics = PLANTED_METRICS
     out = {k: summary([r for r in rows if r["kind"] == k], metrics) for k in kinds}
     return {**out, "all": summary(rows, metrics)} if rows else {}
 
@@ -340,7 +286,7 @@ class EdgeRun(TrackRun):
     planted models (a temporary cache) and the private model."""
 
     methods = METHODS
-    builtin_spec = "circuit_gym.edges.references:EDGE_REFERENCES"
+    builtin_spec = "circuit_gym.edges.references:CANDIDATE_REFERENCES"
 
     def __init__(self, track: str, private_model: PrivateModelArg = None,
                  private_seeds: str | Path | None = None) -> None:  # fmt: skip
@@ -358,11 +304,9 @@ class EdgeRun(TrackRun):
         # per private model (in the order given): its weights hash, as built
         self.private_weights: list[dict[str, str]] = [{} for _ in self.private]
         self.cache: PrivateCache | None = None
-        if self.bench.protocol == 2:
-            self.builtin_spec = "circuit_gym.edges.references:CANDIDATE_REFERENCES"
 
     def builtins(self) -> tuple[str, ...]:
-        return reference_names(self.bench.protocol)
+        return reference_names()
 
     def check(self, private: tuple[int, ...] | None) -> None:
         if not self.private or private is None:  # (a private model without seeds: refused above)
@@ -384,17 +328,16 @@ class EdgeRun(TrackRun):
                 raise ValueError(
                     f"private seed file {model.seeds} holds fewer than {self.bench.private_seeds_used} seeds"
                 )
-            if self.bench.protocol == 2:
-                cells = self.bench.private_cells(len(served))
-                if min(cells.values()) < MIN_PRIVATE_EPISODES:
-                    raise ValueError(f"the private model serves {len(served)} held-out tasks: {cells} private "
-                                     f"episodes per cell, fewer than {MIN_PRIVATE_EPISODES}")  # fmt: skip
+            cells = self.bench.private_cells(len(served))
+            if min(cells.values()) < MIN_PRIVATE_EPISODES:
+                raise ValueError(f"the private model serves {len(served)} held-out tasks: {cells} private "
+                                 f"episodes per cell, fewer than {MIN_PRIVATE_EPISODES}")  # fmt: skip
             checked.append((directory, served))
             shas.append(sha)
             batches.append(tuple(seeds[: self.bench.private_seeds_used]))
         distinct_weights(hashes)
         self.checked, self.seed_shas, self.model_batches = checked, shas, batches
-        # v7's names, for its one private model
+        # a one-model row's names (its record: private_record)
         (self.private_dir, self.served), self.batches = checked[0], batches[0]
 
     def parts(self, sample: bool) -> list[Part]:
@@ -447,7 +390,7 @@ class EdgeRun(TrackRun):
         return builtin_play(name, self.bench)
 
     def sandbox_player(self, sandbox: SandboxedPolicy) -> Play:
-        return sandbox_play(sandbox, self.bench.protocol)
+        return sandbox_play(sandbox)
 
     def private_parts(self, seeds: tuple[int, ...]) -> list[Part]:
         """The secret planted models (a temporary cache) and, when given, the private model's held-out
@@ -476,7 +419,7 @@ class EdgeRun(TrackRun):
         out: dict = {"n_models": len(self.secret),
                      "scores": {"planted": planted_summary([r for r in hidden if r["part"] == "planted"])}}  # fmt: skip
         transfer = [r for r in hidden if r["part"] == "transfer"]
-        if len(self.private) == 1:  # v7's record, unchanged
+        if len(self.private) == 1:  # one private model: its fields at the top level
             out.update(
                 weights_hash=self.private_weights[0][PRIVATE],
                 n_seeds=len(self.batches),
@@ -530,7 +473,7 @@ def headline(result: dict) -> list[str]:
     if result["status"] != "scored":
         return [f"failed: {result['failure']['type']}: {result['failure']['reason']}"]
     t, p = result["scores"]["transfer"]["all"], result["scores"]["planted"]["all"]
-    log = f"edge CPR(log) {t['cpr_log']:.3f}, CMD(log) {t['cmd_log']:.3f}, MIB's " if "cpr_log" in t else ""
+    log = f"edge CPR(log) {t['cpr_log']:.3f}, CMD(log) {t['cmd_log']:.3f}, MIB's "
     lines = [f"held-out tasks, held-out models: {log}edge CPR {t['cpr']:.3f}, CMD {t['cmd']:.3f}, {t['lm_passes']:.0f} passes",
              f"planted, public seeds: precision {p['precision']:.2f}, recall {p['recall']:.2f}, AUC {p['auc']:.3f}"]  # fmt: skip
     private = (result.get("private") or {}).get("scores") or {}
@@ -539,22 +482,20 @@ def headline(result: dict) -> list[str]:
         lines.append(
             f"planted, secret models: precision {s['precision']:.2f}, recall {s['recall']:.2f}, AUC {s['auc']:.3f}"
         )
-    if "transfer" in private:  # protocol 2 ranks on the log axis: its pair first, MIB's beside it
+    if "transfer" in private:  # the log-axis pair ranks: first, MIB's beside it
         h = private["transfer"]["all"]
-        log = (
-            f"edge CPR(log) {h['cpr_log']:.3f}, CMD(log) {h['cmd_log']:.3f}, MIB's " if "cpr_log" in h else ""
-        )
+        log = f"edge CPR(log) {h['cpr_log']:.3f}, CMD(log) {h['cmd_log']:.3f}, MIB's "
         lines.append(f"private part: {log}edge CPR {h['cpr']:.3f}")
     return lines
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``score``: one entry on an edge track (protocol 2's draft row included); ``paired``: the
+    """``score``: one entry on an edge track; ``paired``: the
     adjacent paired differences of scored result files."""
     import argparse
     import json
 
-    parser = argparse.ArgumentParser(description="the edge track's scorer (protocol 2: issue 57)")
+    parser = argparse.ArgumentParser(description="the edge track's scorer (edge protocol 2: issue 57)")
     sub = parser.add_subparsers(dest="command", required=True)
     score = sub.add_parser("score")
     score.add_argument("--track", default="v8-edges")

@@ -5,7 +5,7 @@ One row per entry (``circuit_gym/leaderboard/edge_scorer.py``'s results), ranked
 only the maintainers can compute (the private model's edge CPR, then the secret planted models'
 AUC), then by the public held-out models' edge CPR. The passes each part cost sit beside it.
 
-A protocol-2 track (issue 57; ``v8-edges``) ranks on CPR / CMD on the log size axis
+The track (edge protocol 2, issue 57) ranks on CPR / CMD on the log size axis
 (``cpr_log`` / ``cmd_log``), keeps MIB's linear CPR / CMD as secondary columns, and shows for each
 entry the **paired difference** to the entry ranked below it (:func:`adjacent_paired`: the mean
 of their per-episode differences over the public episodes both played and its 95% t-interval,
@@ -46,16 +46,11 @@ def _all(scores: dict | None, part: str) -> dict:
     return ((scores or {}).get(part) or {}).get("all") or {}
 
 
-# what each part's paired difference reads under protocol 2: (part, per-episode metric); the
+# what each part's paired difference reads: (part, per-episode metric); the
 # planted part's AUC over the candidates only (``auc`` over every edge mostly reads which edges
 # are candidates, the top K by |EAP-IG|: edge_scorer.candidate_auc)
 PAIRED_COLUMNS = (("transfer", "cpr_log"), ("planted", "auc_candidates"))
-PLANTED_COLUMNS_2 = ("precision", "recall", "auc_candidates")
-
-
-def protocol_of(track: str | None) -> int:
-    """The edge protocol of ``track`` (1 for a result that names no track)."""
-    return 1 if track is None else edge_benchmark(track).protocol
+PLANTED_COLUMNS = ("precision", "recall", "auc_candidates")
 
 
 def episode_scores(result: dict, metric: str = "cpr_log", part: str = "transfer") -> dict[tuple, float]:
@@ -141,39 +136,24 @@ def _parts(entry: dict) -> tuple[dict, dict, dict, dict]:
 
 
 def edge_row(entry: dict) -> dict:
-    """The table's fields of one verified edge entry (protocol 2: :func:`edge_row_2`)."""
-    if protocol_of(entry.get("track")) == 2:
-        return edge_row_2(entry)
-    head, (transfer, planted, hidden_t, hidden_p) = _entry_head(entry), _parts(entry)
-    return {
-        **head, "private_cpr": hidden_t.get("cpr"), "cpr": transfer.get("cpr"), "cpr_ci": transfer.get("cpr_ci95"),
-        "cmd": transfer.get("cmd"), "faithfulness": transfer.get("faithfulness"),
-        "transfer_passes": transfer.get("lm_passes"),
-        "secret": tuple(hidden_p.get(m) for m in ("precision", "recall", "auc")),
-        "public": tuple(planted.get(m) for m in ("precision", "recall", "auc")),
-        "planted_passes": planted.get("lm_passes"),
-    }  # fmt: skip
-
-
-def edge_row_2(entry: dict) -> dict:
-    """A protocol-2 entry's fields: the ranking columns are ``cpr_log`` / ``cmd_log`` (under the
+    """One verified edge entry's fields: the ranking columns are ``cpr_log`` / ``cmd_log`` (under the
     keys ``cpr`` / ``cmd``, so the board ranks on them), MIB's linear pair under ``mib_cpr`` /
     ``mib_cmd``, and ``paired``: per part, the per-episode scores its paired differences read."""
     head, (transfer, planted, hidden_t, hidden_p) = _entry_head(entry), _parts(entry)
     return {
-        **head, "protocol": 2, "private_cpr": hidden_t.get("cpr_log"), "cpr": transfer.get("cpr_log"),
+        **head, "private_cpr": hidden_t.get("cpr_log"), "cpr": transfer.get("cpr_log"),
         "cpr_ci": transfer.get("cpr_log_ci95"), "cmd": transfer.get("cmd_log"), "mib_cpr": transfer.get("cpr"),
         "mib_cmd": transfer.get("cmd"), "faithfulness": transfer.get("faithfulness"),
         "transfer_passes": transfer.get("lm_passes"),
-        "secret": tuple(hidden_p.get(m) for m in PLANTED_COLUMNS_2),
-        "public": tuple(planted.get(m) for m in PLANTED_COLUMNS_2),
+        "secret": tuple(hidden_p.get(m) for m in PLANTED_COLUMNS),
+        "public": tuple(planted.get(m) for m in PLANTED_COLUMNS),
         "planted_passes": planted.get("lm_passes"),
         "paired": {part: episode_scores(entry, metric, part) for part, metric in PAIRED_COLUMNS},
     }  # fmt: skip
 
 
 def adjacent_paired(rows: list[dict], part: str) -> list[dict | None]:
-    """For each ranked protocol-2 row, the paired difference (``{"mean", "ci95", "n"}``) of ``part``
+    """For each ranked row, the paired difference (``{"mean", "ci95", "n"}``) of ``part``
     between it and the row below; None for the last row and where the two share no episode."""
     out: list[dict | None] = []
     for upper, lower in zip(rows, rows[1:], strict=False):
@@ -223,27 +203,8 @@ def agent_target(rows: list[dict], agent: str = "edge_ppo") -> dict:
 
 
 def edge_about(track: str) -> str:
-    """What the edge track's columns mean (plain text)."""
+    """What the edge track's columns mean (plain text), from its definition."""
     d = edge_benchmark(track).definition()
-    if d.get("edge_protocol") == 2:
-        return edge_about_2(d)
-    return (
-        f"{d['benchmark_version']}: circuits as edges (MIB's graph, exact edge patching), played in the "
-        f"edge-building environment (top {d['candidates']} |EAP-IG| edges as candidates, at most {d['budget']} added). "
-        f"Transfer: edge CPR [95% CI] and CMD of the ranking at MIB's sizes, and f of the proposed circuit, on "
-        f"held-out tasks {', '.join(d['tasks'])} of the public held-out models {', '.join(d['held_out_models'])} "
-        f"({len(d['seeds'])} test batch per pair), and on the maintainers' private model (only they can reproduce "
-        f"it; '-' where it was not given). Planted (generator v{d['planted_generator']}, kinds "
-        f"{', '.join(d['planted_kinds'])}): precision / recall of the proposed circuit and AUC of the ranking "
-        f"against the planted edge truth, on {len(d['planted_public_seeds'])} public seeds per kind and "
-        f"{d['planted_private_models']} secret models per kind. A reference's circuit is {d['reference_proposed']}. "
-        "LM passes / episode: the environment's count for a policy (setup and one per added edge), the "
-        "ranking's own record for a reference."
-    )
-
-
-def edge_about_2(d: dict) -> str:
-    """What a protocol-2 track's columns mean, from its definition ``d``."""
     return (
         f"{d['benchmark_version']} (edge protocol {d['edge_protocol']}): circuits as edges (MIB's graph, exact edge "
         f"patching), played in the edge-building environment (top {d['candidates']} |EAP-IG| edges as candidates, "
@@ -277,9 +238,9 @@ def _paired_cell(d: dict | None, digits: int = 3) -> str:
     return f"{d['mean']:+.{digits}f}{interval}"
 
 
-def edge_markdown_2(rows: list[dict], track: str) -> str:
-    """The Markdown section of a protocol-2 edge track (rows ranked): the log-axis columns, MIB's
-    linear pair, and each entry's paired differences to the entry below."""
+def edge_markdown(rows: list[dict], track: str) -> str:
+    """The Markdown section of the edge track (rows ranked): the log-axis columns, MIB's linear
+    pair, and each entry's paired differences to the entry below."""
     lines = [f"### Edge track ({track})", "", edge_about(track), ""]
     cols = ["private model: CPR (log)", "held-out models: CPR (log)", "CMD (log)", "MIB CPR / CMD (linear)",
             "f (circuit)", "LM passes / episode (transfer)", "to next: paired CPR (log) [95% CI]",
@@ -299,29 +260,6 @@ def edge_markdown_2(rows: list[dict], track: str) -> str:
                  _prt(r["secret"]), _prt(r["public"]), _paired_cell(planted[i]), _num(r["planted_passes"], 0),
                  costs.cpu_cell(r.get("policy_cpu"))]  # fmt: skip
         lines.append(f"| {i + 1} | {name} | {r['check']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def edge_markdown(rows: list[dict], track: str) -> str:
-    """The Markdown section of one edge track (rows ranked; protocol 2: :func:`edge_markdown_2`)."""
-    if protocol_of(track) == 2:
-        return edge_markdown_2(rows, track)
-    lines = [f"### Edge track ({track})", "", edge_about(track), ""]
-    cols = ["private model: edge CPR", "held-out models: edge CPR", "edge CMD", "f (circuit)",
-            "LM passes / episode (transfer)", "planted secret: P / R / AUC", "planted public: P / R / AUC",
-            "LM passes / episode (planted)", "policy CPU s / episode"]  # fmt: skip
-    lines.append("| # | entry | check | " + " | ".join(cols) + " |")
-    lines.append("|---" * (3 + len(cols)) + "|")
-    for i, r in enumerate(rows, 1):
-        ci = r.get("cpr_ci")
-        interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else ""
-        name = (
-            f"{r['name']} (reference)" if r["reference"] else r["name"]
-        )  # plain: the HTML page shows it as text
-        cells = [_num(r["private_cpr"]), f"{_num(r['cpr'])}{interval}", _num(r["cmd"]), _num(r["faithfulness"]),
-                 _num(r["transfer_passes"], 0), _prt(r["secret"]), _prt(r["public"]), _num(r["planted_passes"], 0),
-                 costs.cpu_cell(r.get("policy_cpu"))]  # fmt: skip
-        lines.append(f"| {i} | {name} | {r['check']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

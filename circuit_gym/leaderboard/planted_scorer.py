@@ -1,9 +1,9 @@
 """Score a circuit-building policy on the Planted track: exact ground truth, models nobody has seen.
 
 The track has one row per board version (:class:`PlantedBenchmark`, :data:`PLANTED_BENCHMARKS`):
-``v7-planted`` (benchmark v7: generator version 3, six kinds, its own private salt). Every function
+``v8-planted`` (benchmark v8: generator version 3, six kinds, its own private salt). Every function
 here takes the row's track name (default: the benchmark in force's) and reads nothing else that
-differs between versions. (The Planted track of generator version 2 is retired: docs/archive.md.)
+differs between versions. (The retired Planted tracks: docs/archive.md.)
 
 A row's track (:func:`definition`): for each of its circuit kinds, the policy plays the kind's
 circuit-building Planted ID of the row's generator version (``CircuitDiscovery-Planted-{Kind}-Circuit-v1``
@@ -33,7 +33,7 @@ cache, where their directory names would give the seeds away); the result stores
 and the seed file's SHA-256, never a seed. The skeleton (checks, sandbox, episode loop,
 provenance, content hash) is ``scoring.py``'s; :class:`PlantedRun` is what differs.
 
-    circuit-gym leaderboard score --track v7-planted --builtin acdc --out leaderboard/results/v7/planted/acdc.json
+    circuit-gym leaderboard score --track v8-planted --builtin acdc --out leaderboard/results/v8/planted/acdc.json
 """
 
 from __future__ import annotations
@@ -102,20 +102,20 @@ class PlantedBenchmark:
         return len(self.kinds) * (len(self.public_seeds) + (self.private_models if private else 0))
 
 
-_V7, _V8 = B.transfer_benchmark("v7"), B.transfer_benchmark("v8")
+_V8 = B.transfer_benchmark("v8")
 PLANTED_BENCHMARKS: dict[str, PlantedBenchmark] = {
     row.track: row
     for row in (
-        # benchmark v7: its generator version (benchmark.TRANSFER_BENCHMARKS), all of its kinds, 20
-        # public seeds; its own salt, so one seed file draws other secret models than the first track's
-        PlantedBenchmark(_V7.track(B.PLANTED), f"circuit-gym-planted-{_V7.version}", _V7.planted_generator,
-                         kinds_of(_V7.planted_generator), salt=0x5EC7A3),
-        # benchmark v8: the same generator, kinds and public seeds; a salt of its own, so its secret
-        # models are not v7's (whose private scores have been published)
+        # benchmark v8: its generator version (benchmark.TRANSFER_BENCHMARKS), all of its kinds, 20
+        # public seeds; a salt of its own, so its secret models are not those of the retired rows
+        # (whose private scores have been published: RETIRED_SALTS)
         PlantedBenchmark(_V8.track(B.PLANTED), f"circuit-gym-planted-{_V8.version}", _V8.planted_generator,
                          kinds_of(_V8.planted_generator), salt=0x5EC8A3),
     )
 }  # fmt: skip
+# The salts of the retired Planted rows (docs/archive.md): a new row's salt must differ from them,
+# or one seed file would draw secret models whose scores have been published.
+RETIRED_SALTS = (0x5EC7A3,)
 # How the edge track draws its secret planted models (``edge_scorer`` asks without a track): as the
 # retired Planted track of generator version 2 drew them, its salt, 20 models, public seeds 0-19 left out, so the
 # edge track's committed private scores reproduce.

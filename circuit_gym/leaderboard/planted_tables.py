@@ -1,7 +1,7 @@
 """The Planted track's tables (Markdown), from its result files (``circuit_gym/leaderboard/planted_scorer.py``).
 
 Every function takes the track (a row of ``planted_scorer.PLANTED_BENCHMARKS``: ``planted``, the
-default, or ``v7-planted``). Two tables, public seeds and secret models, one row per entry and one
+default, ``v8-planted``). Two tables, public seeds and secret models, one row per entry and one
 column per circuit kind of the track (and all kinds): precision / recall of the proposed circuit and AUC of the ranking against the
 planted ground truth. A result whose content hash does not match its body, or that was scored
 under another track definition, is refused with the file named.

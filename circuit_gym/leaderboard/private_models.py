@@ -1,4 +1,4 @@
-"""Which private models a scoring run ranks on: one (benchmark v7) or several (v8: issue 55).
+"""Which private models a scoring run ranks on: one, or several (benchmark v8 ranks on two: issue 55).
 
 One private model makes the private column swing with that model's draw (which held-out tasks its
 card gates, where its circuits sit), so benchmark v8 ranks on **two**
@@ -9,7 +9,7 @@ name one for all), and the result's private record keeps the summary over every 
 SHA-256 (``private_models``; never a seed, never an episode: ``scoring.sealed_private``).
 
 A run's models arrive in two forms: a directory (one model, its seed file the run's
-``private_seeds``: v7's form, unchanged) or a sequence of :class:`PrivateModel` (a directory with
+``private_seeds``) or a sequence of :class:`PrivateModel` (a directory with
 its own seed file) or of directories. :func:`as_private_models` reads both; :func:`check_count`
 refuses a count other than the row's; :func:`distinct_weights` refuses one model scored twice
 (two copies of one model are not two draws); :func:`recorded_weights` reads a record either way.

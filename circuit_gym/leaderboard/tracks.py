@@ -94,6 +94,9 @@ REMOVED = {
     "single-head": "held-out tasks on one model, toy", "circuit": "circuit building on one model, toy",
     "transfer-single-head": "held-out tasks and models, zoo v1", "transfer-circuit": "circuit building on zoo v1",
     "planted": "Planted circuit building on planted generator 2", "edges": "circuits as edges on zoo v1",
+    "v7-single-head": "held-out tasks and models, zoo v2", "v7-circuit": "circuit building on zoo v2",
+    "v7-planted": "Planted circuit building on planted generator 3 (zoo v2's board)",
+    "v7-edges": "circuits as edges on zoo v2 (edge protocol 1)",
 }  # fmt: skip
 
 
@@ -193,16 +196,9 @@ def _planted_row(track: str, benchmark: str, results_dir: Path, cost: Cost) -> T
     )  # fmt: skip
 
 
-# A submitted policy's seconds per episode on v7's single-head track, measured on this machine
-# (239.8 s cold and 46.6 s warm for 232 episodes); a track without one estimates from its random
-# reference's scoring time.
-_V7_SINGLE_HEAD_COST = Cost(
-    1.03,
-    0.20,
-    "README's example policy from a fresh clone, idle 2-core machine, "
-    "2026-11-27, `python benchmarks/speed_targets.py --parts score`",
-)
-# The same on v8's single-head track (243.2 s cold and 53.7 s warm for 272 episodes, load 0.7 before).
+# A submitted policy's seconds per episode on v8's single-head track, measured on this machine
+# (243.2 s cold and 53.7 s warm for 272 episodes, load 0.7 before); a track without one estimates
+# from its random reference's scoring time.
 _V8_SINGLE_HEAD_COST = Cost(
     0.89,
     0.20,
@@ -223,15 +219,11 @@ def _edges(track: str) -> Callable[[str, Request], dict]:
     return score
 
 
-def _edge_builtins(protocol: int) -> Callable[[], tuple[str, ...]]:
-    """The edge references of the row's scorer protocol (protocol 2 has its own registry)."""
+def _edge_builtins() -> tuple[str, ...]:
+    """The edge references: the registry of references that score the candidates, as it is now."""
+    from circuit_gym.leaderboard.edge_scorer import reference_names
 
-    def names() -> tuple[str, ...]:
-        from circuit_gym.leaderboard.edge_scorer import reference_names
-
-        return reference_names(protocol)
-
-    return names
+    return reference_names()
 
 
 def _knockout_score(track: str) -> Callable[[str, Request], dict]:
@@ -325,28 +317,19 @@ class Benchmark:
 def _edge_row(e: EdgeBenchmark) -> Track:
     """An edge track's row: its transfer part ranks on the private model, its planted part on the secret models."""
     return Track(
-        name=e.track, benchmark=e.version, definition=e.definition, score=_edges(e.track), builtins=_edge_builtins(e.protocol),
+        name=e.track, benchmark=e.version, definition=e.definition, score=_edges(e.track), builtins=_edge_builtins,
         episodes=lambda n_private: e.episodes(n_private > 0),
         headline=_headline("circuit_gym.leaderboard.edge_scorer", "headline"),
         results_dir=paths.RESULTS_DIR / e.results_folder, cost=Cost(None, None), canary_episodes=1, private_model=True,
     )  # fmt: skip
 
 
-# The board's versions (the board shows the one in force first: in_board_order). v7 (issue 41): zoo
-# v2's members held out, a private model placed apart from every public member's layers
-# (docs/private_model.md), planted generator 3; retired when v8 came into force, its final tables in
-# docs/archive.md, its rows kept until its code leaves the tree (issue 56's rule).
+# The board's versions (the board shows the one in force first: in_board_order); the retired ones
+# left the tree (REMOVED, docs/archive.md).
 BENCHMARKS: dict[str, Benchmark] = {
-    "v7": Benchmark(
-        "v7",
-        B.transfer_benchmark("v7"),
-        EDGE_BENCHMARKS["v7"],
-        {B.SINGLE_HEAD: _V7_SINGLE_HEAD_COST},
-        not_ranking="retired: benchmark v8 is in force (issue 60); its final tables are in docs/archive.md",
-    ),
     # v8 (issues 55, 57, 60), in force: zoo v3's members (dormant backups by training) held out, its
     # two private models, planted generator 3, the edge track's protocol 2 and the knock-out track. It
-    # came into force once every track's references were scored (the rule v7 came into force by).
+    # came into force once every track's references were scored (the rule every version comes in by).
     "v8": Benchmark(
         "v8",
         B.transfer_benchmark("v8"),

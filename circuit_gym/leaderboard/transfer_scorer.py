@@ -1,4 +1,4 @@
-"""Score a policy on a transfer track (benchmark v7's, in force): held-out *models* as well as held-out tasks.
+"""Score a policy on a transfer track (benchmark v8's, in force): held-out *models* as well as held-out tasks.
 
 ``benchmark.transfer_definition(track)`` says what is scored. Every policy plays, on the test
 split, every task of both splits on every public zoo member (training models and held-out
@@ -294,7 +294,7 @@ class TransferRun(PlayersRun):
 
     def private_record(self, hidden: list[dict]) -> dict:
         plan = self._private_plan()
-        if len(plan) == 1:  # v7's record, unchanged
+        if len(plan) == 1:  # one private model: its fields at the top level
             return self._model_record(plan[0], hidden)
         # several private models: the overall summary over every private episode (the board's column)
         # and per task over the models serving it, then each model's own record with its seed file
@@ -333,7 +333,7 @@ def score_transfer(name: str, track: str = B.SINGLE_HEAD, policy_spec: str | Non
                    require_isolation: bool | None = None, models: tuple[str, ...] | None = None,
                    sample: int | None = None, features: str = DEFAULT_FEATURES, version: str = B.IN_FORCE) -> dict:  # fmt: skip
     """Score one policy (sandboxed) or builtin on a transfer track; the result dict (``track`` the
-    version's, e.g. ``"v7-single-head"`` or ``"v7-circuit"``, ``status`` "scored" or "failed").
+    version's, e.g. ``"v8-single-head"`` or ``"v8-circuit"``, ``status`` "scored" or "failed").
 
     ``private_model`` needs ``private_seeds`` (the private model is played at the seed file's
     first seeds, without disk cache); where the version's row ranks on several private models,

@@ -254,7 +254,7 @@ def rescore_matches(
             check_private_model(models[0].directory, bench)  # its shape and gate, before loading it
         check_private_weights(path, result, hashes or private_weights_hash(models[0].directory))
         check_model_seed_files(path, result, models)
-    # one model: its directory (v7's request, on ``private_seeds``); several: each with its seed file
+    # one model: its directory (on ``private_seeds``); several: each with its seed file
     given: PrivateModelArg = None
     if with_private and ranked_on_model:
         given = models if len(models) > 1 else models[0].directory

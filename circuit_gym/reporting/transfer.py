@@ -1,6 +1,6 @@
 """The transfer boards' tables as Markdown: each entry's quadrants and private column per track
-(``table``, from a report's ``references``: the hard-circuits report's of every version in
-``docs/results/v7/report.json``, and zoo v1's archived report, ``docs/results/transfer/report.json``).
+(``table``, from a report's ``references``: the hard-circuits report's of the benchmark in force,
+``docs/results/v8/report.json``, and zoo v1's archived report, ``docs/results/transfer/report.json``).
 ``scripts/gen_docs_numbers.py`` renders them into the docs."""
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def transfer_about(track: str, note: str = "") -> str:
 
 
 def transfer_heading(track: str) -> str:
-    """A transfer track's heading: its benchmark version and kind (``Benchmark v7, transfer track, single head``)."""
+    """A transfer track's heading: its benchmark version and kind (``Benchmark v8, transfer track, single head``)."""
     bench, kind = B.transfer_track(track)
     return f"Benchmark {bench.version}, transfer track, {'circuit building' if kind == B.CIRCUIT else 'single head'}"
 
