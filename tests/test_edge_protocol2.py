@@ -129,3 +129,22 @@ def test_scores_must_be_one_finite_number_per_candidate(bad):
     graph = EdgeGraph(2, 4)
     with pytest.raises(ValueError):
         entry_order(graph.n_edges, [0, 1], [], bad, fixed_order(graph, "x"))
+
+
+def test_the_terminal_headline_shows_the_planted_auc_the_board_ranks_first():
+    """The scorer's summary prints the planted part's AUC over the candidates (the board's column)
+    before the AUC over every edge, each read from the committed result's own summaries."""
+    import json
+
+    from circuit_gym.leaderboard.edge_scorer import headline
+    from circuit_gym.leaderboard.references import load_manifest
+
+    result = json.loads(load_manifest()["v8-edges"]["eap_ig"].result_path().read_text())
+    lines = headline(result)
+    public = result["scores"]["planted"]["all"]
+    planted = next(line for line in lines if line.startswith("planted, public seeds"))
+    assert planted.index(f"AUC (candidates) {public['auc_candidates']:.3f}") < planted.index(
+        f"AUC (every edge) {public['auc']:.3f}"
+    )
+    secret = result["private"]["scores"]["planted"]["all"]
+    assert any(f"AUC (candidates) {secret['auc_candidates']:.3f}" in line for line in lines)

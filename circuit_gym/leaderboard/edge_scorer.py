@@ -468,6 +468,12 @@ def score_edges(name: str, track: str, policy_spec: str | None = None, checkpoin
     return score_track(run, name, policy_spec, checkpoint, builtin, run.seed_file, require_isolation, sample)
 
 
+def _aucs(summary: dict) -> str:
+    """The planted part's AUCs: over the candidates (what the board ranks and pairs) first, then over
+    every edge (which mostly reads which edges are candidates: :func:`candidate_auc`)."""
+    return f"AUC (candidates) {summary['auc_candidates']:.3f}, AUC (every edge) {summary['auc']:.3f}"
+
+
 def headline(result: dict) -> list[str]:
     """A scored edge result, for the terminal."""
     if result["status"] != "scored":
@@ -475,12 +481,12 @@ def headline(result: dict) -> list[str]:
     t, p = result["scores"]["transfer"]["all"], result["scores"]["planted"]["all"]
     log = f"edge CPR(log) {t['cpr_log']:.3f}, CMD(log) {t['cmd_log']:.3f}, MIB's "
     lines = [f"held-out tasks, held-out models: {log}edge CPR {t['cpr']:.3f}, CMD {t['cmd']:.3f}, {t['lm_passes']:.0f} passes",
-             f"planted, public seeds: precision {p['precision']:.2f}, recall {p['recall']:.2f}, AUC {p['auc']:.3f}"]  # fmt: skip
+             f"planted, public seeds: precision {p['precision']:.2f}, recall {p['recall']:.2f}, {_aucs(p)}"]  # fmt: skip
     private = (result.get("private") or {}).get("scores") or {}
     if "planted" in private:
         s = private["planted"]["all"]
         lines.append(
-            f"planted, secret models: precision {s['precision']:.2f}, recall {s['recall']:.2f}, AUC {s['auc']:.3f}"
+            f"planted, secret models: precision {s['precision']:.2f}, recall {s['recall']:.2f}, {_aucs(s)}"
         )
     if "transfer" in private:  # the log-axis pair ranks: first, MIB's beside it
         h = private["transfer"]["all"]
