@@ -24,7 +24,7 @@ from circuit_gym import benchmark as B
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("ppo.py", "greedy.py", "random.py")
 # One held-out task of one held-out model of the benchmark in force, two test batches: the smallest real run.
-SMALL = ["--models", "zoo6", "--tasks", "brackets", "--episodes", "2"]
+SMALL = ["--models", "zoo10", "--tasks", "brackets", "--episodes", "2"]
 
 
 def _run(script: str, *args: str, cwd: Path, timeout: float = 1200) -> str:
