@@ -228,20 +228,18 @@ def transfer_summary(rows: list[dict]) -> dict:
     """Over all transfer episodes, per model and per task."""
     if not rows:
         return {}
-    metrics = TRANSFER_METRICS
-    return {"all": summary(rows, metrics),
-            "per_model": {m: summary([r for r in rows if r["model"] == m], metrics)
+    return {"all": summary(rows, TRANSFER_METRICS),
+            "per_model": {m: summary([r for r in rows if r["model"] == m], TRANSFER_METRICS)
                           for m in dict.fromkeys(r["model"] for r in rows)},
-            "per_task": {t: summary([r for r in rows if r["task"] == t], metrics)
+            "per_task": {t: summary([r for r in rows if r["task"] == t], TRANSFER_METRICS)
                          for t in dict.fromkeys(r["task"] for r in rows)}}  # fmt: skip
 
 
 def planted_summary(rows: list[dict]) -> dict:
     """Per kind and over all kinds."""
     kinds = dict.fromkeys(r["kind"] for r in rows)
-    metrics = PLANTED_METRICS
-    out = {k: summary([r for r in rows if r["kind"] == k], metrics) for k in kinds}
-    return {**out, "all": summary(rows, metrics)} if rows else {}
+    out = {k: summary([r for r in rows if r["kind"] == k], PLANTED_METRICS) for k in kinds}
+    return {**out, "all": summary(rows, PLANTED_METRICS)} if rows else {}
 
 
 # ------------------------------------------------------------------ environments
