@@ -336,7 +336,7 @@ class EdgeRun(TrackRun):
         distinct_weights(hashes)
         self.checked, self.seed_shas, self.model_batches = checked, shas, batches
         # a one-model row's names (its record: private_record)
-        (self.private_dir, self.served), self.batches = checked[0], batches[0]
+        self.served, self.batches = checked[0][1], batches[0]
 
     def parts(self, sample: bool) -> list[Part]:
         """Transfer model by model, then planted kind by kind (a model its gate admits no task on: none)."""
